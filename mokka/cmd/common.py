@@ -1,0 +1,45 @@
+"""Conventions every Mokka command shares: logging and feature-gate options,
+env fallbacks (the flag wins), and ``<command>: <error>`` + exit 1 on error."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+from mokka.core import features, log
+
+
+class CommandError(Exception):
+    """An error a user can fix: printed as one line, exit status 1."""
+
+
+def die(command: str, message: str) -> "NoReturn":  # noqa: F821
+    click.echo(f"{command}: {message}", err=True)
+    sys.exit(1)
+
+
+def common_options(fn):
+    """--log-level, --log-format and --feature-gates with their env variables."""
+    @click.option("--log-level", envvar="MOKKA_LOG_LEVEL", default="info", show_default=True,
+                  help="debug, info, warn or error (warning = warn; empty = info).")
+    @click.option("--log-format", envvar="MOKKA_LOG_FORMAT", default="json", show_default=True,
+                  help="json or plain (empty = json).")
+    @click.option("--feature-gates", envvar="MOKKA_FEATURE_GATES", default="",
+                  help="Comma-separated Name=true|false pairs "
+                       "(IMEXDownload, ToolkitCDIAnnotations; all off by default).")
+    @functools.wraps(fn)
+    def wrapper(*args, log_level, log_format, feature_gates, **kwargs):
+        # "mokka render-cdi" -> "render-cdi": errors read "<command>: <error>".
+        command = (click.get_current_context().info_name or "mokka").split()[-1]
+        try:
+            log.configure(log_level, log_format)
+            gates = features.parse(feature_gates)
+        except (log.LogConfigError, features.FeatureGateError) as exc:
+            die(command, str(exc))
+        try:
+            return fn(*args, gates=gates, **kwargs)
+        except CommandError as exc:
+            die(command, str(exc))
+    return wrapper

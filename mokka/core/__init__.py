@@ -1,0 +1,1 @@
+"""Shared facts and pure transformations used by every Mokka command."""

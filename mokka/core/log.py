@@ -1,0 +1,104 @@
+"""One logging setup for every Mokka command: a message plus fields.
+
+``get(name)`` returns a logger whose ``info/warning/...`` take keyword fields
+(``log.warning("left as authored", pod=..., reason=...)``); they are rendered
+as JSON (the default) or as ``key=value`` pairs in plain format.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+          "warning": logging.WARNING, "error": logging.ERROR, "": logging.INFO}
+FORMATS = ("json", "plain")
+
+
+class LogConfigError(ValueError):
+    pass
+
+
+def parse_level(value: str | None) -> int:
+    key = (value or "").strip().lower()
+    if key not in LEVELS:
+        raise LogConfigError(f"invalid --log-level {value!r}: use debug, info, warn or error")
+    return LEVELS[key]
+
+
+def parse_format(value: str | None) -> str:
+    key = (value or "").strip().lower() or "json"
+    if key not in FORMATS:
+        raise LogConfigError(f"invalid --log-format {value!r}: use json or plain")
+    return key
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower().replace("warning", "warn"),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        doc.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            doc["error"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+class _PlainFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        level = record.levelname.lower().replace("warning", "warn")
+        parts = [time.strftime("%H:%M:%S", time.localtime(record.created)), level,
+                 f"{record.name}:", record.getMessage()]
+        for key, value in getattr(record, "fields", {}).items():
+            parts.append(f"{key}={value}")
+        line = " ".join(parts)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def configure(level: str | None = "info", fmt: str | None = "json", stream=None) -> None:
+    """Set up the root handler once per process (idempotent)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(_JsonFormatter() if parse_format(fmt) == "json" else _PlainFormatter())
+    root.addHandler(handler)
+    root.setLevel(parse_level(level))
+
+
+class Logger:
+    """A thin wrapper that turns keyword arguments into structured fields."""
+
+    def __init__(self, name: str):
+        self._log = logging.getLogger(name)
+
+    def _emit(self, level: int, msg: str, exc_info=None, **fields) -> None:
+        if self._log.isEnabledFor(level):
+            self._log.log(level, msg, exc_info=exc_info, extra={"fields": fields})
+
+    def debug(self, msg: str, **fields) -> None:
+        self._emit(logging.DEBUG, msg, **fields)
+
+    def info(self, msg: str, **fields) -> None:
+        self._emit(logging.INFO, msg, **fields)
+
+    def warning(self, msg: str, **fields) -> None:
+        self._emit(logging.WARNING, msg, **fields)
+
+    def error(self, msg: str, **fields) -> None:
+        self._emit(logging.ERROR, msg, **fields)
+
+    def exception(self, msg: str, **fields) -> None:
+        self._emit(logging.ERROR, msg, exc_info=True, **fields)
+
+
+def get(name: str) -> Logger:
+    return Logger(name)

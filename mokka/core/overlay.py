@@ -1,0 +1,161 @@
+"""The overlay tree: every join of a root with a path of ``mokka.core.names``.
+
+``Overlay(root)`` answers "where is X" for one root: the host staging root
+(``/var/lib/nvml-mock``, or that under a scratch ``--host-root``) or the
+container mount path (``/opt/nvml-mock``). The NRI plugin, the node agent and
+the shims all ask this class; none of them joins a literal path by hand.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from mokka.core import names
+
+
+def under(host_root: str, path: str) -> str:
+    """Root an absolute host path under ``host_root`` (``/`` leaves it as is)."""
+    if not host_root or host_root == "/":
+        return path
+    return os.path.join(host_root, path.lstrip("/"))
+
+
+@dataclass(frozen=True)
+class Overlay:
+    root: str
+
+    def join(self, rel: str) -> str:
+        return os.path.join(self.root, rel)
+
+    # Directories
+    @property
+    def driver(self) -> str:
+        return self.join(names.DRIVER_DIR)
+
+    @property
+    def dev(self) -> str:
+        return self.join(names.DEV_DIR)
+
+    @property
+    def driver_config(self) -> str:
+        return self.join(names.DRIVER_CONFIG_DIR)
+
+    @property
+    def config(self) -> str:
+        return self.join(names.CONFIG_DIR)
+
+    @property
+    def bin(self) -> str:
+        return self.join(names.DRIVER_BIN_DIR)
+
+    @property
+    def lib(self) -> str:
+        return self.join(names.DRIVER_LIB_DIR)
+
+    @property
+    def pylib(self) -> str:
+        return self.join(names.DRIVER_PYLIB_DIR)
+
+    @property
+    def preload_lib(self) -> str:
+        return self.join(names.PRELOAD_LIB_DIR)
+
+    @property
+    def proc(self) -> str:
+        return self.join(names.DRIVER_PROC_DIR)
+
+    @property
+    def ib(self) -> str:
+        return self.join(names.IB_DIR)
+
+    @property
+    def imex_channels(self) -> str:
+        return self.join(names.IMEX_CHANNEL_DIR)
+
+    @property
+    def sys(self) -> str:
+        return self.join(names.PCI_SYSFS_DIR)
+
+    # Files
+    @property
+    def profile(self) -> str:
+        """The staged profile copy: what MOCK_NVML_CONFIG names."""
+        return os.path.join(self.driver_config, names.PROFILE_FILE)
+
+    @property
+    def state(self) -> str:
+        """The compiled engine state beside the profile copy."""
+        return os.path.join(self.driver_config, names.STATE_FILE)
+
+    @property
+    def overrides(self) -> str:
+        return os.path.join(self.driver_config, names.OVERRIDES_FILE)
+
+    @property
+    def machine_type(self) -> str:
+        return os.path.join(self.driver_config, names.MACHINE_TYPE_FILE)
+
+    @property
+    def fabric_state(self) -> str:
+        return self.join(names.FABRIC_STATE_DIR)
+
+    @property
+    def topology(self) -> str:
+        return self.join(names.TOPOLOGY_DOC)
+
+    @property
+    def ib_ping_socket(self) -> str:
+        return self.join(names.IB_PING_SOCKET)
+
+    @property
+    def imex_proc_devices(self) -> str:
+        return self.join(names.IMEX_PROC_DEVICES)
+
+    def gpu_node(self, index: int) -> str:
+        return os.path.join(self.dev, names.gpu_node_name(index))
+
+    def control_node(self, name: str) -> str:
+        return os.path.join(self.dev, name)
+
+    def imex_channel(self, index: int) -> str:
+        return os.path.join(self.imex_channels, f"{names.IMEX_CHANNEL_PREFIX}{index}")
+
+    def shim(self, rel_or_abs: str) -> str:
+        """A preload shim path: relative ones resolve against this root."""
+        return rel_or_abs if os.path.isabs(rel_or_abs) else self.join(rel_or_abs)
+
+
+def host_overlay(host_root: str = "/", overlay_host_path: str = names.OVERLAY_HOST_PATH) -> Overlay:
+    return Overlay(under(host_root, overlay_host_path))
+
+
+def container_overlay(mount_path: str = names.OVERLAY_MOUNT_PATH) -> Overlay:
+    return Overlay(mount_path)
+
+
+# --- The container environment contract (facts §0) ---------------------------
+
+def gpu_env(mount: Overlay) -> dict[str, str]:
+    """Variables that turn mock NVML on inside a container (GPU selection)."""
+    return {
+        names.ENV_NVML_CONFIG: mount.profile,
+        names.ENV_PCI_ROOT: mount.root,
+        names.ENV_GFD_MACHINE_TYPE_FILE: mount.machine_type,
+    }
+
+
+def topology_env(node_name: str, topology_mount_path: str) -> dict[str, str]:
+    return {
+        names.ENV_NODE_NAME: node_name,
+        names.ENV_TOPOLOGY_CONFIG: topology_mount_path,
+    }
+
+
+def ib_env(mount: Overlay) -> dict[str, str]:
+    """Variables that turn the mock InfiniBand stack on (IB selection)."""
+    return {
+        names.ENV_IB: names.IB_FULL,
+        names.ENV_IB_ROOT: mount.ib,
+        names.ENV_IB_PING_SOCKET: mount.ib_ping_socket,
+    }
