@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Fetch a real containerd (with NRI) and its companions for the integration tests,
+# without installing anything system-wide and without touching the system's apt sources.
+#
+#   .ci/fetch-runtime.sh [DEST]        (default DEST: $HOME/.cache/mokka-runtime)
+#
+# Debian packages used (apt-get download + dpkg -x into DEST/root):
+#   trixie   containerd                                     containerd 1.7.24 (NRI v0.6.1), ctr, shim
+#   bookworm runc                                           trixie's runc needs glibc 2.38
+#   trixie   golang-github-kubernetes-cri-api-dev           CRI api.proto
+#   trixie   golang-github-containerd-nri-dev               NRI api.proto (for reading)
+#   trixie   golang-tags.cncf-container-device-interface-dev  CDI JSON schema
+#   bookworm busybox-static                                 the test image's only binary
+# At the end DEST/paths.env holds absolute paths (shell syntax KEY=VALUE, one a line).
+# Idempotent: if DEST/paths.env names files that all exist, it exits at once.
+set -euo pipefail
+
+DEST="${1:-${HOME}/.cache/mokka-runtime}"
+mkdir -p "$DEST"
+DEST="$(cd "$DEST" && pwd -P)"
+ROOT="$DEST/root"
+PATHS_ENV="$DEST/paths.env"
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+# The Debian mirror: the one this machine's own apt sources already use for the
+# main archive (or MOKKA_DEBIAN_MIRROR), so no host is hard-coded here.
+system_mirror() {
+    { sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
+      sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
+          /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+    } | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1 || true
+}
+MIRROR="${MOKKA_DEBIAN_MIRROR:-$(system_mirror)}"
+if [[ -z "$MIRROR" ]]; then
+    echo "fetch-runtime: no Debian mirror found in /etc/apt sources; set MOKKA_DEBIAN_MIRROR" >&2
+    exit 1
+fi
+
+log() { printf 'fetch-runtime: %s\n' "$*" >&2; }
+
+# ---- fast path: everything already there -------------------------------------------
+if [[ -s "$PATHS_ENV" ]]; then
+    complete=1
+    for key in CONTAINERD CTR CONTAINERD_SHIM RUNC CRI_API_PROTO NRI_API_PROTO CDI_SCHEMA_DIR BUSYBOX; do
+        value="$(sed -n "s/^${key}=//p" "$PATHS_ENV" | tail -n 1)"
+        if [[ -z "$value" || ! -e "$value" ]]; then complete=0; break; fi
+    done
+    if [[ $complete == 1 ]]; then
+        log "already complete: $PATHS_ENV"
+        exit 0
+    fi
+fi
+
+# ---- the archive keyring (the only thing that may be installed system-wide) -----------
+if [[ ! -s "$KEYRING" ]]; then
+    log "installing debian-archive-keyring (missing $KEYRING)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq debian-archive-keyring
+fi
+
+# ---- a private apt: own source list, own lists, own cache ----------------------------
+APTDIR="$DEST/apt"
+mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$DEST/debs"
+cat > "$APTDIR/sources.list" <<SOURCES
+deb [signed-by=$KEYRING] $MIRROR bookworm main
+deb [signed-by=$KEYRING] $MIRROR trixie main
+SOURCES
+APT_OPTS=(
+    -o "Dir::Etc::sourcelist=$APTDIR/sources.list"
+    -o "Dir::Etc::sourceparts=-"
+    -o "Dir::State::Lists=$APTDIR/lists"
+    -o "Dir::Cache=$APTDIR/cache"
+    -o "Dir::Cache::pkgcache="
+    -o "Dir::Cache::srcpkgcache="
+    -o "APT::Sandbox::User=root"
+    -o "Acquire::Languages=none"
+    -o "APT::Get::List-Cleanup=false"
+)
+
+PACKAGES=(
+    containerd/trixie
+    runc/bookworm
+    golang-github-kubernetes-cri-api-dev/trixie
+    golang-github-containerd-nri-dev/trixie
+    golang-tags.cncf-container-device-interface-dev/trixie
+    busybox-static/bookworm
+)
+
+have_all_debs() {
+    local spec name
+    for spec in "${PACKAGES[@]}"; do
+        name="${spec%%/*}"
+        compgen -G "$DEST/debs/${name}_*.deb" > /dev/null || return 1
+    done
+}
+
+if ! have_all_debs; then
+    log "updating private package lists in $APTDIR"
+    apt-get "${APT_OPTS[@]}" update -qq
+    log "downloading: ${PACKAGES[*]}"
+    rm -rf "$DEST/debs.tmp"
+    mkdir -p "$DEST/debs.tmp"
+    (cd "$DEST/debs.tmp" && apt-get "${APT_OPTS[@]}" download -qq "${PACKAGES[@]}")
+    rm -rf "$DEST/debs"
+    mv "$DEST/debs.tmp" "$DEST/debs"
+fi
+
+# ---- unpack -------------------------------------------------------------------------
+rm -rf "$ROOT.tmp"
+mkdir -p "$ROOT.tmp"
+for deb in "$DEST"/debs/*.deb; do
+    dpkg -x "$deb" "$ROOT.tmp"
+done
+rm -rf "$ROOT"
+mv "$ROOT.tmp" "$ROOT"
+
+find_one() {  # find_one DESCRIPTION find-args...; prints exactly one path or fails
+    local what="$1"; shift
+    local hit
+    hit="$(find "$ROOT" "$@" | sort | head -n 1)"
+    if [[ -z "$hit" ]]; then
+        log "ERROR: $what not found under $ROOT"
+        exit 1
+    fi
+    printf '%s\n' "$hit"
+}
+
+CONTAINERD="$(find_one containerd -path '*/bin/containerd' -type f)"
+CTR="$(find_one ctr -path '*/bin/ctr' -type f)"
+CONTAINERD_SHIM="$(find_one containerd-shim-runc-v2 -path '*/bin/containerd-shim-runc-v2' -type f)"
+RUNC="$(find_one runc -path '*bin/runc' -type f)"
+CRI_API_PROTO="$(find_one 'CRI api.proto' -path '*/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto' -type f)"
+NRI_API_PROTO="$(find_one 'NRI api.proto' -path '*/github.com/containerd/nri/pkg/api/api.proto' -type f)"
+CDI_SCHEMA="$(find_one 'CDI schema.json' -path '*container-device-interface*/schema/schema.json' -type f)"
+CDI_SCHEMA_DIR="$(dirname "$CDI_SCHEMA")"
+[[ -f "$CDI_SCHEMA_DIR/defs.json" ]] || { log "ERROR: no defs.json beside $CDI_SCHEMA"; exit 1; }
+BUSYBOX="$(find_one busybox -path '*bin/busybox' -type f)"
+
+for bin in "$CONTAINERD" "$CTR" "$CONTAINERD_SHIM" "$RUNC" "$BUSYBOX"; do
+    [[ -x "$bin" ]] || { log "ERROR: $bin is not executable"; exit 1; }
+done
+
+cat > "$PATHS_ENV.tmp" <<ENV
+CONTAINERD=$CONTAINERD
+CTR=$CTR
+CONTAINERD_SHIM=$CONTAINERD_SHIM
+RUNC=$RUNC
+CRI_API_PROTO=$CRI_API_PROTO
+NRI_API_PROTO=$NRI_API_PROTO
+CDI_SCHEMA_DIR=$CDI_SCHEMA_DIR
+BUSYBOX=$BUSYBOX
+ENV
+mv "$PATHS_ENV.tmp" "$PATHS_ENV"
+log "versions: $("$CONTAINERD" --version 2>&1 | head -n 1) | $("$RUNC" --version 2>&1 | head -n 1)"
+log "wrote $PATHS_ENV"

@@ -1,0 +1,154 @@
+"""Fixtures for tests against a REAL containerd (see runtime.py for the helpers).
+
+    runtime            (session)  RuntimePaths from paths.env; skips LOUDLY if absent
+    cri_api            (session)  the compiled CRI protos (CriApi: .pb2, .grpc)
+    container_support  (session)  proves once that this kernel runs containers; skips
+                                  (loudly, with the kernel's words) only for that cause
+    containerd_factory (function) factory(**Containerd kwargs) -> started Containerd;
+                                  e.g. factory(enable_cdi=True, cdi_spec_dirs=[d])
+    containerd         (function) a started Containerd with defaults (NRI on, CDI off)
+    cri                (function) a CRIClient on ``containerd``
+
+Set MOKKA_REQUIRE_RUNTIME=1 to turn the "runtime not fetched" skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import runtime as rt  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _loud(reason: str) -> str:
+    bar = "!" * 20
+    return f"{bar} {reason} {bar}"
+
+
+@pytest.fixture(scope="session")
+def runtime() -> rt.RuntimePaths:
+    paths = rt.runtime_paths()
+    if paths is None:
+        reason = (
+            f"REAL CONTAINERD NOT FETCHED: no complete paths.env in {rt.runtime_dir()}. "
+            f"Run `bash {rt.FETCH_SCRIPT}` (as root; or set MOKKA_RUNTIME_DIR) to test "
+            f"against containerd 1.7 + NRI"
+        )
+        if os.environ.get("MOKKA_REQUIRE_RUNTIME") == "1":
+            pytest.fail(reason)
+        pytest.skip(_loud(reason))
+    if os.geteuid() != 0:
+        pytest.skip(_loud("REAL CONTAINERD TESTS NEED ROOT (containerd/runc run as root here)"))
+    return paths
+
+
+@pytest.fixture(scope="session")
+def cri_api(runtime, tmp_path_factory) -> rt.CriApi:
+    return rt.load_cri_api(tmp_path_factory.mktemp("cri-api"), runtime.cri_api_proto)
+
+
+def _grpc_details(exc: BaseException) -> str:
+    details = getattr(exc, "details", None)
+    if callable(details):
+        try:
+            return str(details())
+        except Exception:  # noqa: BLE001
+            pass
+    return str(exc)
+
+
+@pytest.fixture(scope="session")
+def container_support(runtime, cri_api, tmp_path_factory) -> str:
+    """Run one plain host-network pod + container + ExecSync once per session.
+
+    Skips everything that needs containers only when the failure text is a known
+    kernel/sandbox refusal (rt.KERNEL_REFUSAL_PATTERNS); any other failure is raised,
+    so a harness bug fails the tests instead of hiding behind a skip."""
+    workdir = tmp_path_factory.mktemp("probe")
+    instance = None
+    step = "starting containerd"
+    try:
+        instance = rt.Containerd(runtime, workdir)
+        client = instance.cri
+        step = f"RunPodSandbox (snapshotter {instance.snapshotter})"
+        pod_id, pod_config = rt.run_pod(client, "probe")
+        step = "CreateContainer"
+        cid = rt.create_container(client, pod_id, pod_config, "probe", ["sleep", "3600"])
+        step = "StartContainer/ExecSync"
+        result = rt.start_and_exec(client, cid, ["echo", "probe-ok"])
+        if result.exit_code != 0 or result.stdout.strip() != "probe-ok":
+            raise rt.HarnessError(f"probe exec returned {result}")
+        step = "cleanup"
+        rt.remove_pod(client, pod_id)
+        return instance.snapshotter
+    except rt.KernelRefusal as exc:
+        pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS ({step}): {exc}"))
+    except Exception as exc:
+        text = _grpc_details(exc)
+        if step != "starting containerd" and step != "cleanup":
+            why = rt.kernel_refusal_reason(text)
+            if why:
+                pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS at {step}: {why!r} (full: {text[:600]})"))
+        log = instance.log_text()[-3000:] if instance else ""
+        raise rt.HarnessError(f"container probe failed at {step}: {text}\ncontainerd log tail:\n{log}") from exc
+    finally:
+        if instance is not None:
+            instance.stop()
+
+
+@pytest.fixture
+def containerd_factory(runtime, cri_api, container_support, tmp_path, request):
+    """``factory(**kwargs)`` starts a Containerd(runtime, tmp_path/"containerd-N", **kwargs).
+
+    All instances are stopped at teardown; their log tails are attached to the report
+    of a failed test."""
+    instances: list[rt.Containerd] = []
+
+    def factory(**kwargs) -> rt.Containerd:
+        workdir = tmp_path / f"containerd-{len(instances)}"
+        try:
+            instance = rt.Containerd(runtime, workdir, **kwargs)
+        except rt.KernelRefusal as exc:
+            pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS: {exc}"))
+        instances.append(instance)
+        return instance
+
+    yield factory
+
+    failed = any(getattr(request.node, f"rep_{when}", None) is not None
+                 and getattr(request.node, f"rep_{when}").failed for when in ("setup", "call"))
+    errors = []
+    for instance in instances:
+        try:
+            instance.stop()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{instance.workdir}: {exc!r}")
+        if failed:
+            request.node.add_report_section(
+                "teardown", f"containerd log ({instance.workdir.name})", instance.log_text()[-6000:])
+    if errors:
+        raise rt.HarnessError("stopping containerd failed: " + "; ".join(errors))
+
+
+@pytest.fixture
+def containerd(containerd_factory) -> rt.Containerd:
+    return containerd_factory()
+
+
+@pytest.fixture
+def cri(containerd) -> rt.CRIClient:
+    return containerd.client()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
