@@ -1,0 +1,1 @@
+"""The node agent: a level-triggered reconciler over small simulators."""

@@ -1,0 +1,100 @@
+"""What the probes answer, kept apart from HTTP and from the state source.
+
+The reconciler and the loop push facts in (wave results, a rejected document);
+``probe(path)`` turns them into (status, JSON body). Time is passed in.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterable
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class Health:
+    def __init__(self, readiness: Callable[[], Iterable[tuple[str, bool, str]]] = lambda: (),
+                 now: Callable[[], float] = time.time):
+        self._now = now
+        self._readiness = readiness
+        self._mu = threading.Lock()
+        self._failures: dict[str, str] = {}
+        self._failed_at: float | None = None
+        self._busy: str | None = "not staged yet"    # why /stagedz is closed
+        self._generation = 0
+        self._digest = ""
+        self._rejected: dict | None = None
+        self._apply_error: str | None = None
+
+    # --- facts pushed in -----------------------------------------------------
+    def stage_started(self) -> None:
+        with self._mu:
+            self._busy = "staging"
+
+    def stage_finished(self, generation: int, digest: str, failures: dict[str, str]) -> None:
+        with self._mu:
+            self._failures = dict(failures)
+            self._failed_at = self._now() if failures else None
+            self._generation = generation
+            if failures:
+                self._busy = "last Stage failed: " + ", ".join(sorted(failures))
+            else:
+                self._busy, self._digest = None, digest
+
+    def apply_finished(self, error: str | None) -> None:
+        # Recorded for the log and body only: /stagedz follows Stage, not Apply.
+        with self._mu:
+            self._apply_error = error
+
+    def teardown_started(self) -> None:
+        with self._mu:
+            self._busy = "tearing down"
+
+    def rejected(self, file: str, reason: str) -> None:
+        with self._mu:
+            self._rejected = {"file": file, "reason": reason, "since": _stamp(self._now())}
+
+    def accepted(self) -> None:
+        with self._mu:
+            self._rejected = None
+
+    # --- probes --------------------------------------------------------------
+    def probe(self, path: str) -> tuple[int, dict]:
+        if path == "/healthz":
+            return self.healthz()
+        if path == "/readyz":
+            return self.readyz()
+        if path == "/stagedz":
+            return self.stagedz()
+        return 404, {"error": f"no probe at {path}; try /healthz, /readyz or /stagedz"}
+
+    def healthz(self) -> tuple[int, dict]:
+        with self._mu:
+            body = {"generation": self._generation}
+            if self._rejected:
+                body["rejected"] = dict(self._rejected)     # still live: last good state serves
+            if self._apply_error:
+                body["apply_error"] = self._apply_error
+            if self._failures:
+                body["failed"] = dict(self._failures)
+                body["failed_at"] = _stamp(self._failed_at or 0)
+                return 503, body
+            return 200, body
+
+    def readyz(self) -> tuple[int, dict]:
+        for name, ok, reason in self._readiness():
+            if not ok:
+                return 503, {"ready": False, "simulator": name, "reason": reason}
+        return 200, {"ready": True}
+
+    def stagedz(self) -> tuple[int, dict]:
+        with self._mu:
+            body = {"staged": self._busy is None, "generation": self._generation,
+                    "digest": self._digest}
+            if self._busy is not None:
+                body["reason"] = self._busy
+                return 503, body
+            return 200, body

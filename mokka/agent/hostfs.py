@@ -1,0 +1,185 @@
+"""Converge a set of host paths owned by one simulator, through the manifest.
+
+A simulator describes the tree it wants as ``{absolute path: File|Link|CharDev}``;
+``converge`` records it (write-ahead), writes what differs, removes what the
+owner had before but no longer wants, and drops directories that emptied.
+Device nodes fall back to empty regular files where mknod is not permitted
+(no CAP_MKNOD, or a user namespace), logged once.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from mokka.agent.manifest import Manifest, missing_dirs
+from mokka.core.fsutil import atomic_symlink, atomic_write
+
+
+@dataclass(frozen=True)
+class File:
+    data: bytes
+    mode: int = 0o644
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str
+
+
+@dataclass(frozen=True)
+class CharDev:
+    major: int
+    minor: int
+    mode: int = 0o666
+
+
+Entry = File | Link | CharDev
+#: Suffixes of the temp names fsutil.atomic_write, atomic_symlink and _chardev use.
+_TEMP_SUFFIXES = (".tmp", ".lnk", ".dev")
+
+
+class HostFS:
+    def __init__(self, manifest: Manifest, log):
+        self.manifest = manifest
+        self._log = log
+        self._mknod_ok = True
+        self._mknod_mu = threading.Lock()
+
+    # --- converge ----------------------------------------------------------
+    def converge(self, owner: str, tree: dict[str, Entry], extra: Iterable[str] = (),
+                 writer: Callable[[], object] | None = None) -> int:
+        """Make ``owner``'s paths exactly ``tree`` plus ``extra`` (written by ``writer``)."""
+        planned = set(tree) | set(extra)
+        self.manifest.intend(owner, planned, self._dirs_for(planned))
+        changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry))
+        if writer is not None:
+            writer()
+        stale = self.manifest.paths(owner) - planned
+        dropped = self._remove(stale)
+        self.manifest.settle(owner, planned, dropped)
+        return changed + len(stale)
+
+    def withdraw(self, owner: str, path: str) -> None:
+        """Remove one path an owner published (it stays the owner's until settled)."""
+        self._unlink(path)
+        self.manifest.settle(owner, self.manifest.paths(owner) - {path})
+
+    def remove_owner(self, owner: str) -> None:
+        dropped = self._remove(self.manifest.paths(owner))
+        self.manifest.settle(owner, (), dropped)
+
+    def sweep(self) -> None:
+        """Teardown's last step: every created directory, deepest first, if empty."""
+        for d in sorted(self.manifest.dirs(), key=lambda p: p.count(os.sep), reverse=True):
+            if d == os.path.dirname(self.manifest.path):
+                continue                      # the manifest's own directory goes last
+            _rmdir(d)
+
+    def clean_temps(self) -> int:
+        """Remove temp files a killed writer left in directories the agent created.
+
+        fsutil and ``_chardev`` write through dot-named temps and a rename; a kill -9
+        between the two leaves one behind, which no manifest entry names.
+        """
+        removed = 0
+        for d in self.manifest.dirs():
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(".") and name.endswith(_TEMP_SUFFIXES):
+                    _unlink_quiet(os.path.join(d, name))
+                    removed += 1
+        return removed
+
+    def _dirs_for(self, paths: set[str]) -> set[str]:
+        parents, out = {os.path.dirname(p) for p in paths}, set()
+        for parent in parents:
+            if parent not in out and not os.path.isdir(parent):
+                out.update(missing_dirs(os.path.join(parent, "x")))
+        return out
+
+    def _remove(self, paths: Iterable[str]) -> set[str]:
+        """Unlink paths, then rmdir agent-made parents that emptied; return those removed."""
+        parents = set()
+        for path in paths:
+            self._unlink(path)
+            parents.add(os.path.dirname(path))
+        created, dropped = self.manifest.dirs(), set()
+        for d in sorted(parents, key=lambda p: p.count(os.sep), reverse=True):
+            while d in created and _rmdir(d):
+                dropped.add(d)
+                d = os.path.dirname(d)
+        return dropped
+
+    # --- single entries ----------------------------------------------------
+    def write(self, path: str, entry: Entry) -> bool:
+        if isinstance(entry, File):
+            return atomic_write(path, entry.data, entry.mode)
+        if isinstance(entry, Link):
+            return atomic_symlink(entry.target, path)
+        return self._chardev(path, entry)
+
+    def _chardev(self, path: str, dev: CharDev) -> bool:
+        rdev = os.makedev(dev.major, dev.minor)
+        try:
+            st = os.lstat(path)
+            if stat.S_IMODE(st.st_mode) == dev.mode and (
+                    (stat.S_ISCHR(st.st_mode) and st.st_rdev == rdev)
+                    or (not self._mknod_ok and stat.S_ISREG(st.st_mode) and st.st_size == 0)):
+                return False
+        except FileNotFoundError:
+            pass
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{threading.get_ident()}.dev")
+        _unlink_quiet(tmp)
+        if self._mknod_ok:
+            try:
+                os.mknod(tmp, stat.S_IFCHR | dev.mode, rdev)
+            except PermissionError:
+                self._mknod_denied()
+        if not self._mknod_ok:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dev.mode))
+        os.chmod(tmp, dev.mode)               # mknod honours the umask; the contract is 0666
+        os.replace(tmp, path)
+        return True
+
+    def _mknod_denied(self) -> None:
+        with self._mknod_mu:
+            if self._mknod_ok:
+                self._mknod_ok = False
+                self._log.warning("mknod not permitted: creating device paths as empty regular "
+                                  "files (visible, but not openable as devices)")
+
+    def _unlink(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except IsADirectoryError:
+            _rmdir(path)
+
+
+def _rmdir(path: str) -> bool:
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY, errno.ENOTDIR):
+            return False
+        raise
+
+
+def _unlink_quiet(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,52 @@
+"""cri (CDI part): the toolkit, NRI and management CDI specs in --cdi-spec-dir.
+
+Stage withdraws the NRI plugin's spec first, so a container created while the
+tree changes gets raw device nodes rather than a spec naming nodes a smaller
+profile removed; Apply (re)publishes all three once every surface staged.
+The containerd configuration half of cri is not in this version.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mokka.agent.desired import Desired
+from mokka.agent.hostfs import Entry, File
+from mokka.agent.simulators import Host, Readiness
+from mokka.core import cdi, names
+
+OWNER = "cri"
+
+
+def tree(desired: Desired, host: Host) -> dict[str, Entry]:
+    specs = dict(cdi.specs(desired.state, host.overlay))
+    specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
+    return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
+            for file, spec in specs.items()}
+
+
+class Cri:
+    name = OWNER
+
+    def __init__(self, host: Host):
+        self.host = host
+        self._readiness = Readiness("CDI specs not published yet")
+        self._nri_spec = os.path.join(host.cdi_dir, names.CDI_SPEC_MOCK_FILE)
+
+    def stage(self, desired: Desired) -> None:
+        self._readiness.fail("restaging: NRI CDI spec withdrawn")
+        self.host.fs.withdraw(OWNER, self._nri_spec)
+
+    def apply(self, desired: Desired) -> None:
+        self.host.fs.converge(OWNER, tree(desired, self.host))
+        self._readiness.ok()
+
+    def revoke(self) -> None:
+        self._readiness.fail("revoked")
+        self.host.fs.remove_owner(OWNER)
+
+    def discard(self) -> None:
+        self.host.fs.remove_owner(OWNER)
+
+    def ready(self) -> tuple[bool, str]:
+        return self._readiness.ready()

@@ -1,0 +1,140 @@
+"""Shared test helpers: bounded waits, probes, profiles, and a real agent process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from mokka.agent import desired as ds
+from mokka.agent.simulators.publish import is_mountpoint, unmount
+from mokka.core import profile as prof
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def wait_until(predicate, timeout: float = 15.0, interval: float = 0.02, what: str = "condition"):
+    """Poll a predicate until it returns a truthy value (bounded; not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def probe(port: int, path: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+    except OSError:
+        return 0, {}
+
+
+def profile_bytes(name: str, count: int | None = None) -> bytes:
+    _, text = prof.read(name)
+    return ds.with_num_devices(text, count) if count else text
+
+
+def configmap_dir(directory: str, files: dict[str, bytes], version: str) -> None:
+    """Lay out files the way the kubelet does: ..<ts>/, ..data -> ..<ts>, name -> ..data/name."""
+    os.makedirs(directory, exist_ok=True)
+    stamp = os.path.join(directory, f"..{version}")
+    os.makedirs(stamp)
+    for name, data in files.items():
+        with open(os.path.join(stamp, name), "wb") as f:
+            f.write(data)
+    tmp = os.path.join(directory, "..data_tmp")
+    os.symlink(f"..{version}", tmp)
+    os.replace(tmp, os.path.join(directory, "..data"))
+    for name in files:
+        link = os.path.join(directory, name)
+        if not os.path.islink(link):
+            os.symlink(os.path.join("..data", name), link)
+
+
+class AgentProcess:
+    def __init__(self, root: str, *args: str, log_dir: str, env: dict | None = None,
+                 cwd: str = REPO):
+        self.root = root
+        self.port = free_port()
+        self.log_path = os.path.join(log_dir, f"agent-{time.monotonic_ns()}.log")
+        self._log = open(self.log_path, "wb")
+        cmd = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
+               "--health-addr", f"127.0.0.1:{self.port}", "--log-format", "json", *args]
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
+
+    def probe(self, path: str) -> tuple[int, dict]:
+        return probe(self.port, path)
+
+    def log_lines(self) -> list[dict]:
+        out = []
+        with open(self.log_path, "rb") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    out.append({"msg": line.decode(errors="replace")})
+        return out
+
+    def wait_staged(self, digest: str | None = None, timeout: float = 20.0) -> dict:
+        def ok():
+            self.assert_alive()
+            code, body = self.probe("/stagedz")
+            return body if code == 200 and (digest is None or body.get("digest") == digest) else None
+        return wait_until(ok, timeout, what=f"/stagedz 200 (digest {digest})")
+
+    def assert_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"agent exited {self.proc.returncode}:\n" + open(self.log_path).read())
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def run_agent(root: str, *args: str, timeout: float = 60.0,
+              cwd: str = REPO) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--log-format", "plain",
+           *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def unmount_under(root: str) -> None:
+    """Last-resort cleanup: a test that failed mid-way must not leak bind mounts."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in sorted(points, key=len, reverse=True):
+        if point.startswith(root.rstrip("/") + "/") and is_mountpoint(point):
+            unmount(point)
+
+
+def frozen_package(dest: str) -> str:
+    """A snapshot of the mokka package to run from: the agent stages its own source as the
+    shim library, and colleagues edit the working tree while tests run."""
+    import shutil
+    shutil.copytree(os.path.join(REPO, "mokka"), os.path.join(dest, "mokka"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

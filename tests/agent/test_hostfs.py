@@ -1,0 +1,55 @@
+"""The converger: write-ahead manifest, exact convergence, the mknod fallback."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from mokka.agent.hostfs import CharDev, File, HostFS, Link
+from mokka.agent.manifest import Manifest
+from mokka.core import log as mlog
+
+
+def fs_at(tmp_path) -> HostFS:
+    return HostFS(Manifest(str(tmp_path / "ov" / "m.json")), mlog.get("test"))
+
+
+def test_converge_removes_what_is_no_longer_wanted_and_the_dirs_it_made(tmp_path):
+    fs = fs_at(tmp_path)
+    tree = {str(tmp_path / "ov" / "a" / f"f{i}"): File(b"x") for i in range(4)}
+    tree[str(tmp_path / "ov" / "b" / "l")] = Link("../a/f0")
+    fs.converge("o", tree)
+    fs.converge("o", {str(tmp_path / "ov" / "a" / "f0"): File(b"y")})
+    assert sorted(os.listdir(tmp_path / "ov" / "a")) == ["f0"]
+    assert not (tmp_path / "ov" / "b").exists()
+    assert (tmp_path / "ov" / "a" / "f0").read_bytes() == b"y"
+
+
+def test_the_manifest_survives_a_restart_and_discard_uses_it(tmp_path):
+    fs = fs_at(tmp_path)
+    fs.converge("o", {str(tmp_path / "ov" / "x" / "f"): File(b"1")})
+    again = fs_at(tmp_path)                        # a new process
+    again.remove_owner("o")
+    assert not (tmp_path / "ov" / "x").exists()
+
+
+def test_without_mknod_device_paths_are_empty_files_logged_once(tmp_path, monkeypatch, caplog):
+    def denied(*a, **k):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "mknod", denied)
+    fs = fs_at(tmp_path)
+    tree = {str(tmp_path / "ov" / "dev" / f"nvidia{i}"): CharDev(195, i) for i in range(3)}
+    fs.converge("o", tree)
+    for path in tree:
+        st = os.lstat(path)
+        assert stat.S_ISREG(st.st_mode) and st.st_size == 0 and stat.S_IMODE(st.st_mode) == 0o666
+    assert fs.converge("o", tree) == 0             # converged: nothing rewritten
+    assert sum("mknod not permitted" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_killed_writers_temp_files_are_cleaned(tmp_path):
+    fs = fs_at(tmp_path)
+    fs.converge("o", {str(tmp_path / "ov" / "d" / "f"): File(b"1")})
+    (tmp_path / "ov" / "d" / ".f.abc.tmp").write_bytes(b"half")
+    assert fs.clean_temps() == 1
+    assert os.listdir(tmp_path / "ov" / "d") == ["f"]

@@ -1,0 +1,90 @@
+"""--once/--teardown round trips, converging an existing tree, and kill -9 mid-Stage."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from helpers import AgentProcess, frozen_package, profile_bytes, run_agent, wait_until
+from treelist import diff, listing
+
+from mokka.agent.manifest import MANIFEST_FILE
+from mokka.core.overlay import host_overlay
+
+
+def write_profile(outside: str, name: str, count: int) -> str:
+    path = os.path.join(outside, f"{name}-{count}.yaml")
+    with open(path, "wb") as f:
+        f.write(profile_bytes(name, count))
+    return path
+
+
+def test_once_then_teardown_leaves_the_root_as_found(scratch):
+    root, outside, _ = scratch
+    before = listing(root)
+    r = run_agent(root, "--once", "--profile", "h100", "--imex-channels", "2")
+    assert r.returncode == 0, r.stderr
+    ov = host_overlay(root)
+    assert os.path.exists(ov.gpu_node(7)) and os.path.exists(os.path.join(ov.root, MANIFEST_FILE))
+    assert os.path.exists(os.path.join(root, "etc/kubernetes/node-feature-discovery/features.d"))
+    r = run_agent(root, "--teardown")
+    assert r.returncode == 0, r.stderr
+    after = listing(root)
+    assert after == before, diff(before, after)
+
+
+def test_a_new_profile_converges_the_existing_tree_exactly(scratch):
+    root, outside, _ = scratch
+    assert run_agent(root, "--once", "--profile", write_profile(outside, "a100", 8)).returncode == 0
+    small = write_profile(outside, "a100", 4)
+    assert run_agent(root, "--once", "--profile", small).returncode == 0
+    converged = listing(root)
+    assert run_agent(root, "--teardown").returncode == 0
+    assert run_agent(root, "--once", "--profile", small).returncode == 0
+    fresh = listing(root)
+    assert converged == fresh, diff(fresh, converged)
+    assert sorted(n for n in os.listdir(host_overlay(root).dev) if n[6:].isdigit()) == \
+        [f"nvidia{i}" for i in range(4)]
+
+
+def test_once_with_a_broken_profile_fails_with_one_line(scratch):
+    root, outside, _ = scratch
+    bad = os.path.join(outside, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("system: [\n")
+    r = run_agent(root, "--once", "--profile", bad)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith(f"node-agent: {bad}: invalid YAML")
+
+
+def test_kill_9_during_stage_then_restart_matches_a_clean_run(scratch):
+    root, outside, procs = scratch
+    big = write_profile(outside, "a100", 64)
+    args = ("--profile", big, "--imex-channels", "512", "--resync-interval", "0")
+    code = frozen_package(os.path.join(outside, "pkg"))
+    assert run_agent(root, "--once", *args, cwd=code).returncode == 0
+    clean = listing(root)
+    assert run_agent(root, "--teardown", cwd=code).returncode == 0
+    manifest = os.path.join(host_overlay(root).root, MANIFEST_FILE)
+    interrupted = 0
+    for delay_s in (0.0, 0.03, 0.08):
+        agent = AgentProcess(root, *args, log_dir=outside, cwd=code)
+        procs.append(agent)
+        # Kill once Stage has begun writing (the manifest appears first, write-ahead).
+        wait_until(lambda: os.path.exists(manifest), timeout=20, interval=0.002, what="staging")
+        if delay_s:
+            try:                          # let Stage run a little further; it must not exit
+                agent.proc.wait(timeout=delay_s)
+            except subprocess.TimeoutExpired:
+                pass
+        staged = agent.probe("/stagedz")[0] == 200
+        os.kill(agent.proc.pid, signal.SIGKILL)
+        agent.proc.wait(10)
+        interrupted += not staged
+        r = run_agent(root, "--once", *args, cwd=code)
+        assert r.returncode == 0, r.stderr
+        after = listing(root)
+        assert after == clean, diff(clean, after)
+        assert run_agent(root, "--teardown", cwd=code).returncode == 0
+    assert interrupted, "no kill landed before /stagedz opened"

@@ -1,0 +1,165 @@
+"""The three waves and teardown, with fake simulators (no filesystem but the lock)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mokka.agent import desired as ds
+from mokka.agent.health import Health
+from mokka.agent.lock import StagingLock
+from mokka.agent.reconciler import Reconciler
+from mokka.agent.simulator import Applier, Daemon, Simulator
+from mokka.core import log as mlog
+from mokka.core import profile as prof
+
+
+class FakeSim:
+    def __init__(self, name, calls, fail_stage=False):
+        self.name, self.calls, self.fail_stage = name, calls, fail_stage
+
+    def stage(self, desired):
+        self.calls.append(("stage", self.name))
+        if self.fail_stage:
+            raise RuntimeError(f"{self.name} cannot stage")
+
+    def discard(self):
+        self.calls.append(("discard", self.name))
+
+    def ready(self):
+        return True, ""
+
+
+class FakeApplier(FakeSim):
+    def __init__(self, name, calls, fail_apply=False, fail_revoke=False, **kw):
+        super().__init__(name, calls, **kw)
+        self.fail_apply, self.fail_revoke = fail_apply, fail_revoke
+
+    def apply(self, desired):
+        self.calls.append(("apply", self.name))
+        if self.fail_apply:
+            raise OSError("read-only file system")
+
+    def revoke(self):
+        self.calls.append(("revoke", self.name))
+        if self.fail_revoke:
+            raise RuntimeError("revoke exploded")
+
+
+class FakeDaemon(FakeSim):
+    def run(self, desired, stop):
+        self.calls.append(("run", self.name))
+
+    def reload(self, desired):
+        self.calls.append(("reload", self.name))
+
+
+@pytest.fixture
+def desired():
+    path, text = prof.read("a100")
+    return ds.build(1, "a100", path, ds.with_num_devices(text, 2))
+
+
+def make(tmp_path, sims):
+    health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims), now=lambda: 1_700_000_000)
+    lock = StagingLock(os.path.join(tmp_path, "staging.lock"))
+    return Reconciler(sims, health, lock, mlog.get("test")), health
+
+
+def test_interfaces_are_checked_by_shape():
+    calls = []
+    assert isinstance(FakeSim("s", calls), Simulator) and not isinstance(FakeSim("s", calls), Applier)
+    assert isinstance(FakeApplier("a", calls), Applier)
+    assert isinstance(FakeDaemon("d", calls), Daemon)
+
+
+def test_a_failing_stage_stops_apply_and_daemons_and_healthz_names_every_failure(tmp_path, desired):
+    calls = []
+    sims = [FakeSim("good", calls), FakeApplier("bad1", calls, fail_stage=True),
+            FakeSim("bad2", calls, fail_stage=True), FakeDaemon("d", calls)]
+    rec, health = make(tmp_path, sims)
+    result = rec.reconcile(desired)
+    assert set(result.stage_errors) == {"bad1", "bad2"}          # every error, not the first
+    assert {c for c in calls if c[0] == "stage"} == {("stage", s.name) for s in sims}
+    assert not [c for c in calls if c[0] in ("apply", "run", "reload")]
+    code, body = health.healthz()
+    assert code == 503 and set(body["failed"]) == {"bad1", "bad2"} and "failed_at" in body
+    assert health.stagedz()[0] == 503
+
+
+def test_healthz_recovers_on_the_next_good_stage(tmp_path, desired):
+    calls = []
+    bad = FakeSim("flaky", calls, fail_stage=True)
+    rec, health = make(tmp_path, [bad])
+    rec.reconcile(desired)
+    assert health.healthz()[0] == 503
+    bad.fail_stage = False
+    assert rec.reconcile(desired).ok
+    assert health.healthz() == (200, {"generation": 1})
+
+
+def test_a_failing_apply_does_not_close_stagedz(tmp_path, desired):
+    calls = []
+    rec, health = make(tmp_path, [FakeApplier("nfd", calls, fail_apply=True)])
+    result = rec.reconcile(desired)
+    assert result.apply_error and "read-only" in result.apply_error
+    code, body = health.stagedz()
+    assert code == 200 and body["digest"] == desired.digest and body["generation"] == 1
+
+
+def test_daemons_start_once_then_reload(tmp_path, desired):
+    calls = []
+    rec, _ = make(tmp_path, [FakeDaemon("fm", calls)])
+    for _ in range(3):
+        rec.reconcile(desired)
+    assert [c for c in calls if c[0] in ("run", "reload")] == [
+        ("run", "fm"), ("reload", "fm"), ("reload", "fm")]
+
+
+def test_daemons_start_only_after_apply_order_is_stage_run_apply(tmp_path, desired):
+    calls = []
+    rec, _ = make(tmp_path, [FakeDaemon("fm", calls), FakeApplier("a", calls)])
+    rec.reconcile(desired)
+    verbs = [c[0] for c in calls]
+    assert verbs.index("run") > max(i for i, v in enumerate(verbs) if v == "stage")
+    assert verbs.index("apply") > verbs.index("run")
+
+
+def test_a_failing_revoke_does_not_stop_discard(tmp_path, desired):
+    calls = []
+    sims = [FakeApplier("a", calls, fail_revoke=True), FakeApplier("b", calls), FakeSim("c", calls)]
+    rec, health = make(tmp_path, sims)
+    assert rec.teardown(timeout=5) is False                      # reported, not raised
+    assert {("revoke", "a"), ("revoke", "b")} <= set(calls)
+    assert {("discard", "a"), ("discard", "b"), ("discard", "c")} <= set(calls)
+    revokes = [i for i, c in enumerate(calls) if c[0] == "revoke"]
+    discards = [i for i, c in enumerate(calls) if c[0] == "discard"]
+    assert max(revokes) < min(discards)
+    assert health.stagedz()[0] == 503
+
+
+def test_teardown_waits_at_most_half_the_timeout_for_the_lock(tmp_path, desired):
+    import fcntl
+    calls = []
+    rec, _ = make(tmp_path, [FakeSim("s", calls)])
+    path = os.path.join(tmp_path, "staging.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_SH)                               # the NRI plugin, stuck
+    try:
+        clock = [0.0]
+        rec.lock._clock = lambda: clock.__setitem__(0, clock[0] + 0.25) or clock[0]
+        rec.teardown(timeout=2.0)
+        assert ("discard", "s") in calls                          # tore down anyway
+    finally:
+        os.close(fd)
+
+
+def test_readyz_names_the_simulator_that_is_not_ready(tmp_path):
+    class NotReady(FakeSim):
+        def ready(self):
+            return False, "CDI specs not published yet"
+    calls = []
+    _, health = make(tmp_path, [FakeSim("a", calls), NotReady("cri", calls)])
+    assert health.readyz() == (503, {"ready": False, "simulator": "cri",
+                                     "reason": "CDI specs not published yet"})
