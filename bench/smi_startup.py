@@ -1,0 +1,83 @@
+"""Startup cost of the staged nvidia-smi vs a bare interpreter.
+
+Stages an overlay for the default 8-GPU profile in a temp dir, creates a fresh
+venv there, then times (warm, N runs each, medians):
+
+  baseline       <fresh venv>/bin/python -c pass
+  -L             <overlay>/driver/usr/bin/nvidia-smi -L
+  -q -x          <overlay>/driver/usr/bin/nvidia-smi -q -x
+  python -m      python -m mokka nvidia-smi -L   (for reference; not a target)
+
+Targets: -L <= 2x baseline, -q -x <= 3x baseline.
+
+    python bench/smi_startup.py [-n RUNS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from mokka.core import compile as comp  # noqa: E402
+from mokka.core import launcher, names  # noqa: E402
+from mokka.core import profile as prof  # noqa: E402
+
+
+def stage(root: str) -> str:
+    launcher.stage(root)
+    loaded = prof.load(names.DEFAULT_PROFILE)
+    cfg = os.path.join(root, names.DRIVER_CONFIG_DIR)
+    os.makedirs(cfg, exist_ok=True)
+    with open(os.path.join(cfg, names.PROFILE_FILE), "wb") as f:
+        f.write(loaded.text)
+    with open(os.path.join(cfg, names.STATE_FILE), "w") as f:
+        f.write(comp.dumps(comp.compile_profile(loaded)))
+    return os.path.join(cfg, names.PROFILE_FILE)
+
+
+def timed(cmd: list, env: dict, runs: int) -> float:
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)   # warm caches
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", "--runs", type=int, default=30)
+    opts = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mokka-bench-") as tmp:
+        root = os.path.join(tmp, "overlay")
+        config = stage(root)
+        venv = os.path.join(tmp, "venv")
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+        dev_root = os.path.join(tmp, "devroot")
+        os.makedirs(dev_root)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
+        env[names.ENV_DEV_ROOT] = dev_root
+        smi = os.path.join(root, names.DRIVER_BIN_DIR, "nvidia-smi")
+        base = timed([os.path.join(venv, "bin", "python"), "-c", "pass"], env, opts.runs)
+        lst = timed([smi, "-L"], env, opts.runs)
+        qx = timed([smi, "-q", "-x"], env, opts.runs)
+        menv = dict(env, **{names.ENV_NVML_CONFIG: config})
+        mod = timed([sys.executable, "-m", "mokka", "nvidia-smi", "-L"], menv, opts.runs)
+    print(f"profile {names.DEFAULT_PROFILE}, {opts.runs} warm runs each, medians")
+    print(f"  fresh venv python -c pass      {base * 1000:7.1f} ms")
+    print(f"  staged nvidia-smi -L           {lst * 1000:7.1f} ms  {lst / base:4.2f}x  (target <= 2x)")
+    print(f"  staged nvidia-smi -q -x        {qx * 1000:7.1f} ms  {qx / base:4.2f}x  (target <= 3x)")
+    print(f"  python -m mokka nvidia-smi -L  {mod * 1000:7.1f} ms  {mod / base:4.2f}x  (reference)")
+    return 0 if lst / base <= 2 and qx / base <= 3 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

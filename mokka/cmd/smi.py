@@ -1,0 +1,232 @@
+"""``nvidia-smi``: argv parsed by hand (no click, no argparse) to keep ``-L`` cheap.
+
+Renderers are imported only for the mode that runs. Every failure ends as the
+real tool's style of message and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+PROG = "nvidia-smi"
+INVALID = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
+NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+             "Make sure that the latest NVIDIA driver is installed and running.")
+NO_DEVICES = "No devices were found"
+#: Exit statuses the real tool uses (NVML return codes).
+EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NO_DRIVER, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN = 2, 6, 9, 3, 255
+
+HELP = """NVIDIA System Management Interface -- v{version} (Mokka mock)
+
+nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
+
+    -h,   --help                Print usage information and exit.
+    -L,   --list-gpus           Display a list of GPUs connected to the system.
+    -q,   --query               Display GPU or Unit info.
+    -i,   --id=                 Target a specific GPU (index, UUID or PCI bus id).
+    -x,   --xml-format          Produce XML output.
+    -d,   --display=            Display only selected information: MEMORY, UTILIZATION, ECC,
+                                TEMPERATURE, POWER, CLOCK, COMPUTE, PIDS, PERFORMANCE,
+                                SUPPORTED_CLOCKS, PAGE_RETIREMENT, ACCOUNTING, ENCODER_STATS,
+                                SUPPORTED_GPU_TARGET_TEMP, VOLTAGE, FBC_STATS, ROW_REMAPPER,
+                                RESET_STATUS, GSP_FIRMWARE_VERSION, PCIE, FABRIC, PLATFORM
+    -f,   --filename=           Log to a specified file, rather than to stdout.
+    --query-gpu=                Information about GPU. Call --help-query-gpu for more info.
+    --query-compute-apps=       List of currently active compute processes.
+    --format=                   csv[,noheader][,nounits]
+    -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock).
+    topo -m                     Display the GPUDirect communication matrix.
+    nvlink -s                   Display NVLink status.
+"""
+
+
+class Usage(Exception):
+    """A bad command line: INVALID on stdout, exit 2."""
+
+
+def _take(args: list, i: int, flag: str) -> tuple[str, int]:
+    arg = args[i]
+    if "=" in arg and arg.startswith("--"):
+        return arg.split("=", 1)[1], i + 1
+    if i + 1 >= len(args):
+        raise Usage(flag)
+    return args[i + 1], i + 2
+
+
+def parse(args: list) -> dict:
+    opts: dict = {"sub": None, "rest": []}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0] if a.startswith("--") else a
+        if opts["sub"] is None and not a.startswith("-") and not opts.get("mode"):
+            opts["sub"], opts["rest"] = a, args[i + 1:]
+            break
+        if name in ("-h", "--help"):
+            opts["mode"] = "help"
+        elif name in ("-L", "--list-gpus"):
+            opts["mode"] = "list"
+        elif name in ("-q", "--query"):
+            opts["query"] = True
+        elif name in ("-x", "--xml-format"):
+            opts["xml"] = True
+        elif name in ("-r", "--gpu-reset"):
+            opts["mode"] = "reset"
+        elif name in ("--version",):
+            opts["mode"] = "version"
+        elif name in ("--help-query-gpu",):
+            opts["mode"] = "help-query-gpu"
+        elif name in ("-d", "--display", "-i", "--id", "-f", "--filename", "--query-gpu",
+                      "--query-compute-apps", "--format"):
+            value, i = _take(args, i, name)
+            key = {"-d": "display", "--display": "display", "-i": "id", "--id": "id",
+                   "-f": "file", "--filename": "file"}.get(name, name.lstrip("-"))
+            opts[key] = value
+            continue
+        elif a.startswith("-i") and a[2:].replace(",", "").isalnum():
+            opts["id"] = a[2:]
+        else:
+            raise Usage(a)
+        i += 1
+    return opts
+
+
+def main(args: list[str], prog_name: str = PROG) -> int:
+    out = sys.stdout
+    try:
+        opts = parse(list(args))
+        if opts.get("file"):
+            out = open(opts["file"], "w")
+        return run(opts, out)
+    except Usage:
+        print(INVALID, file=out)
+        return EXIT_INVALID
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:                      # never a traceback
+        print(f"Unknown Error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+def run(opts: dict, out) -> int:
+    mode = opts.get("mode")
+    if mode == "help":
+        print(HELP.format(version="580"), file=out)
+        return 0
+    if mode == "help-query-gpu":
+        from mokka.smi import query
+        out.write(query.help_text())
+        return 0
+
+    from mokka.smi import engine
+    try:
+        node = engine.load(os.environ, sys.argv[0] if sys.argv else None)
+    except engine.EngineError as exc:
+        print(NO_DRIVER, file=out)
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_NO_DRIVER
+    if mode == "version":
+        drv = node.system.get("driver_version", "N/A")
+        out.write(f"NVIDIA-SMI version  : {drv}\nNVML version        : {'.'.join(drv.split('.')[:2])}\n"
+                  f"DRIVER version      : {drv}\nCUDA Version        : {node.system.get('cuda_version')}\n")
+        return 0
+    if not node.gpus:
+        print(NO_DEVICES, file=out)
+        return EXIT_NOT_FOUND
+    try:
+        gpus = engine.pick(node.gpus, opts.get("id"))
+    except engine.EngineError:
+        print(NO_DEVICES, file=out)
+        return EXIT_NOT_FOUND
+    now = time.time()
+    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now))
+
+    if mode == "list":
+        from mokka.smi.table import list_line
+        out.write("".join(list_line(g) + "\n" for g in gpus))
+        return 0
+    if mode == "reset":
+        return _reset(node, gpus, opts, out)
+    if opts.get("sub"):
+        return _subcommand(opts["sub"], opts["rest"], node, gpus, out)
+    if opts.get("query-gpu") is not None or opts.get("query-compute-apps") is not None:
+        from mokka.smi import query
+        ctx = {"system": node.system, "count": len(node.gpus),
+               "timestamp_csv": time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(now))
+               + ".%03d" % int((now % 1) * 1000)}
+        if opts.get("format") is None:
+            raise Usage("--format")
+        try:
+            if opts.get("query-gpu") is not None:
+                out.write(query.gpu_csv(gpus, opts["query-gpu"], opts["format"], ctx))
+            else:
+                out.write(query.apps_csv(gpus, opts["query-compute-apps"], opts["format"], ctx))
+        except query.QueryError as exc:
+            print(f"{exc}\n", file=out)
+            return EXIT_INVALID
+        return 0
+    if opts.get("query") or opts.get("xml"):
+        from mokka.smi import report
+        try:
+            tags = report.parse_sections(opts["display"]) if opts.get("display") else ()
+        except ValueError:
+            raise Usage("-d") from None
+        if opts.get("xml"):
+            out.write(report.render_xml(gpus, node.system, stamp, tags))
+        else:
+            from mokka.smi import textq
+            out.write(textq.render(gpus, node.system, stamp, tags))
+        return 0
+    if opts.get("display"):
+        raise Usage("-d")
+    from mokka.smi import table
+    out.write(table.render(gpus, node.system, stamp))
+    return 0
+
+
+def _reset(node, gpus: list, opts: dict, out) -> int:
+    from mokka.smi import overrides
+    overrides.reset(node.overrides_path, [g["physical_index"] for g in gpus])
+    for g in gpus:
+        print(f"GPU {g['pci']['bus_id']} was successfully reset.", file=out)
+    print("All done.", file=out)
+    return 0
+
+
+def _subcommand(sub: str, rest: list, node, gpus: list, out) -> int:
+    from mokka.smi import topo
+    flags = set(rest)
+    if sub == "topo":
+        if flags & {"-m", "--matrix"}:
+            out.write(topo.matrix(gpus))
+            return 0
+        raise Usage(sub)
+    if sub == "nvlink":
+        i = 0
+        chosen = gpus
+        while i < len(rest):
+            if rest[i] in ("-i", "--id") and i + 1 < len(rest):
+                from mokka.smi import engine
+                try:
+                    chosen = engine.pick(node.gpus, rest[i + 1])
+                except engine.EngineError:
+                    print(NO_DEVICES, file=out)
+                    return EXIT_NOT_FOUND
+                i += 2
+                continue
+            i += 1
+        if flags & {"-s", "--status"}:
+            out.write(topo.status(chosen, node.state.get("nvlink")))
+            return 0
+        raise Usage(sub)
+    if sub in ("pmon", "dmon", "mig", "vgpu", "conf-compute", "drain", "nvswitch"):
+        print("Not supported on the device(s)", file=out)
+        return EXIT_UNKNOWN
+    raise Usage(sub)

@@ -1,0 +1,82 @@
+"""The runtime overrides file: ``version: 1``, ``all: {...}``, ``devices: {"<idx>": {...}}``.
+
+Re-read on every call (no cache: each nvidia-smi run is one process). yaml is
+imported only when the file exists. Device keys are profile indices, before
+visibility renumbering.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class OverridesError(Exception):
+    pass
+
+
+def read(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OverridesError(f"cannot read overrides {path}: {exc.strerror}") from None
+    if not text.strip():
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise OverridesError(f"ignoring overrides {path}: invalid YAML") from None
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise OverridesError(f"ignoring overrides {path}: not a mapping")
+    return doc
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def apply(gpu: dict, doc: dict) -> None:
+    """Merge ``all`` then the GPU's own bucket onto one GPU dict."""
+    everyone = doc.get("all")
+    if isinstance(everyone, dict):
+        deep_merge(gpu, everyone)
+    devices = doc.get("devices")
+    if isinstance(devices, dict):
+        own = devices.get(str(gpu["physical_index"]), devices.get(gpu["physical_index"]))
+        if isinstance(own, dict):
+            deep_merge(gpu, own)
+
+
+def reset(path: str, physical_indices: list) -> bool:
+    """Drop the named GPUs' buckets; write atomically. True if the file changed."""
+    doc = read(path)
+    if not doc or not isinstance(doc.get("devices"), dict):
+        return False
+    devices = doc["devices"]
+    removed = False
+    for idx in physical_indices:
+        for key in (str(idx), idx):
+            if key in devices:
+                del devices[key]
+                removed = True
+    if not removed:
+        return False
+    import yaml
+
+    from mokka.core.fsutil import atomic_write  # tempfile: only when writing
+
+    doc.setdefault("version", 1)
+    mode = os.stat(path).st_mode & 0o7777
+    atomic_write(path, yaml.safe_dump(doc, sort_keys=False), mode)
+    return True
