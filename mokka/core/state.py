@@ -3,14 +3,18 @@
 Given ``MOCK_NVML_CONFIG`` (a compiled ``state.json`` or a profile YAML), or the
 location of the running entry point inside an overlay, return the state dict.
 The staged ``config.yaml`` has a ``state.json`` beside it stamped with the
-YAML's digest: when it matches, only ``json`` and ``hashlib`` are imported;
-compiling (and importing yaml) is the fallback.
+YAML's digest: when it matches, the state is used as is; compiling (and
+importing yaml) is the fallback.
+
+nvidia-smi runs every few seconds under monitoring agents, so this path avoids
+even ``json`` (which pulls in ``re``, ``enum``, ...) and ``hashlib`` (OpenSSL):
+together they cost more than the rest of ``nvidia-smi -L``. The C scanner of
+``_json`` and the builtin ``_sha256`` do the same work; on an interpreter
+without them the standard modules are used.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
 from mokka.core import names
@@ -20,14 +24,59 @@ class StateError(Exception):
     pass
 
 
-def _digest_of(path: str) -> str:
+class _ScanContext:
+    """The attributes ``_json.make_scanner`` reads from a JSONDecoder."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict = {}
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+def _parse_json(data: bytes):
+    text = data.decode("utf-8")
+    try:
+        import _json
+    except ImportError:
+        import json
+        return json.loads(text)
+    try:
+        obj, end = _json.make_scanner(_ScanContext())(text, 0)
+    except StopIteration:
+        raise ValueError("not a JSON document") from None
+    if text[end:].strip():
+        raise ValueError("trailing data after the JSON document")
+    return obj
+
+
+def _sha256_hex(data: bytes) -> str:
+    try:
+        from _sha256 import sha256            # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256          # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
+def digest_of(path: str) -> str:
     with open(path, "rb") as f:
-        return "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        return "sha256:" + _sha256_hex(f.read())
 
 
 def load_json(path: str) -> dict:
     with open(path, "rb") as f:
-        state = json.loads(f.read())
+        try:
+            state = _parse_json(f.read())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise StateError(f"{path}: not valid JSON ({exc}); re-stage the node") from None
     if not isinstance(state, dict) or state.get("schema_version") != names.STATE_SCHEMA_VERSION:
         raise StateError(f"{path}: not a Mokka engine state of schema "
                          f"{names.STATE_SCHEMA_VERSION}; re-stage the node or pass a profile")
@@ -41,9 +90,9 @@ def load_for_config(config_path: str) -> dict:
     beside = os.path.join(os.path.dirname(config_path), names.STATE_FILE)
     try:
         state = load_json(beside)
-        if state.get("profile", {}).get("digest") == _digest_of(config_path):
+        if state.get("profile", {}).get("digest") == digest_of(config_path):
             return state
-    except (OSError, ValueError, StateError):
+    except (OSError, StateError):
         pass
     return compile_path(config_path)
 

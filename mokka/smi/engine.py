@@ -3,8 +3,8 @@
 ``load`` finds the state (``MOCK_NVML_CONFIG`` or the overlay the entry point
 lives in), applies the topology document, resolves ``state: auto`` fabric,
 deep-merges the overrides file and keeps the visible GPUs, renumbered from 0.
-Not even json or hashlib load on the way (see fastload); yaml is imported only when a topology
-document or an overrides file actually exists.
+Not even json or hashlib load on the way (see mokka.core.state); yaml is imported only
+when a topology document or an overrides file actually exists.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from mokka.core import names
-from mokka.smi import fastload
+from mokka.core import state as core_state
 from mokka.smi import overrides as ovr
 
 
@@ -42,8 +42,8 @@ class Node:
 def load(environ=None, argv0: str | None = None) -> Node:
     environ = os.environ if environ is None else environ
     try:
-        config = fastload.locate(environ, argv0)
-        st = fastload.load_for_config(config)
+        config = core_state.locate(environ, argv0)
+        st = core_state.load_for_config(config)
     except Exception as exc:              # StateError, OSError, a broken profile: one line
         raise EngineError(str(exc)) from None
     node = Node(state=st, config_path=config, overrides_path=overrides_path(environ, config))
