@@ -46,6 +46,8 @@ CONFIG_DIR = "config"
 TOPOLOGY_DIR = "topology"
 TOPOLOGY_DOC = "topology/topology.yaml"
 IB_DIR = "ib"
+#: The mock HCAs, one directory each, under IB_DIR (what ibstat enumerates).
+IB_CLASS_DIR = "ib/sys/class/infiniband"
 IB_PING_SOCKET = "run/mock-ib.sock"
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
@@ -99,6 +101,9 @@ ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"
 ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
 ENV_PATH = "PATH"
+#: PATH when a container sets none: the OCI/containerd default, so an image
+#: relying on it keeps finding its binaries behind the overlay's.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV_LD_LIBRARY_PATH = "LD_LIBRARY_PATH"
 ENV_LD_PRELOAD = "LD_PRELOAD"
 ENV_NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"

@@ -15,14 +15,16 @@ Set MOKKA_REQUIRE_RUNTIME=1 to turn the "runtime not fetched" skip into a failur
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import runtime as rt  # noqa: E402
+from mokka.core import names
+from mokka.core.overlay import Overlay
+from tests.conftest import REPO
+from tests.integration import runtime as rt
 
 _HERE = Path(__file__).resolve().parent
 
@@ -152,3 +154,28 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
+
+
+# --- a node staged by the real agent, shared by the NRI and CDI tests ----------
+
+PROFILE = "t4"          # 4 GPUs: small specs, quick staging
+IMEX_CHANNELS = 4
+
+
+def mokka_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    """A node staged by the real agent (--once); torn down by --teardown after the module."""
+    root = str(tmp_path_factory.mktemp("node"))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
+             "--imex-channels", str(IMEX_CHANNELS), "--health-addr", "", "--log-format", "plain"]
+    subprocess.run(agent + ["--once"], check=True, env=mokka_env(), capture_output=True)
+    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+
+

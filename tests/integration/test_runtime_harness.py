@@ -11,7 +11,7 @@ import tarfile
 import jsonschema
 import pytest
 
-import runtime as rt
+from tests.integration import runtime as rt
 
 pytestmark = pytest.mark.runtime
 

@@ -1,0 +1,144 @@
+"""The NRI multiplexer framing, sans I/O: bytes <-> (connection id, payload).
+
+One Unix socket carries two logical byte streams. Each frame is an 8-byte
+header (connection id, payload length; both uint32 big-endian) and the
+payload. Frame boundaries mean nothing to the layer above: reassembly into
+ttrpc messages is per connection, in ``mokka.nri.codec.ttrpc``.
+
+This module is the one home of the framing constants.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+FRAME_HEADER = struct.Struct(">II")
+FRAME_HEADER_SIZE = FRAME_HEADER.size          # 8
+
+#: Logical connection ids. The runtime calls the plugin on PLUGIN_CONN (the
+#: plugin is the ttrpc server there); the plugin calls the runtime on
+#: RUNTIME_CONN. Id 0 is reserved.
+PLUGIN_CONN = 1
+RUNTIME_CONN = 2
+CONN_IDS = (PLUGIN_CONN, RUNTIME_CONN)
+
+#: The Go runtime reads each connection through a 4096-byte buffer and takes
+#: exactly one frame per read: a longer frame kills the whole socket. So every
+#: frame we write carries at most this many bytes.
+MAX_WRITE_PAYLOAD = 4096
+#: The Go multiplexer refuses to send frames over 16 MiB; a longer length in
+#: a header means the stream is corrupt, and buffering it is how a reader
+#: would grow without bound.
+MAX_FRAME_PAYLOAD = 16 << 20
+
+
+class ProtocolError(Exception):
+    """The byte stream cannot be a valid NRI stream: close the socket."""
+
+
+class NeedData:
+    """Sentinel: nothing complete yet; feed more bytes (h11's NEED_DATA)."""
+
+    def __repr__(self) -> str:
+        return "NEED_DATA"
+
+
+NEED_DATA = NeedData()
+
+
+@dataclass(frozen=True)
+class Frame:
+    conn_id: int
+    payload: bytes
+
+
+class ReceiveBuffer:
+    """A bytearray plus a read offset; compacts lazily so extraction is cheap."""
+
+    def __init__(self) -> None:
+        self._data = bytearray()
+        self._start = 0
+
+    def __len__(self) -> int:
+        return len(self._data) - self._start
+
+    def __bytes__(self) -> bytes:
+        return bytes(self._data[self._start:])
+
+    def append(self, data: bytes) -> None:
+        self._data += data
+
+    def peek(self, n: int) -> bytes | None:
+        if len(self) < n:
+            return None
+        return bytes(self._data[self._start:self._start + n])
+
+    def take(self, n: int) -> bytes | None:
+        """Remove and return exactly ``n`` bytes, or None if fewer are buffered."""
+        out = self.peek(n)
+        if out is None:
+            return None
+        self._start += n
+        if self._start > 65536 and self._start * 2 > len(self._data):
+            del self._data[:self._start]
+            self._start = 0
+        return out
+
+    def take_up_to(self, n: int) -> bytes:
+        out = bytes(self._data[self._start:self._start + n])
+        self._start += len(out)
+        if self._start == len(self._data):
+            self._data.clear()
+            self._start = 0
+        return out
+
+
+class FrameReader:
+    """bytes in (``receive_data``), Frames out (``next_frame``)."""
+
+    def __init__(self, max_payload: int = MAX_FRAME_PAYLOAD) -> None:
+        self._buf = ReceiveBuffer()
+        self._max = max_payload
+        self._error: ProtocolError | None = None
+
+    def receive_data(self, data: bytes) -> None:
+        self._buf.append(data)
+
+    @property
+    def trailing_data(self) -> bytes:
+        """Bytes received but not yet part of a complete frame."""
+        return bytes(self._buf)
+
+    def next_frame(self) -> Frame | NeedData:
+        if self._error is not None:
+            raise self._error        # a broken stream stays broken
+        header = self._buf.peek(FRAME_HEADER_SIZE)
+        if header is None:
+            return NEED_DATA
+        conn_id, length = FRAME_HEADER.unpack(header)
+        if length > self._max:
+            self._error = ProtocolError(
+                f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")
+            raise self._error
+        if len(self._buf) < FRAME_HEADER_SIZE + length:
+            return NEED_DATA
+        self._buf.take(FRAME_HEADER_SIZE)
+        return Frame(conn_id, self._buf.take(length) or b"")
+
+
+def encode_frame(conn_id: int, payload: bytes) -> bytes:
+    """One frame, header and payload together (write it contiguously)."""
+    return FRAME_HEADER.pack(conn_id, len(payload)) + payload
+
+
+def encode_frames(conn_id: int, message: bytes,
+                  max_payload: int = MAX_WRITE_PAYLOAD) -> bytes:
+    """One whole ttrpc message as consecutive frames of <= ``max_payload`` bytes.
+
+    Never mixes two messages in a frame: call once per message.
+    """
+    if not message:
+        raise ValueError("a ttrpc message is never empty (10-byte header)")
+    return b"".join(encode_frame(conn_id, message[i:i + max_payload])
+                    for i in range(0, len(message), max_payload))

@@ -1,0 +1,207 @@
+"""ttrpc on one logical connection, sans I/O: bytes <-> request/response events.
+
+A ttrpc message is a 10-byte header (payload length uint32, stream id uint32,
+type byte, flags byte; big-endian) and a protobuf envelope (``ttrpc.Request``
+or ``ttrpc.Response``). NRI uses unary calls only: types 1 and 2, flags 0.
+
+``MessageReader`` reassembles one connection's byte stream (fed frame
+payloads in order) and returns frozen events; the ``encode_*`` functions build
+whole messages for ``mux.encode_frames``. This module is the one home of the
+ttrpc constants and status codes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from mokka.nri.codec.mux import NEED_DATA, NeedData, ProtocolError, ReceiveBuffer
+from mokka.nri.proto import ttrpc_pb2
+
+HEADER = struct.Struct(">IIBB")
+HEADER_SIZE = HEADER.size                 # 10
+
+TYPE_REQUEST = 1
+TYPE_RESPONSE = 2
+TYPE_DATA = 3                             # streaming only; NRI never sends it
+
+#: A receiver discards a longer message and answers ResourceExhausted.
+MAX_PAYLOAD = 4 << 20
+
+# gRPC status codes the plugin sends or reads.
+OK = 0
+UNKNOWN = 2
+INVALID_ARGUMENT = 3
+RESOURCE_EXHAUSTED = 8
+UNIMPLEMENTED = 12
+INTERNAL = 13
+
+
+@dataclass(frozen=True)
+class Header:
+    length: int
+    stream_id: int
+    type: int
+    flags: int = 0
+
+
+def encode_header(header: Header) -> bytes:
+    return HEADER.pack(header.length, header.stream_id, header.type, header.flags)
+
+
+def decode_header(data: bytes) -> Header:
+    if len(data) != HEADER_SIZE:
+        raise ProtocolError(f"ttrpc header needs {HEADER_SIZE} bytes, got {len(data)}")
+    return Header(*HEADER.unpack(data))
+
+
+# --- Events ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RequestReceived:
+    conn_id: int
+    stream_id: int
+    service: str
+    method: str
+    payload: bytes
+    timeout_nano: int = 0
+
+
+@dataclass(frozen=True)
+class ResponseReceived:
+    conn_id: int
+    stream_id: int
+    payload: bytes = b""
+    code: int = OK
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A request the reader refused: answer ``stream_id`` with this status."""
+    conn_id: int
+    stream_id: int
+    code: int
+    message: str
+
+
+Event = RequestReceived | ResponseReceived | Rejected
+
+
+# --- Encoding ------------------------------------------------------------------
+
+def encode_message(stream_id: int, msg_type: int, payload: bytes) -> bytes:
+    if len(payload) > MAX_PAYLOAD:
+        raise ProtocolError(f"ttrpc payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
+    return encode_header(Header(len(payload), stream_id, msg_type)) + payload
+
+
+def encode_request(stream_id: int, service: str, method: str, payload: bytes = b"",
+                   timeout_nano: int = 0) -> bytes:
+    req = ttrpc_pb2.Request(service=service, method=method, payload=payload,
+                            timeout_nano=timeout_nano)
+    return encode_message(stream_id, TYPE_REQUEST, req.SerializeToString())
+
+
+def encode_response(stream_id: int, payload: bytes = b"", code: int = OK,
+                    message: str = "") -> bytes:
+    # Like the Go server: status left out on success, so an empty result is a
+    # zero-length envelope.
+    resp = ttrpc_pb2.Response(payload=payload)
+    if code != OK:
+        resp.status.code = code
+        resp.status.message = message
+    return encode_message(stream_id, TYPE_RESPONSE, resp.SerializeToString())
+
+
+def _decode_envelope(cls, data: bytes):
+    try:
+        return cls.FromString(data), ""
+    except (DecodeError, ValueError) as exc:   # upb raises DecodeError; be lenient
+        return None, str(exc) or type(exc).__name__
+
+
+# --- Reading -------------------------------------------------------------------
+
+class MessageReader:
+    """One logical connection's bytes in, events out.
+
+    Enforces the server-side stream rule (requests carry odd ids, strictly
+    increasing) and the payload limit without buffering what it discards.
+    """
+
+    def __init__(self, conn_id: int, max_payload: int = MAX_PAYLOAD) -> None:
+        self.conn_id = conn_id
+        self._buf = ReceiveBuffer()
+        self._max = max_payload
+        self._skip = 0                 # bytes of an oversized message still to drop
+        self._last_request_id = 0
+
+    def receive_data(self, data: bytes) -> None:
+        self._buf.append(data)
+
+    @property
+    def trailing_data(self) -> bytes:
+        return bytes(self._buf)
+
+    def next_event(self) -> Event | NeedData:
+        while True:
+            if self._skip:
+                self._skip -= len(self._buf.take_up_to(self._skip))
+                if self._skip:
+                    return NEED_DATA
+            raw = self._buf.peek(HEADER_SIZE)
+            if raw is None:
+                return NEED_DATA
+            header = decode_header(raw)
+            if header.length > self._max:
+                self._buf.take(HEADER_SIZE)
+                self._skip = header.length
+                event = self._too_large(header)
+            else:
+                if len(self._buf) < HEADER_SIZE + header.length:
+                    return NEED_DATA
+                self._buf.take(HEADER_SIZE)
+                event = self._decode(header, self._buf.take(header.length) or b"")
+            if event is not None:
+                return event
+
+    def _too_large(self, header: Header) -> Event | None:
+        text = f"message length {header.length} exceeds maximum message size {self._max}"
+        if header.type == TYPE_REQUEST:
+            return self._check_stream(header) or Rejected(
+                self.conn_id, header.stream_id, RESOURCE_EXHAUSTED, text)
+        if header.type == TYPE_RESPONSE:
+            return ResponseReceived(self.conn_id, header.stream_id,
+                                    code=RESOURCE_EXHAUSTED, message=text)
+        return None
+
+    def _check_stream(self, header: Header) -> Rejected | None:
+        sid = header.stream_id
+        if sid % 2 == 0 or sid <= self._last_request_id:
+            return Rejected(self.conn_id, sid, INVALID_ARGUMENT,
+                            f"StreamID {sid} must be odd and greater than {self._last_request_id}")
+        self._last_request_id = sid
+        return None
+
+    def _decode(self, header: Header, payload: bytes) -> Event | None:
+        if header.type == TYPE_REQUEST:
+            rejected = self._check_stream(header)
+            if rejected:
+                return rejected
+            req, err = _decode_envelope(ttrpc_pb2.Request, payload)
+            if req is None:
+                return Rejected(self.conn_id, header.stream_id, INVALID_ARGUMENT,
+                                f"unmarshal request error: {err}")
+            return RequestReceived(self.conn_id, header.stream_id, req.service, req.method,
+                                   req.payload, req.timeout_nano)
+        if header.type == TYPE_RESPONSE:
+            resp, err = _decode_envelope(ttrpc_pb2.Response, payload)
+            if resp is None:
+                return ResponseReceived(self.conn_id, header.stream_id, code=INTERNAL,
+                                        message=f"unmarshal response error: {err}")
+            return ResponseReceived(self.conn_id, header.stream_id, resp.payload,
+                                    resp.status.code, resp.status.message)
+        return None                    # data or unknown types: unary NRI has none

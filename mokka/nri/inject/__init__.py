@@ -1,0 +1,65 @@
+"""The NRI decision: which containers get what.
+
+No containerd, protobuf or socket type crosses into this package: the driver
+converts the runtime's messages into the plain values of ``model`` and the
+adjustment back. The host facts a decision needs arrive as a ``NodeView``
+(built by ``mokka.nri.nodeview``), so nothing here touches the disk.
+
+``adjust`` is a fixed list of steps, one rule per module, and is total: no
+step can fail. Surfaces that are not staged degrade the injection (with a
+warning in the decision) instead of blocking container creation; failing
+open on an unexpected error is the driver's job, not a rule's.
+"""
+
+from __future__ import annotations
+
+from mokka.nri.inject import devices, env, ib, imex, management, overlay, skip
+from mokka.nri.inject.draft import Draft
+from mokka.nri.inject.model import (Adjustment, CDIEdits, Config, Container, Decision, Device,
+                                    DeviceRule, Mount, NodeView, Pod)
+from mokka.nri.inject.selection import Selection, select
+
+__all__ = ["adjust", "skip_reason", "Adjustment", "CDIEdits", "Config", "Container", "Decision",
+           "Device", "DeviceRule", "Mount", "NodeView", "Pod", "Selection"]
+
+
+def skip_reason(config: Config, pod: Pod, container: Container) -> str | None:
+    """Why ``adjust`` would leave the container as authored whatever is staged.
+
+    Needs no node view, so the driver can ask before the staging gate and keep
+    containers it skips anyway out of its "left unmodified" warnings.
+    """
+    reason = skip.authored_reason(config, pod, container)
+    if reason is None and not select(config, pod, container).any:
+        reason = skip.NOTHING_SELECTED
+    return reason
+
+
+def adjust(config: Config, pod: Pod, container: Container, view: NodeView) -> Decision:
+    """What to add to ``container``; ``Decision.adjustment`` None leaves it as authored."""
+    reason = skip.authored_reason(config, pod, container)
+    if reason is not None:
+        return Decision(None, reason)
+
+    selection = select(config, pod, container)
+    if not selection.any:
+        return Decision(None, skip.NOTHING_SELECTED, selection.warnings)
+
+    draft = Draft(container, selection.warnings)
+    if selection.overlay:
+        overlay.attach(config, view, draft)
+        env.apply_table(draft.env, config, view,
+                        gpu=selection.gpu, infiniband=selection.infiniband)
+    if selection.infiniband:
+        ib.check_hcas(view, draft)
+    if selection.all_gpus:
+        devices.attach_all(config, view, draft)
+    if selection.imex:
+        imex.attach(view, draft)
+    if selection.management:
+        management.attach(selection.management, view, draft)
+
+    adjustment = draft.freeze()
+    if adjustment is None:
+        return Decision(None, skip.NOTHING_TO_ADD, tuple(draft.warnings))
+    return Decision(adjustment, selection.describe(), tuple(draft.warnings))

@@ -1,0 +1,124 @@
+"""The container environment: the env table of seed 000 and its precedence.
+
+Precedence, in one place:
+
+* a value the container already sets wins over Mokka's default for a
+  selected surface (a workload may point MOCK_NVML_CONFIG elsewhere);
+* except the two switches that keep an unselected surface off —
+  MOCK_IB=off (GPU without InfiniBand) and MOCK_NVML_VISIBLE_DEVICES=none
+  (InfiniBand without GPU) — which are forced: the annotations decide what a
+  container gets, not an environment baked into its image.
+
+Only keys whose effective value changes are emitted. An untouched key in the
+adjustment would make the runtime record it as owned by this plugin, turning
+another plugin's edit of the same key into a conflict that fails creation.
+
+Duplicate keys: runc (like Go's os/exec) resolves a repeated key to its LAST
+occurrence, so that is the value the container would see and the value every
+rule here reads and compares against.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from mokka.core import names
+from mokka.core.overlay import container_overlay, gpu_env, ib_env, topology_env
+from mokka.nri.inject.model import Config, NodeView
+
+SEARCH_PATH_SEPARATOR = ":"
+#: ld.so splits LD_PRELOAD on colons and on whitespace alike.
+_PRELOAD_SPLIT = re.compile(r"[:\s]+")
+
+
+class EnvSet:
+    """The container's effective environment plus this decision's edits."""
+
+    __slots__ = ("_authored", "_edits")
+
+    def __init__(self, entries: Iterable[str]):
+        authored: dict[str, str] = {}
+        for item in entries:
+            if not isinstance(item, str):
+                continue
+            key, sep, value = item.partition("=")
+            if sep and key:
+                authored[key] = value    # a later duplicate replaces: last wins
+        self._authored = authored
+        self._edits: dict[str, str] = {}
+
+    def get(self, key: str) -> str | None:
+        if key in self._edits:
+            return self._edits[key]
+        return self._authored.get(key)
+
+    def default(self, key: str, value: str) -> None:
+        """Set ``key`` unless the container (or an earlier step) already has it."""
+        if self.get(key) is None:
+            self._edits[key] = value
+
+    def force(self, key: str, value: str) -> None:
+        self._edits[key] = value
+
+    def prepend(self, key: str, entry: str, fallback: str = "") -> None:
+        """Put ``entry`` first in a colon list, unless it is already in it.
+
+        An absent or empty list becomes ``entry`` followed by ``fallback``.
+        """
+        current = self.get(key)
+        if not current:
+            self._edits[key] = f"{entry}{SEARCH_PATH_SEPARATOR}{fallback}" if fallback else entry
+            return
+        wanted = entry.rstrip("/") or entry
+        if any((part.rstrip("/") or part) == wanted for part in current.split(SEARCH_PATH_SEPARATOR)):
+            return
+        self._edits[key] = f"{entry}{SEARCH_PATH_SEPARATOR}{current}"
+
+    def append_preload(self, key: str, entries: Iterable[str]) -> None:
+        """Append entries behind the container's own preloads, each at most once.
+
+        Behind, because a workload's own LD_PRELOAD keeps priority over the shims.
+        """
+        current = self.get(key) or ""
+        present = set(_PRELOAD_SPLIT.split(current)) if current else set()
+        added = []
+        for entry in entries:
+            if entry and entry not in present:
+                present.add(entry)
+                added.append(entry)
+        if not added:
+            return
+        tail = SEARCH_PATH_SEPARATOR.join(added)
+        self._edits[key] = f"{current}{SEARCH_PATH_SEPARATOR}{tail}" if current.strip() else tail
+
+    def changed(self) -> tuple[tuple[str, str], ...]:
+        """The keys whose effective value moved, in the order first touched."""
+        authored = self._authored
+        return tuple((key, value) for key, value in self._edits.items()
+                     if authored.get(key) != value)
+
+
+def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infiniband: bool) -> None:
+    """The env table: turn on only what was selected, switch off the rest."""
+    mount = container_overlay(config.overlay_mount_path)
+    if gpu:
+        _defaults(env, gpu_env(mount))
+        # Topology needs both a lookup key (the node name) and a document the
+        # injected path resolves to inside the container.
+        if config.node_name and view.topology_staged and config.topology_mount_path:
+            _defaults(env, topology_env(config.node_name, config.topology_mount_path))
+    if infiniband:
+        _defaults(env, ib_env(mount))
+    elif gpu:
+        # The IB shims are preloaded for GPU containers too; off makes them no-ops.
+        env.force(names.ENV_IB, names.IB_OFF)
+    if infiniband and not gpu:
+        # No /dev/nvidiaN here, so the staged nvidia-smi would otherwise show
+        # every GPU on the node.
+        env.force(names.ENV_NVML_VISIBLE_DEVICES, names.VISIBLE_NONE)
+
+
+def _defaults(env: EnvSet, table: dict[str, str]) -> None:
+    for key, value in table.items():
+        env.default(key, value)

@@ -1,0 +1,125 @@
+"""Plain data the NRI decision takes and returns.
+
+No protobuf, socket or containerd type appears here: ``mokka.nri.convert``
+translates the runtime's messages into these and the adjustment back, so every
+rule of the decision is testable as a table of plain values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from mokka.core import names
+
+
+@dataclass(frozen=True)
+class Mount:
+    destination: str
+    source: str
+    type: str = "bind"
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device node as the container sees it (NRI LinuxDevice)."""
+    path: str
+    type: str            # "c", "b", "u", "p"
+    major: int
+    minor: int
+    file_mode: int | None = None
+    uid: int | None = None
+    gid: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceRule:
+    """A device cgroup rule; None major/minor is the wildcard '*'."""
+    allow: bool
+    type: str            # "a", "c", "b"
+    major: int | None = None
+    minor: int | None = None
+    access: str = ""
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str = ""
+    id: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    env: tuple[str, ...] = ()                 # "KEY=value", in spec order (duplicates possible)
+    mounts: tuple[Mount, ...] = ()
+    devices: tuple[Device, ...] = ()
+    device_rules: tuple[DeviceRule, ...] = ()
+    cdi_devices: tuple[str, ...] = ()         # fully qualified names (newer NRI carries them)
+
+
+@dataclass(frozen=True)
+class CDIEdits:
+    """The container edits of one CDI device (or a spec's common edits)."""
+    env: tuple[str, ...] = ()                 # "KEY=value"
+    devices: tuple[Device, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What is staged on the host and what the runtime can take, as seen now.
+
+    Built by ``mokka.nri.gate`` from the filesystem (cached); the decision never
+    touches the disk itself.
+    """
+    dev_nodes: tuple[Device, ...] = ()        # staged /dev/nvidia* char nodes, sorted by path
+    imex_channels: tuple[Device, ...] = ()    # staged IMEX channel nodes
+    cdi_spec_staged: bool = False             # the spec at --cdi-spec-host-path exists
+    cdi_edits: Mapping[str, tuple[CDIEdits, ...]] = field(default_factory=dict)
+    #: ^ fully qualified CDI name -> edits (spec common edits + device edits), for
+    #:   runtimes that cannot take a CDI reference (NRI v0.6.1)
+    staged_shims: frozenset[str] = frozenset()  # container paths of preload shims staged on the host
+    topology_staged: bool = False
+    hca_count: int = 0
+    runtime_accepts_cdi: bool = False         # the runtime's NRI can take CDI devices in an adjustment
+
+
+@dataclass(frozen=True)
+class Config:
+    excluded_namespaces: frozenset[str] = frozenset(names.NRI_EXCLUDED_NAMESPACES)
+    opt_out_annotation: str = names.ANNOTATION_OPT_OUT
+    device_annotation: str = names.ANNOTATION_DEVICES
+    infiniband_annotation: str = names.ANNOTATION_INFINIBAND
+    imex_channel_annotation: str = names.ANNOTATION_IMEX_CHANNELS
+    overlay_host_path: str = names.OVERLAY_HOST_PATH
+    overlay_mount_path: str = names.OVERLAY_MOUNT_PATH
+    ld_preload_shims: tuple[str, ...] = names.LD_PRELOAD_SHIMS
+    node_name: str = ""
+    topology_mount_path: str = f"{names.OVERLAY_MOUNT_PATH}/{names.TOPOLOGY_DOC}"
+    device_injection_mode: str = "raw"        # raw | cdi
+    cdi_device_name: str = names.CDI_MOCK_DEVICE_ALL
+    toolkit_cdi_annotations: bool = False     # feature gate ToolkitCDIAnnotations
+    cdi_annotation_namespaces: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """What to add to a container. Only keys that are added or changed."""
+    mounts: tuple[Mount, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    devices: tuple[Device, ...] = ()
+    cdi_devices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The result: an adjustment, or None to leave the container as authored."""
+    adjustment: Adjustment | None
+    reason: str                               # why (selected surfaces, or why skipped)
+    warnings: tuple[str, ...] = ()

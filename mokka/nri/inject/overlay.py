@@ -1,0 +1,61 @@
+"""The overlay: the staged tree bind-mounted into the container, and the
+search paths (PATH, LD_LIBRARY_PATH, LD_PRELOAD) that point at it.
+
+Shared by the GPU and InfiniBand selections, because the IB tools and shims
+are staged beside the mock driver.
+
+Two binds, in this order: the whole tree read-only, then its driver/config
+directory writable on top (``nvidia-smi --gpu-reset`` writes overrides there).
+Order matters: the first mount would cover the second if it came later. Both
+are rprivate, the propagation a hostPath volume without mountPropagation
+gets: on a container with a shared root (a Bidirectional volume) the writable
+bind would otherwise be copied back onto the node with every container.
+"""
+
+from __future__ import annotations
+
+from mokka.core import names
+from mokka.core.overlay import Overlay, container_overlay
+from mokka.nri.inject.draft import Draft
+
+from mokka.nri.inject.model import Config, Mount, NodeView
+
+BIND = "bind"
+BIND_OPTIONS = ("rbind", "rprivate", "nosuid", "nodev")
+READ_ONLY = "ro"
+
+
+def mounts(config: Config) -> tuple[Mount, Mount]:
+    host = Overlay(config.overlay_host_path)
+    mount = container_overlay(config.overlay_mount_path)
+    return (
+        Mount(destination=mount.root, source=host.root, type=BIND,
+              options=BIND_OPTIONS + (READ_ONLY,)),
+        Mount(destination=mount.driver_config, source=host.driver_config, type=BIND,
+              options=BIND_OPTIONS),
+    )
+
+
+def staged_shims(config: Config, view: NodeView) -> list[str]:
+    """Configured shims as container paths, in flag order, staged ones only.
+
+    Preload order is list order (a symbol defined twice resolves to the first);
+    an unstaged shim is left out because ld.so prints an error for a missing
+    preload in every process of the container.
+    """
+    mount = container_overlay(config.overlay_mount_path)
+    shims: list[str] = []
+    for shim in config.ld_preload_shims:
+        path = mount.shim(shim)
+        if path in view.staged_shims and path not in shims:
+            shims.append(path)
+    return shims
+
+
+def attach(config: Config, view: NodeView, draft: Draft) -> None:
+    draft.add_mounts(mounts(config))
+    mount = container_overlay(config.overlay_mount_path)
+    # Prepended, so the overlay's nvidia-smi and libnvidia-ml win the search.
+    draft.env.prepend(names.ENV_PATH, mount.bin, fallback=names.DEFAULT_PATH)
+    draft.env.prepend(names.ENV_LD_LIBRARY_PATH, mount.lib)
+    draft.env.append_preload(names.ENV_LD_PRELOAD, staged_shims(config, view))

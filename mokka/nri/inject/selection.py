@@ -1,0 +1,66 @@
+"""The three independent selections (GPU, InfiniBand, IMEX) plus management
+CDI devices, read once from the pod and container.
+
+None brings another along: each adds only its own surfaces, and a container
+matching several gets each. Pod annotations apply to every container.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mokka.nri.inject import devices, gpu, ib, imex, management
+from mokka.nri.inject.model import Config, Container, Pod
+
+
+@dataclass(frozen=True)
+class Selection:
+    gpu_allocated: bool = False          # allocation evidence in the spec
+    gpu_requested: bool = False          # devices annotation
+    infiniband: bool = False
+    imex: bool = False
+    management: tuple[str, ...] = ()     # toolkit CDI names to deliver
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def gpu(self) -> bool:
+        return self.gpu_allocated or self.gpu_requested
+
+    @property
+    def all_gpus(self) -> bool:
+        """Every mock GPU: only without an allocation, which is never widened."""
+        return self.gpu_requested and not self.gpu_allocated
+
+    @property
+    def overlay(self) -> bool:
+        return self.gpu or self.infiniband
+
+    @property
+    def any(self) -> bool:
+        return self.overlay or self.imex or bool(self.management)
+
+    def describe(self) -> str:
+        parts = []
+        if self.gpu_allocated:
+            parts.append("gpu (allocation)")
+        elif self.gpu_requested:
+            parts.append("gpu (devices annotation)")
+        if self.infiniband:
+            parts.append("infiniband")
+        if self.imex:
+            parts.append("imex")
+        if self.management:
+            parts.append("management cdi")
+        return "selected: " + ", ".join(parts)
+
+
+def select(config: Config, pod: Pod, container: Container) -> Selection:
+    cdi_names, warnings = management.requested(config, pod, container)
+    return Selection(
+        gpu_allocated=gpu.allocated(container),
+        gpu_requested=devices.requested(config, pod),
+        infiniband=ib.selected(config, pod),
+        imex=imex.selected(config, pod),
+        management=cdi_names,
+        warnings=warnings,
+    )

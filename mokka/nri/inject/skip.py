@@ -1,0 +1,39 @@
+"""When a container is left exactly as authored, before anything is selected.
+
+Checked first and in this order: the pod opted out, its namespace is
+excluded, or the container already mounts the overlay at the destination.
+That last check makes re-adjustment safe: such a container has been through
+here before (or brings its own tree), and a second pass would double-apply.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from mokka.nri.inject import switch
+from mokka.nri.inject.model import Config, Container, Pod
+
+OPT_OUT = "opt-out annotation is false"
+EXCLUDED_NAMESPACE = "namespace is excluded"
+ALREADY_MOUNTED = "overlay already mounted at the destination"
+NOTHING_SELECTED = "nothing selected"
+NOTHING_TO_ADD = "selected, but nothing is staged to add"
+
+
+def authored_reason(config: Config, pod: Pod, container: Container) -> str | None:
+    """Why the container must be left as authored, or None to go on selecting."""
+    if switch.is_false(pod.annotations, config.opt_out_annotation):
+        return OPT_OUT
+    if pod.namespace in config.excluded_namespaces:
+        return EXCLUDED_NAMESPACE
+    if _mounts_overlay(config, container):
+        return ALREADY_MOUNTED
+    return None
+
+
+def _mounts_overlay(config: Config, container: Container) -> bool:
+    # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
+    destination = posixpath.normpath(config.overlay_mount_path)
+    return any(isinstance(mount.destination, str)
+               and posixpath.normpath(mount.destination) == destination
+               for mount in container.mounts)

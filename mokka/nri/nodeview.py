@@ -1,0 +1,339 @@
+"""The node view: what the node agent has staged, read from the host for the decision.
+
+``mokka.nri.inject`` never touches the disk; this module is its I/O side. It
+turns the staged tree into a ``NodeView``: the /dev/nvidia* char nodes, the
+IMEX channel nodes, the CDI specs (presence, and their edits for runtimes
+that cannot take a CDI reference), which preload shims exist, whether the
+topology document is staged, and how many HCAs the IB sysfs tree holds.
+
+It runs before every adjustment, so it must be cheap when nothing changed:
+each fact is derived from one directory (or file) and recomputed only when
+that path's stat signature moves. A node has up to 2048 IMEX channels; they
+are listed and stat'ed once per change of their directory, not per request.
+A signature taken within ``racy_window_ns`` of the path's own timestamp is
+not trusted (git's "racily clean" rule): a second change inside the same
+timestamp tick would otherwise go unseen.
+
+Entries that are not character devices are skipped, including the empty
+regular files an unprivileged agent stages on a bare test host: a node the
+runtime cannot create is not a device.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+import threading
+import time
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from mokka.core import log, names
+from mokka.core.overlay import Overlay, container_overlay
+from mokka.nri.inject.model import CDIEdits, Config, Device, Mount, NodeView
+
+#: Where device nodes appear inside a container.
+DEV_ROOT = "/dev"
+CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+RACY_WINDOW_NS = 2_000_000_000
+
+_log = log.get("mokka.nri.nodeview")
+
+# Seams for tests that count syscalls.
+_stat = os.stat
+_lstat = os.lstat
+
+Signature = tuple[int, int, int, int, int] | None
+
+
+def _signature(path: str) -> Signature:
+    try:
+        st = _stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+class _Cached:
+    """One value derived from one path, recomputed only when the path's stat moves."""
+
+    __slots__ = ("path", "compute", "signature", "value", "trusted")
+
+    def __init__(self, path: str, compute: Callable[[], Any]):
+        self.path = path
+        self.compute = compute
+        self.signature: Signature = None
+        self.value: Any = None
+        self.trusted = False
+
+    def get(self, now_ns: int, racy_window_ns: int) -> Any:
+        signature = _signature(self.path)
+        if self.trusted and signature == self.signature:
+            return self.value
+        self.value = self.compute()
+        self.signature = signature
+        self.trusted = signature is None or max(signature[2], signature[3]) < now_ns - racy_window_ns
+        return self.value
+
+
+class NodeViewBuilder:
+    """Builds ``NodeView`` snapshots from the host, cached by directory signatures.
+
+    Empty host paths derive from ``overlay_host_path`` as the plugin's flags
+    do. ``cdi_spec_dirs`` defaults to the directory of ``cdi_spec_host_path``:
+    every spec there contributes edits (management devices live in their own
+    spec), while only ``cdi_spec_host_path`` decides ``cdi_spec_staged``.
+    Thread-safe: one build at a time.
+    """
+
+    def __init__(self, *, overlay_host_path: str = names.OVERLAY_HOST_PATH,
+                 overlay_mount_path: str = names.OVERLAY_MOUNT_PATH,
+                 ld_preload_shims: tuple[str, ...] = names.LD_PRELOAD_SHIMS,
+                 device_host_path: str = "", imex_channel_host_path: str = "",
+                 topology_host_path: str = "",
+                 cdi_spec_host_path: str = posixpath.join(names.CDI_SPEC_DIR, names.CDI_SPEC_MOCK_FILE),
+                 cdi_spec_dirs: tuple[str, ...] | None = None,
+                 runtime_accepts_cdi: bool = False,
+                 clock_ns: Callable[[], int] = time.time_ns,
+                 racy_window_ns: int = RACY_WINDOW_NS):
+        host = Overlay(overlay_host_path)
+        self.runtime_accepts_cdi = runtime_accepts_cdi
+        self._clock_ns = clock_ns
+        self._racy_window_ns = racy_window_ns
+        self._lock = threading.Lock()
+        self._last: tuple | None = None
+        self._view = NodeView()
+
+        device_dir = device_host_path or host.dev
+        imex_dir = imex_channel_host_path or host.imex_channels
+        topology = topology_host_path or host.topology
+        ib_class = host.join(names.IB_CLASS_DIR)
+        self._dev = _Cached(device_dir, lambda: _scan_char_nodes(device_dir, DEV_ROOT, _is_gpu_node_name))
+        self._imex = _Cached(imex_dir, lambda: _scan_char_nodes(imex_dir, IMEX_CONTAINER_DIR, _is_channel_name))
+        self._hcas = _Cached(ib_class, lambda: _count_entries(ib_class))
+        self._topology = _Cached(os.path.dirname(topology), lambda: os.path.isfile(topology))
+        self._spec_staged = _Cached(os.path.dirname(cdi_spec_host_path),
+                                    lambda: bool(cdi_spec_host_path) and os.path.isfile(cdi_spec_host_path))
+        if cdi_spec_dirs is None:
+            cdi_spec_dirs = (os.path.dirname(cdi_spec_host_path),) if cdi_spec_host_path else ()
+        self._spec_dirs = [_Cached(d, lambda d=d: _list_specs(d)) for d in cdi_spec_dirs]
+        self._spec_files: dict[str, _Cached] = {}
+        self._edits_key: tuple = ((), ())
+        self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
+        self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
+
+    @classmethod
+    def for_config(cls, config: Config, **host_paths: Any) -> "NodeViewBuilder":
+        """A builder for the decision's config; host-only paths as keywords."""
+        return cls(overlay_host_path=config.overlay_host_path,
+                   overlay_mount_path=config.overlay_mount_path,
+                   ld_preload_shims=config.ld_preload_shims, **host_paths)
+
+    def build(self, *, runtime_accepts_cdi: bool | None = None) -> NodeView:
+        accepts = self.runtime_accepts_cdi if runtime_accepts_cdi is None else runtime_accepts_cdi
+        with self._lock:
+            now, racy = self._clock_ns(), self._racy_window_ns
+            parts = (self._dev.get(now, racy), self._imex.get(now, racy),
+                     self._spec_staged.get(now, racy), self._cdi_edits(now, racy),
+                     self._shims.get(now, racy), self._topology.get(now, racy),
+                     self._hcas.get(now, racy), accepts)
+            # Same objects as last time: hand back the same view, no allocation.
+            if self._last is None or any(a is not b and a != b for a, b in zip(parts, self._last)):
+                self._last = parts
+                self._view = NodeView(dev_nodes=parts[0], imex_channels=parts[1],
+                                      cdi_spec_staged=parts[2], cdi_edits=parts[3],
+                                      staged_shims=parts[4], topology_staged=parts[5],
+                                      hca_count=parts[6], runtime_accepts_cdi=accepts)
+            return self._view
+
+    def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[CDIEdits, ...]]:
+        paths = [path for spec_dir in self._spec_dirs for path in spec_dir.get(now, racy)]
+        for path in paths:
+            if path not in self._spec_files:
+                self._spec_files[path] = _Cached(path, lambda p=path: _parse_spec_file(p))
+        for gone in set(self._spec_files) - set(paths):
+            del self._spec_files[gone]
+        per_file = [self._spec_files[path].get(now, racy) for path in paths]
+        # Keyed by the parsed objects themselves (held here, so never recycled).
+        key = (tuple(paths), tuple(per_file))
+        if not _same(key[0], self._edits_key[0]) or not _same(key[1], self._edits_key[1]):
+            merged: dict[str, tuple[CDIEdits, ...]] = {}
+            for path, edits in zip(paths, per_file):
+                for name, value in edits.items():
+                    if name in merged:
+                        _log.warning("cdi device defined twice; the first spec wins", device=name, spec=path)
+                        continue
+                    merged[name] = value
+            self._edits_key, self._edits = key, MappingProxyType(merged)
+        return self._edits
+
+
+class _ShimView:
+    """Container paths of the configured preload shims that are staged.
+
+    A relative shim (or an absolute one inside the mount) is checked on the
+    host under the overlay. An absolute path outside the overlay names a file
+    of the container image, which the host cannot see: it is trusted, since
+    the operator configured it explicitly.
+    """
+
+    def __init__(self, shims: tuple[str, ...], host: Overlay, mount: Overlay):
+        by_dir: dict[str, list[tuple[str, str]]] = {}
+        trusted: set[str] = set()
+        for shim in shims:
+            container_path = mount.shim(shim)
+            rel = posixpath.relpath(container_path, mount.root)
+            if rel == ".." or rel.startswith("../"):
+                trusted.add(container_path)
+                continue
+            host_path = host.join(rel)
+            by_dir.setdefault(os.path.dirname(host_path), []).append((container_path, host_path))
+        self._trusted = frozenset(trusted)
+        self._dirs = [_Cached(d, lambda pairs=pairs: frozenset(c for c, h in pairs if os.path.isfile(h)))
+                      for d, pairs in by_dir.items()]
+        self._key: tuple = ()
+        self._value = self._trusted
+
+    def get(self, now: int, racy: int) -> frozenset[str]:
+        parts = tuple(d.get(now, racy) for d in self._dirs)
+        if not _same(parts, self._key):
+            self._key, self._value = parts, self._trusted.union(*parts)
+        return self._value
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Element-wise identity: unchanged caches hand back the very same objects."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _natural_key(name: str) -> tuple[str, int, str]:
+    """nvidia2 before nvidia10; names without a number after numbered ones."""
+    stem = name.rstrip("0123456789")
+    digits = name[len(stem):]
+    return (stem, int(digits) if digits else -1, name)
+
+
+def _char_device(path: str, container_path: str) -> Device | None:
+    try:
+        st = _lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISCHR(st.st_mode):
+        return None
+    return Device(path=container_path, type="c", major=os.major(st.st_rdev), minor=os.minor(st.st_rdev),
+                  file_mode=stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
+
+
+def _scan_char_nodes(directory: str, container_dir: str, wanted: Callable[[str], bool]) -> tuple[Device, ...]:
+    try:
+        entries = [n for n in os.listdir(directory) if wanted(n)]
+    except OSError:
+        return ()
+    nodes = (_char_device(os.path.join(directory, n), f"{container_dir}/{n}")
+             for n in sorted(entries, key=_natural_key))
+    return tuple(node for node in nodes if node is not None)
+
+
+def _is_gpu_node_name(name: str) -> bool:
+    return name.startswith(names.GPU_NODE_PREFIX)
+
+
+def _is_channel_name(name: str) -> bool:
+    return name.startswith(names.IMEX_CHANNEL_PREFIX) and name[len(names.IMEX_CHANNEL_PREFIX):].isdigit()
+
+
+#: Where the IMEX channel nodes appear inside a container.
+IMEX_CONTAINER_DIR = f"{DEV_ROOT}/{posixpath.relpath(names.IMEX_CHANNEL_DIR, names.DEV_DIR)}"
+
+
+def _count_entries(directory: str) -> int:
+    try:
+        return len(os.listdir(directory))
+    except OSError:
+        return 0
+
+
+def _list_specs(directory: str) -> tuple[str, ...]:
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return ()
+    return tuple(os.path.join(directory, n) for n in entries if n.endswith(CDI_SPEC_SUFFIXES))
+
+
+def _parse_spec_file(path: str) -> Mapping[str, tuple[CDIEdits, ...]]:
+    import yaml  # lazily: only a node with CDI specs pays for it
+
+    try:
+        with open(path, "rb") as handle:
+            doc = yaml.safe_load(handle)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        _log.warning("unreadable cdi spec ignored", spec=path, error=str(exc))
+        return {}
+    return parse_spec(doc)
+
+
+def parse_spec(doc: object) -> dict[str, tuple[CDIEdits, ...]]:
+    """Fully qualified device name -> (common edits, device edits) of one spec.
+
+    Device nodes without type/major/minor are completed from their host path,
+    as the runtime would; one that is not a device node there is dropped.
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return {}
+    common = _edits(doc.get("containerEdits"))
+    result: dict[str, tuple[CDIEdits, ...]] = {}
+    for device in _list(doc.get("devices")):
+        if isinstance(device, dict) and isinstance(device.get("name"), str):
+            own = _edits(device.get("containerEdits"))
+            result[f"{doc['kind']}={device['name']}"] = tuple(e for e in (common, own) if e != CDIEdits())
+    return result
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _edits(raw: object) -> CDIEdits:
+    if not isinstance(raw, dict):
+        return CDIEdits()
+    env = tuple(e for e in _list(raw.get("env")) if isinstance(e, str) and "=" in e)
+    devices = tuple(d for d in map(_device_node, _list(raw.get("deviceNodes"))) if d is not None)
+    mounts = tuple(m for m in map(_mount, _list(raw.get("mounts"))) if m is not None)
+    return CDIEdits(env=env, devices=devices, mounts=mounts)
+
+
+def _device_node(raw: object) -> Device | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+        return None
+    path = raw["path"]
+    kind, major, minor = raw.get("type"), _int(raw.get("major")), _int(raw.get("minor"))
+    mode, uid, gid = _int(raw.get("fileMode")), _int(raw.get("uid")), _int(raw.get("gid"))
+    if not isinstance(kind, str) or major is None or minor is None:
+        host_path = raw.get("hostPath") if isinstance(raw.get("hostPath"), str) else path
+        try:
+            st = _lstat(host_path)
+        except OSError:
+            return None
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+            return None
+        kind = kind if isinstance(kind, str) else ("c" if stat.S_ISCHR(st.st_mode) else "b")
+        major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
+        mode = stat.S_IMODE(st.st_mode) if mode is None else mode
+    return Device(path=path, type=kind, major=major, minor=minor, file_mode=mode, uid=uid, gid=gid)
+
+
+def _mount(raw: object) -> Mount | None:
+    if not isinstance(raw, dict):
+        return None
+    source, destination = raw.get("hostPath"), raw.get("containerPath")
+    if not isinstance(source, str) or not isinstance(destination, str):
+        return None
+    options = tuple(o for o in _list(raw.get("options")) if isinstance(o, str))
+    kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "bind"
+    return Mount(destination=destination, source=source, type=kind, options=options)

@@ -1,0 +1,341 @@
+"""The NRI driver: owns the socket, registers, serves the runtime's calls.
+
+One session per connection: send RegisterPlugin on the runtime connection,
+serve the plugin connection meanwhile (Configure may arrive before that reply),
+run CreateContainer handlers on worker threads so the reader never blocks, and
+write every message whole under one lock. Whatever goes wrong, the container
+is answered OK, unadjusted (fail open), and the plugin keeps going: on EOF or a
+corrupt stream it is marked unregistered at once and reconnects.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import threading
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from google.protobuf.message import DecodeError
+
+from mokka.core import log as logmod
+from mokka.core import names
+from mokka.nri import runtime_info
+from mokka.nri.codec import ttrpc
+from mokka.nri.codec.conn import Connection
+from mokka.nri.codec.mux import PLUGIN_CONN, RUNTIME_CONN, ProtocolError
+from mokka.nri.health import Health
+from mokka.nri.proto import nri_pb2
+from mokka.nri.runtime_info import RuntimeInfo
+
+PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
+RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
+REGISTER_STREAM = 1          # our first (and only) call on the runtime connection
+
+Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo],
+                   "nri_pb2.ContainerAdjustment | None"]
+
+
+@dataclass(frozen=True)
+class PluginConfig:
+    socket_path: str = names.NRI_SOCKET_PATH
+    name: str = names.NRI_PLUGIN_NAME
+    index: str = names.NRI_PLUGIN_INDEX
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 2.0
+    workers: int = 4
+    prelaunched_fd: int | None = None     # set: use this fd once, never reconnect
+
+
+def from_environment(config: PluginConfig,
+                     environ: Mapping[str, str] = os.environ) -> PluginConfig:
+    """Pre-launched by the runtime: its fd, name and index replace the flags."""
+    launched = runtime_info.prelaunch(environ)
+    if launched is None:
+        return config
+    fd, name, index = launched
+    return dataclasses.replace(config, name=name, index=index, prelaunched_fd=fd)
+
+
+class _Workers:
+    """A fixed set of daemon threads running submitted calls.
+
+    Not concurrent.futures: its workers are joined at interpreter exit, so one
+    wedged handler would turn SIGTERM into a hang until SIGKILL.
+    """
+
+    def __init__(self, count: int) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        for i in range(count):
+            threading.Thread(target=self._work, name=f"nri-create-{i}", daemon=True).start()
+
+    def submit(self, fn, *args) -> None:
+        self._jobs.put((fn, args))
+
+    def close(self, count: int) -> None:
+        for _ in range(count):
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job[0](*job[1])
+            except Exception:         # a worker must outlive any bug in a job
+                logmod.get("mokka.nri.plugin").exception("CreateContainer worker failed")
+
+
+class _Session:
+    """One connected socket: the codec state plus a lock that keeps messages whole."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.codec = Connection()
+        self.closed = threading.Event()
+        self._write_lock = threading.Lock()
+
+    def send(self, data: bytes) -> bool:
+        with self._write_lock:
+            if self.closed.is_set():
+                return False
+            try:
+                self.sock.sendall(data)
+                return True
+            except OSError:
+                self.close()
+                return False
+
+    def close(self) -> None:
+        self.closed.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader blocked in recv
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class Plugin:
+    def __init__(self, config: PluginConfig, handler: Handler, *, health: Health | None = None,
+                 connect: Callable[[], socket.socket] | None = None,
+                 logger: logmod.Logger | None = None) -> None:
+        self.config = config
+        self.health = health or Health()
+        self._handler = handler
+        self._connect = connect or self._default_connect
+        self._log = logger or logmod.get("mokka.nri.plugin")
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._session: _Session | None = None
+        self._failed_open = 0
+        self._runtime: RuntimeInfo | None = None
+        self._pool = _Workers(config.workers)
+        # Method -> synchronous handler; the event mask follows from this table
+        # (as containerd's stub derives it), so a method is never subscribed
+        # without a handler.
+        self._sync = {"Configure": self._configure, "Synchronize": self._synchronize,
+                      "Shutdown": self._shutdown}
+        self._events = runtime_info.event_mask(["CreateContainer", *self._sync])
+
+    # --- Public surface ----------------------------------------------------------
+
+    @property
+    def failed_open_total(self) -> int:
+        with self._lock:
+            return self._failed_open
+
+    @property
+    def runtime(self) -> RuntimeInfo | None:
+        return self._runtime
+
+    def run(self) -> None:
+        """Connect, serve, reconnect; returns after ``stop`` (or pre-launched EOF)."""
+        delay = self.config.backoff_initial_s
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                sock = self._connect()
+            except OSError as exc:
+                if self.config.prelaunched_fd is not None:
+                    self._log.error("pre-launched, but the inherited socket is unusable",
+                                    fd=self.config.prelaunched_fd, reason=str(exc))
+                    break
+                failures += 1
+                level = self._log.warning if failures == 1 else self._log.debug
+                level("cannot reach the NRI socket; retrying", socket=self.config.socket_path,
+                      reason=str(exc), retry_in_s=delay)
+            else:
+                failures = 0
+                if self._serve(_Session(sock)):
+                    delay = self.config.backoff_initial_s   # it registered: start over fast
+                if self.config.prelaunched_fd is not None:
+                    self._log.info("runtime closed the pre-launched plugin's connection; exiting")
+                    break
+            if self._stop.wait(delay):
+                break
+            delay = min(delay * 2, self.config.backoff_max_s)
+        self._pool.close(self.config.workers)
+
+    def stop(self) -> None:
+        """Safe from a signal handler: takes no lock the interrupted thread may hold."""
+        self._stop.set()
+        session = self._session
+        if session is not None:
+            session.close()
+
+    # --- Session -----------------------------------------------------------------
+
+    def _default_connect(self) -> socket.socket:
+        if self.config.prelaunched_fd is not None:
+            return socket.socket(fileno=self.config.prelaunched_fd)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.config.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def _serve(self, session: _Session) -> bool:
+        """Serve one connection until it ends; True if the runtime configured us."""
+        self._session = session
+        if self._stop.is_set():        # stop() raced the connect
+            session.close()
+        configured = False
+        reason = "connection closed by the runtime"
+        session.send(Connection.request_bytes(
+            RUNTIME_CONN, REGISTER_STREAM, RUNTIME_SERVICE, "RegisterPlugin",
+            nri_pb2.RegisterPluginRequest(plugin_name=self.config.name,
+                                          plugin_idx=self.config.index).SerializeToString()))
+        try:
+            while not session.closed.is_set():
+                data = session.sock.recv(65536)
+                if not data:
+                    break
+                session.codec.receive_data(data)
+                for event in session.codec.events():
+                    configured |= self._dispatch(session, event)
+        except ProtocolError as exc:
+            reason = f"protocol error: {exc}"
+        except OSError as exc:
+            reason = f"connection error: {exc}"
+        except Exception as exc:               # a bug here must cost a reconnect, not the plugin
+            self._log.exception("NRI session failed", reason=str(exc))
+            reason = f"internal error: {exc}"
+        self.health.clear_registered()        # first: /readyz must fail at once
+        session.close()
+        self._session = None
+        if not self._stop.is_set():
+            self._log.warning("NRI connection lost; containers are not injected until it is back",
+                              reason=reason)
+        return configured
+
+    def _dispatch(self, session: _Session, event: ttrpc.Event) -> bool:
+        if isinstance(event, ttrpc.Rejected):
+            session.send(Connection.response_bytes(event.conn_id, event.stream_id,
+                                                   code=event.code, message=event.message))
+        elif isinstance(event, ttrpc.ResponseReceived):
+            if event.conn_id == RUNTIME_CONN and event.stream_id == REGISTER_STREAM \
+                    and event.code != ttrpc.OK:
+                self._log.error("the runtime refused the registration", plugin=self.config.name,
+                                index=self.config.index, code=event.code, reason=event.message)
+                session.close()
+        elif event.conn_id != PLUGIN_CONN:
+            session.send(Connection.response_bytes(
+                event.conn_id, event.stream_id, code=ttrpc.UNIMPLEMENTED,
+                message=f"service {event.service}"))
+        elif event.service == PLUGIN_SERVICE and event.method == "CreateContainer":
+            token = self.health.begin()          # from receipt: queueing counts as wedged too
+            self._pool.submit(self._create_container, session, event, token)
+        else:
+            payload, code, message = self._call_sync(event)
+            session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id,
+                                                   payload, code, message))
+            return event.method == "Configure" and code == ttrpc.OK
+        return False
+
+    def _call_sync(self, event: ttrpc.RequestReceived) -> tuple[bytes, int, str]:
+        if event.service != PLUGIN_SERVICE:
+            return b"", ttrpc.UNIMPLEMENTED, f"service {event.service}"
+        method = self._sync.get(event.method)
+        if method is None:
+            return b"", ttrpc.UNIMPLEMENTED, f"method {event.method}"
+        try:
+            return method(event), ttrpc.OK, ""
+        except DecodeError as exc:
+            self._log.warning("undecodable NRI request", method=event.method, reason=str(exc))
+            return b"", ttrpc.INVALID_ARGUMENT, f"{event.method}: cannot decode request: {exc}"
+        except Exception as exc:               # as a Go handler's error: status, not a crash
+            self._log.exception("NRI call failed", method=event.method)
+            return b"", ttrpc.UNKNOWN, str(exc)
+
+    # --- Methods -------------------------------------------------------------------
+
+    def _configure(self, event: ttrpc.RequestReceived) -> bytes:
+        req = nri_pb2.ConfigureRequest.FromString(event.payload)
+        info = runtime_info.from_configure(req.runtime_name, req.runtime_version,
+                                           req.registration_timeout, req.request_timeout,
+                                           event.timeout_nano)
+        self._runtime = info
+        self.health.set_registered(info)
+        self._log.info("registered with the container runtime", plugin=self.config.name,
+                       index=self.config.index, runtime=info.name, version=info.version,
+                       request_timeout_s=info.request_timeout_s, timeout_from=info.timeout_source,
+                       cdi_adjustments=info.accepts_cdi,
+                       cdi_reason="runtime sends NRI timeouts (newer NRI)" if info.accepts_cdi
+                       else "runtime sends no NRI timeouts (NRI v0.6.1): raw device edits only")
+        return nri_pb2.ConfigureResponse(events=self._events).SerializeToString()
+
+    def _synchronize(self, event: ttrpc.RequestReceived) -> bytes:
+        # Nothing to update in existing containers. A newer runtime sending the
+        # state in chunks (more=true) waits for more=true back before the rest.
+        try:
+            more = nri_pb2.SynchronizeRequest.FromString(event.payload).more
+        except DecodeError:
+            more = False
+        return nri_pb2.SynchronizeResponse(more=more).SerializeToString()
+
+    def _shutdown(self, event: ttrpc.RequestReceived) -> bytes:
+        self._log.info("the runtime is shutting down")
+        return b""
+
+    def _create_container(self, session: _Session, event: ttrpc.RequestReceived,
+                          token: int) -> None:
+        reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)   # fail-open default
+        try:
+            payload = self._adjust(event)
+            if payload:
+                reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
+        except ProtocolError as exc:           # over the 4 MiB message limit
+            self._fail_open("adjustment too large to send", str(exc))
+        finally:
+            self.health.end(token)
+        if not session.send(reply):
+            self._log.debug("dropped a CreateContainer reply: connection closed",
+                            stream=event.stream_id)
+
+    def _adjust(self, event: ttrpc.RequestReceived) -> bytes:
+        """The reply payload; on any failure an empty adjustment (fail open)."""
+        try:
+            req = nri_pb2.CreateContainerRequest.FromString(event.payload)
+        except DecodeError as exc:
+            self._fail_open("cannot decode CreateContainer request", str(exc))
+            return b""
+        runtime = self._runtime or RuntimeInfo()
+        try:
+            adjust = self._handler(req.pod, req.container, runtime)
+            if adjust is None:
+                return b""
+            return nri_pb2.CreateContainerResponse(adjust=adjust).SerializeToString()
+        except Exception as exc:      # fail open at the driver edge, never crash
+            self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__,
+                            namespace=req.pod.namespace, pod=req.pod.name,
+                            container=req.container.name)
+            return b""
+
+    def _fail_open(self, reason: str, error: str, **fields) -> None:
+        with self._lock:
+            self._failed_open += 1
+            total = self._failed_open
+        self._log.warning("container left unmodified (failed open)", reason=reason,
+                          error=error, failed_open_total=total, **fields)

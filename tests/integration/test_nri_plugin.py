@@ -1,0 +1,288 @@
+"""The NRI plugin against a real containerd 1.7 (NRI v0.6.1), end to end.
+
+A scratch node is staged by the real node agent (``--once`` under a scratch
+host root), containerd runs with NRI on in a scratch folder, and the real
+``nri-plugin`` process registers on its socket. Pods and containers are made
+through CRI, and what the plugin did is read back from each container's
+stored OCI spec and from inside the started container.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from mokka.core import names
+from mokka.core.overlay import Overlay, container_overlay
+from tests.conftest import REPO
+from tests.integration import runtime as rt
+
+PLUGIN_NAME = "mokka-test"
+PLUGIN_INDEX = "10"
+from tests.integration.conftest import IMEX_CHANNELS
+MOUNT = container_overlay()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def probe(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError as err:
+        return 0, str(err)
+
+
+class PluginProcess:
+    def __init__(self, zipapp: str, socket_path: str, overlay: Overlay, node_root: str, *extra: str):
+        self.port = free_port()
+        self.log_path = os.path.join(os.path.dirname(socket_path), f"plugin-{self.port}.log")
+        self.argv = [zipapp, "nri-plugin", "--socket-path", socket_path,
+                     "--plugin-name", PLUGIN_NAME, "--plugin-index", PLUGIN_INDEX,
+                     "--overlay-host-path", overlay.root,
+                     "--cdi-spec-host-path",
+                     os.path.join(node_root, names.CDI_SPEC_DIR.lstrip("/"), names.CDI_SPEC_MOCK_FILE),
+                     "--health-addr", f"127.0.0.1:{self.port}", "--log-format", "plain", *extra]
+        self.proc = None
+
+    def start(self) -> "PluginProcess":
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 15.0) -> None:
+        rt.wait_until(lambda: probe(self.port, "/readyz")[0] == 200, timeout=timeout,
+                      message=f"plugin never became ready; log:\n{self.log_text()}")
+
+    def log_text(self) -> str:
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM) -> int | None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode if self.proc else None
+
+
+@pytest.fixture
+def start_plugin(zipapp, node):
+    started = []
+
+    def start(containerd, *extra):
+        root, overlay = node
+        plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root, *extra).start()
+        started.append(plugin)
+        return plugin
+
+    yield start
+    for plugin in started:
+        plugin.stop()
+
+
+def env_of(spec: dict) -> dict:
+    env = {}
+    for item in spec["process"].get("env", []):
+        key, _, value = item.partition("=")
+        env[key] = value          # the last duplicate is what the process sees
+    return env
+
+
+def mounts_at(spec: dict, destination_prefix: str) -> list[dict]:
+    return [m for m in spec.get("mounts", []) if m["destination"].startswith(destination_prefix)]
+
+
+def device_paths(spec: dict) -> list[str]:
+    return sorted(d["path"] for d in (spec.get("linux") or {}).get("devices") or [])
+
+
+def registrations(containerd) -> int:
+    """How often containerd logged our registration (its log quotes with backslashes)."""
+    return containerd.log_text().count(f'registered as \\"{PLUGIN_INDEX}-{PLUGIN_NAME}\\"')
+
+
+def make(cri, name, annotations=None, namespace="default", **kwargs):
+    pod_id, pod_config = rt.run_pod(cri, name, namespace, annotations)
+    cid = rt.create_container(cri, pod_id, pod_config, "app", None, **kwargs)
+    return pod_id, cid, rt.container_spec(cri, cid)
+
+
+GPU_NODES = [f"/dev/nvidia{i}" for i in range(4)]
+CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+
+
+def test_plugin_registers_under_its_name_and_index(containerd, start_plugin):
+    start_plugin(containerd)
+    rt.wait_until(lambda: registrations(containerd) == 1, timeout=10,
+                  message="containerd never logged the registration")
+
+
+def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_plugin, node):
+    _, overlay = node
+    start_plugin(containerd)
+    cri = containerd.client()
+    _, cid, spec = make(cri, "devices", {names.ANNOTATION_DEVICES: "true"})
+
+    tree, config = mounts_at(spec, MOUNT.root)
+    assert (tree["destination"], tree["source"]) == (MOUNT.root, overlay.root)
+    assert "ro" in tree["options"] and "rprivate" in tree["options"]
+    assert (config["destination"], config["source"]) == (MOUNT.driver_config, overlay.driver_config)
+    assert "ro" not in config["options"] and "rprivate" in config["options"]
+    env = env_of(spec)
+    assert env[names.ENV_NVML_CONFIG] == MOUNT.profile
+    assert env[names.ENV_PCI_ROOT] == MOUNT.root
+    assert env[names.ENV_IB] == names.IB_OFF
+    assert env["PATH"].startswith(MOUNT.bin + ":")
+    assert device_paths(spec) == sorted(GPU_NODES + CONTROL)
+
+    rt.start_container(cri, cid)
+    seen = rt.exec_sync(cri, cid, ["sh", "-c",
+                                   f"test -c /dev/nvidia3 && cat {MOUNT.machine_type} && "
+                                   f"ls {MOUNT.driver_config} && echo $MOCK_NVML_CONFIG"])
+    assert seen.exit_code == 0, seen
+    assert "NVIDIA T4" in seen.stdout and names.STATE_FILE in seen.stdout
+    assert MOUNT.profile in seen.stdout
+    # The tree is read-only, its config directory writable (nvidia-smi -r writes there).
+    assert rt.exec_sync(cri, cid, ["touch", f"{MOUNT.root}/x"]).exit_code != 0
+    probe_file = f"{MOUNT.driver_config}/.mokka-write-probe"
+    assert rt.exec_sync(cri, cid, ["sh", "-c", f"touch {probe_file} && rm {probe_file}"]).exit_code == 0
+    # busybox has no python3: the staged nvidia-smi says so in one line.
+    smi = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    assert smi.exit_code == 127
+    assert "nvidia-smi: this mock needs python3" in smi.stderr
+
+
+def test_plain_pod_is_left_exactly_as_authored(containerd, start_plugin):
+    plugin = start_plugin(containerd)
+    cri = containerd.client()
+    _, _, injected_run = make(cri, "plain-a")
+    plugin.stop()
+    rt.wait_until(lambda: "closed" in containerd.log_text(), timeout=10)
+    _, _, bare_run = make(cri, "plain-b")
+    for spec in (injected_run, bare_run):
+        assert not mounts_at(spec, MOUNT.root)
+        assert not any(k.startswith("MOCK_") for k in env_of(spec))
+    assert injected_run["process"]["env"] == bare_run["process"]["env"]
+    # Mount sources name the sandbox (its /etc/hosts, …); what is mounted where must match.
+    shape = lambda spec: [(m["destination"], m.get("type"), m.get("options")) for m in spec["mounts"]]
+    assert shape(injected_run) == shape(bare_run)
+    assert device_paths(injected_run) == device_paths(bare_run)
+
+
+def test_allocated_container_keeps_exactly_its_gpus(containerd, start_plugin, node):
+    _, overlay = node
+    start_plugin(containerd)
+    cri = containerd.client()
+    # What the device plugin with --pass-device-specs does: one node plus its cgroup rule.
+    _, _, spec = make(cri, "allocated", {names.ANNOTATION_DEVICES: "true"},
+                      devices=[{"host_path": overlay.gpu_node(1), "container_path": "/dev/nvidia1",
+                                "permissions": "rw"}])
+    assert device_paths(spec) == ["/dev/nvidia1"]
+    assert mounts_at(spec, MOUNT.root)
+    assert env_of(spec)[names.ENV_NVML_CONFIG] == MOUNT.profile
+
+
+def test_infiniband_only_pod_sees_no_gpus(containerd, start_plugin):
+    start_plugin(containerd)
+    _, _, spec = make(containerd.client(), "ib", {names.ANNOTATION_INFINIBAND: "true"})
+    env = env_of(spec)
+    assert env[names.ENV_NVML_VISIBLE_DEVICES] == names.VISIBLE_NONE
+    assert env[names.ENV_IB] == names.IB_FULL
+    assert env[names.ENV_IB_ROOT] == MOUNT.ib
+    assert mounts_at(spec, MOUNT.root)
+    assert device_paths(spec) == []
+
+
+def test_imex_only_pod_gets_channels_and_no_overlay(containerd, start_plugin):
+    start_plugin(containerd)
+    cri = containerd.client()
+    _, cid, spec = make(cri, "imex", {names.ANNOTATION_IMEX_CHANNELS: "true"})
+    channels = [f"/dev/nvidia-caps-imex-channels/channel{i}" for i in range(IMEX_CHANNELS)]
+    assert device_paths(spec) == sorted(channels)
+    assert not mounts_at(spec, MOUNT.root)
+    assert not any(k.startswith("MOCK_") for k in env_of(spec))
+    rt.start_container(cri, cid)
+    assert rt.exec_sync(cri, cid, ["test", "-c", channels[-1]]).exit_code == 0
+
+
+def test_cdi_mode_on_nri_v061_applies_the_spec_edits_itself(containerd, start_plugin):
+    plugin = start_plugin(containerd, "--device-injection-mode", "cdi")
+    _, _, spec = make(containerd.client(), "cdi", {names.ANNOTATION_DEVICES: "true"})
+    # containerd 1.7 would drop a CDI reference: the spec's nodes and env arrive directly.
+    assert device_paths(spec) == sorted(GPU_NODES + CONTROL)
+    assert env_of(spec)[names.ENV_CDI_DEVICE_SOURCE] == "cdi"
+    assert "cdi" in plugin.log_text().lower()
+
+
+def test_killed_plugin_leaves_containerd_creating_containers(containerd, start_plugin):
+    plugin = start_plugin(containerd)
+    plugin.stop(signal.SIGKILL)
+    rt.wait_until(lambda: "closed" in containerd.log_text(), timeout=10)
+    _, cid, spec = make(containerd.client(), "after-kill", {names.ANNOTATION_DEVICES: "true"})
+    assert not mounts_at(spec, MOUNT.root)
+
+
+def test_containerd_restart_plugin_registers_again_and_injects(containerd, start_plugin):
+    plugin = start_plugin(containerd)
+    rt.wait_until(lambda: registrations(containerd) == 1, timeout=10)
+    containerd.restart()
+    rt.wait_until(lambda: registrations(containerd) >= 2 and probe(plugin.port, "/readyz")[0] == 200,
+        timeout=20, message=f"plugin did not re-register; log:\n{plugin.log_text()}")
+    _, _, spec = make(containerd.client(), "after-restart", {names.ANNOTATION_DEVICES: "true"})
+    assert mounts_at(spec, MOUNT.root)
+    assert plugin.proc.poll() is None
+
+
+def test_slow_handler_turns_healthz_503(containerd):
+    """A handler wedged past twice the request timeout fails /healthz; the runtime moves on."""
+    from mokka.nri import health as healthmod
+    from mokka.nri.plugin import Plugin, PluginConfig
+
+    release = threading.Event()
+
+    def wedged(pod, container, runtime):
+        release.wait(30)
+        return None
+
+    health = healthmod.Health()
+    server = healthmod.serve("127.0.0.1:0", health)
+    plugin = Plugin(PluginConfig(containerd.nri_socket, "slow", "20"), wedged, health=health)
+    runner = threading.Thread(target=plugin.run, daemon=True)
+    runner.start()
+    try:
+        rt.wait_until(lambda: probe(server.port, "/readyz")[0] == 200, timeout=10)
+        assert probe(server.port, "/healthz")[0] == 200
+        cri = containerd.client()
+        start = time.monotonic()
+        _, _, spec = make(cri, "slow")           # containerd gives up on the plugin after ~2 s
+        assert not mounts_at(spec, MOUNT.root)
+        rt.wait_until(lambda: probe(server.port, "/healthz")[0] == 503, timeout=15)
+        status, body = probe(server.port, "/healthz")
+        assert status == 503 and "4" in body     # names the threshold: 2 x the 2 s timeout
+        assert time.monotonic() - start >= 4.0
+    finally:
+        release.set()
+        plugin.stop()
+        runner.join(10)
+        server.stop()

@@ -1,0 +1,214 @@
+"""The NRI codec on bytes alone, h11-style: one table of (message, bytes)
+checked in both directions; every decode fed whole, byte by byte and with
+trailing bytes that must stay buffered."""
+
+from __future__ import annotations
+
+import pytest
+
+from mokka.nri.codec import mux, ttrpc
+from mokka.nri.codec.conn import Connection
+from mokka.nri.codec.mux import NEED_DATA, FrameReader, ProtocolError
+from mokka.nri.codec.ttrpc import MessageReader, RequestReceived, Rejected, ResponseReceived
+from mokka.nri.plugin import PLUGIN_SERVICE, RUNTIME_SERVICE
+
+
+def h(text: str) -> bytes:
+    return bytes.fromhex(text.replace(" ", ""))
+
+
+# Hand-encoded oracles: frame header (conn, length) + ttrpc header (length,
+# stream, type, flags) + protobuf envelope, spelled out field by field.
+REGISTER_PAYLOAD = h("0a05") + b"mokka" + h("1202") + b"10"      # plugin_name, plugin_idx
+REGISTER_ENVELOPE = (h("0a1c") + RUNTIME_SERVICE.encode() + h("120e") + b"RegisterPlugin"
+                     + h("1a0b") + REGISTER_PAYLOAD)
+CASES = [
+    ("RegisterPlugin request, conn 2 stream 1",
+     RequestReceived(2, 1, RUNTIME_SERVICE, "RegisterPlugin", REGISTER_PAYLOAD),
+     h("00000002 00000045") + h("0000003b 00000001 01 00") + REGISTER_ENVELOPE),
+    ("empty OK response is a header-only message",
+     ResponseReceived(2, 1),
+     h("00000002 0000000a") + h("00000000 00000001 02 00")),
+    ("Configure response carries events = 8 in field 2",
+     ResponseReceived(1, 1, payload=h("1008")),
+     h("00000001 0000000e") + h("00000004 00000001 02 00") + h("12021008")),
+    ("Unimplemented status, no payload",
+     ResponseReceived(1, 5, code=12, message="method Foo"),
+     h("00000001 0000001a") + h("00000010 00000005 02 00")
+     + h("0a0e 080c 120a") + b"method Foo"),
+    ("request with a deadline, conn 1 stream 3",
+     RequestReceived(1, 3, PLUGIN_SERVICE, "Shutdown", b"", 2_000_000_000),
+     h("00000001 00000037") + h("0000002d 00000003 01 00")
+     + h("0a1b") + PLUGIN_SERVICE.encode() + h("1208") + b"Shutdown"
+     + h("20 80a8d6b907")),                   # field 4 varint 2_000_000_000
+]
+IDS = [c[0] for c in CASES]
+
+
+def encode(event) -> bytes:
+    if isinstance(event, RequestReceived):
+        return Connection.request_bytes(event.conn_id, event.stream_id, event.service,
+                                        event.method, event.payload, event.timeout_nano)
+    return Connection.response_bytes(event.conn_id, event.stream_id, event.payload,
+                                     event.code, event.message)
+
+
+def feed(data: bytes, chunk: int | None) -> list:
+    conn = Connection()
+    out = []
+    for i in range(0, len(data), chunk or max(len(data), 1)):
+        conn.receive_data(data[i:i + (chunk or len(data))])
+        out += conn.events()
+    return out
+
+
+@pytest.mark.parametrize("name,event,wire", CASES, ids=IDS)
+def test_encodes_to_the_oracle_bytes(name, event, wire):
+    assert encode(event) == wire
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3], ids=["whole", "byte by byte", "3 bytes"])
+@pytest.mark.parametrize("name,event,wire", CASES, ids=IDS)
+def test_decodes_the_oracle_bytes(name, event, wire, chunk):
+    assert feed(wire, chunk) == [event]
+
+
+@pytest.mark.parametrize("name,event,wire", CASES, ids=IDS)
+def test_trailing_bytes_stay_buffered(name, event, wire):
+    trailing = wire[:5]                       # the start of the next frame header
+    frames = FrameReader()
+    frames.receive_data(wire + trailing)
+    frame = frames.next_frame()
+    assert frame == mux.Frame(event.conn_id, wire[8:])
+    assert frames.next_frame() is NEED_DATA
+    assert frames.trailing_data == trailing
+
+    reader = MessageReader(event.conn_id)
+    reader.receive_data(wire[8:] + wire[8:15])
+    assert reader.next_event() == event
+    assert reader.next_event() is NEED_DATA
+    assert reader.trailing_data == wire[8:15]
+
+
+def test_a_12kb_message_is_split_into_4096_byte_frames_and_rejoined():
+    payload = bytes(range(256)) * 48           # 12288 bytes
+    wire = Connection.request_bytes(1, 7, PLUGIN_SERVICE, "CreateContainer", payload)
+    frames = FrameReader()
+    frames.receive_data(wire)
+    sizes = []
+    while (frame := frames.next_frame()) is not NEED_DATA:
+        assert frame.conn_id == 1
+        sizes.append(len(frame.payload))
+    assert sizes[:-1] == [4096] * (len(sizes) - 1) and 0 < sizes[-1] <= 4096
+    assert feed(wire, None) == feed(wire, 1) == [
+        RequestReceived(1, 7, PLUGIN_SERVICE, "CreateContainer", payload)]
+
+
+def test_the_go_runtime_split_4096_then_the_rest_in_one_frame_is_read():
+    payload = b"x" * 11_000
+    message = ttrpc.encode_request(1, PLUGIN_SERVICE, "CreateContainer", payload)
+    wire = mux.encode_frame(1, message[:4096]) + mux.encode_frame(1, message[4096:])
+    assert feed(wire, None)[0].payload == payload
+
+
+@pytest.mark.parametrize("size,frames", [(4096, 1), (4097, 2), (8192, 2), (8193, 3)])
+def test_writer_frames_hold_at_most_4096_bytes(size, frames):
+    wire = mux.encode_frames(1, b"m" * size)
+    reader = FrameReader()
+    reader.receive_data(wire)
+    got = []
+    while (frame := reader.next_frame()) is not NEED_DATA:
+        got.append(frame)
+    assert len(got) == frames and all(len(f.payload) <= 4096 for f in got)
+    assert b"".join(f.payload for f in got) == b"m" * size
+
+
+def test_interleaved_frames_of_both_connections_reassemble_per_connection():
+    a = Connection.request_bytes(1, 1, PLUGIN_SERVICE, "CreateContainer", b"a" * 9000)
+    b = Connection.request_bytes(2, 1, RUNTIME_SERVICE, "RegisterPlugin", b"b" * 5000)
+
+    def split(wire):
+        out, reader = [], FrameReader()
+        reader.receive_data(wire)
+        while (f := reader.next_frame()) is not NEED_DATA:
+            out.append(mux.encode_frame(f.conn_id, f.payload))
+        return out
+
+    fa, fb = split(a), split(b)
+    assert len(fa) == 3 and len(fb) == 2
+    wire = fa[0] + fb[0] + fa[1] + fb[1] + fa[2]
+    events = feed(wire, 7)
+    assert [(e.conn_id, len(e.payload)) for e in events] == [(2, 5000), (1, 9000)]
+
+
+def test_frames_for_unknown_connections_are_discarded():
+    wire = mux.encode_frame(0, b"junk") + mux.encode_frame(9, b"more") + CASES[1][2]
+    assert feed(wire, None) == [CASES[1][1]]
+
+
+def test_a_frame_over_16_mib_is_a_protocol_error_and_stays_one():
+    reader = FrameReader()
+    reader.receive_data(h("00000001") + (mux.MAX_FRAME_PAYLOAD + 1).to_bytes(4, "big"))
+    for _ in range(2):
+        with pytest.raises(ProtocolError):
+            reader.next_frame()
+
+
+def test_an_oversized_request_is_answered_resource_exhausted_and_skipped():
+    big = ttrpc.encode_header(ttrpc.Header(ttrpc.MAX_PAYLOAD + 1, 1, ttrpc.TYPE_REQUEST))
+    body = b"\0" * (ttrpc.MAX_PAYLOAD + 1)
+    after = ttrpc.encode_request(3, PLUGIN_SERVICE, "Shutdown")
+    reader = MessageReader(1)
+    reader.receive_data(big)
+    event = reader.next_event()
+    assert isinstance(event, Rejected) and event.code == ttrpc.RESOURCE_EXHAUSTED
+    assert event.stream_id == 1
+    for i in range(0, len(body), 1 << 20):     # the discarded bytes are never buffered
+        reader.receive_data(body[i:i + (1 << 20)])
+        assert reader.next_event() is NEED_DATA
+        assert len(reader.trailing_data) == 0
+    reader.receive_data(after)
+    assert reader.next_event() == RequestReceived(1, 3, PLUGIN_SERVICE, "Shutdown", b"")
+
+
+@pytest.mark.parametrize("ids,rejected", [
+    ((2,), [2]),
+    ((1, 1), [1]),
+    ((3, 1), [1]),
+    ((1, 3, 5), []),
+], ids=["even id", "repeated id", "decreasing id", "odd increasing ids are fine"])
+def test_request_stream_ids_must_be_odd_and_increasing(ids, rejected):
+    reader = MessageReader(1)
+    for sid in ids:
+        reader.receive_data(ttrpc.encode_request(sid, PLUGIN_SERVICE, "Shutdown"))
+    events = []
+    while (e := reader.next_event()) is not NEED_DATA:
+        events.append(e)
+    assert [e.stream_id for e in events if isinstance(e, Rejected)] == rejected
+    assert all(e.code == ttrpc.INVALID_ARGUMENT for e in events if isinstance(e, Rejected))
+
+
+def test_a_garbage_request_envelope_is_rejected_invalid_argument():
+    reader = MessageReader(1)
+    reader.receive_data(ttrpc.encode_message(1, ttrpc.TYPE_REQUEST, b"\xff\xff\xff"))
+    event = reader.next_event()
+    assert isinstance(event, Rejected) and event.code == ttrpc.INVALID_ARGUMENT
+
+
+def test_data_messages_are_ignored():
+    reader = MessageReader(1)
+    reader.receive_data(ttrpc.encode_message(1, ttrpc.TYPE_DATA, b"x")
+                        + ttrpc.encode_request(1, PLUGIN_SERVICE, "Shutdown"))
+    assert isinstance(reader.next_event(), RequestReceived)
+
+
+def test_the_writer_refuses_a_payload_over_4_mib():
+    with pytest.raises(ProtocolError):
+        ttrpc.encode_message(1, ttrpc.TYPE_RESPONSE, b"\0" * (ttrpc.MAX_PAYLOAD + 1))
+
+
+def test_header_round_trip():
+    header = ttrpc.Header(5, 7, ttrpc.TYPE_RESPONSE, 0)
+    assert ttrpc.decode_header(ttrpc.encode_header(header)) == header
+    with pytest.raises(ProtocolError):
+        ttrpc.decode_header(b"short")

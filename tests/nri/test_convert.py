@@ -1,0 +1,119 @@
+"""convert.py: the only protobuf <-> decision translation."""
+
+from __future__ import annotations
+
+import pytest
+
+from mokka.core import names
+from mokka.nri import convert
+from mokka.nri.inject import model
+from mokka.nri.proto import nri_pb2
+
+
+def test_absent_messages_convert_to_empty_values():
+    assert convert.pod_from_pb(None) == model.Pod()
+    assert convert.container_from_pb(None) == model.Container()
+    assert convert.pod_from_pb(nri_pb2.PodSandbox()) == model.Pod()
+    assert convert.container_from_pb(nri_pb2.Container()) == model.Container()
+
+
+def test_pod_fields_and_annotations():
+    pod = nri_pb2.PodSandbox(namespace="ns", name="p", uid="u", labels={"l": "x"},
+                             annotations={names.ANNOTATION_DEVICES: "true"})
+    assert convert.pod_from_pb(pod) == model.Pod(
+        namespace="ns", name="p", uid="u", annotations={names.ANNOTATION_DEVICES: "true"})
+
+
+@pytest.mark.parametrize("env,kept", [
+    (["A=1", "B="], ("A=1", "B=")),
+    (["A=b=c"], ("A=b=c",)),
+    (["NOEQUALS", "=value", ""], ()),
+], ids=["well formed, empty value allowed", "value may hold '='",
+        "no '=' or no name is dropped"])
+def test_env_entries(env, kept):
+    assert convert.container_from_pb(nri_pb2.Container(env=env)).env == kept
+
+
+def _device(path, major, minor, mode=None, uid=None, gid=None):
+    d = nri_pb2.LinuxDevice(path=path, type="c", major=major, minor=minor)
+    if mode is not None:
+        d.file_mode.value = mode
+    if uid is not None:
+        d.uid.value = uid
+    if gid is not None:
+        d.gid.value = gid
+    return d
+
+
+def test_container_mounts_devices_rules_and_cdi_names():
+    ctr = nri_pb2.Container(
+        id="c1", name="app", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
+        mounts=[nri_pb2.Mount(destination="/d", type="bind", source="/s", options=["ro"])],
+        linux=nri_pb2.LinuxContainer(
+            devices=[_device("/dev/nvidia0", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
+                     _device("/dev/null", 1, 3),
+                     _device("", 1, 5)],            # unreadable: skipped, not fatal
+            resources=nri_pb2.LinuxResources(devices=[
+                nri_pb2.LinuxDeviceCgroup(allow=False, type="a", access="rwm"),
+                nri_pb2.LinuxDeviceCgroup(allow=True, type="c", access="rw",
+                                          major=nri_pb2.OptionalInt64(value=195),
+                                          minor=nri_pb2.OptionalInt64(value=0))])),
+        CDI_devices=[nri_pb2.CDIDevice(name="k8s.device-plugin.nvidia.com/gpu=GPU-1"),
+                     nri_pb2.CDIDevice(name="")])
+    got = convert.container_from_pb(ctr)
+    assert got == model.Container(
+        name="app", id="c1", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
+        mounts=(model.Mount("/d", "/s", "bind", ("ro",)),),
+        devices=(model.Device("/dev/nvidia0", "c", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
+                 model.Device("/dev/null", "c", 1, 3)),
+        device_rules=(model.DeviceRule(False, "a", None, None, "rwm"),
+                      model.DeviceRule(True, "c", 195, 0, "rw")),
+        cdi_devices=("k8s.device-plugin.nvidia.com/gpu=GPU-1",))
+
+
+def test_inbound_values_are_copies():
+    ctr = nri_pb2.Container(annotations={"k": "v"}, env=["A=1"])
+    got = convert.container_from_pb(ctr)
+    ctr.annotations["k"] = "changed"
+    ctr.env.append("B=2")
+    assert got.annotations == {"k": "v"} and got.env == ("A=1",)
+
+
+ADJ = model.Adjustment(
+    mounts=(model.Mount("/opt/nvml-mock", "/var/lib/nvml-mock", "bind", ("ro", "rprivate")),),
+    env=(("MOCK_NVML_CONFIG", "/opt/nvml-mock/driver/config/config.yaml"),),
+    devices=(model.Device("/dev/nvidia0", "c", 195, 0, file_mode=0, uid=0, gid=0),
+             model.Device("/dev/nvidiactl", "c", 195, 255)),
+    cdi_devices=(names.CDI_MOCK_DEVICE_ALL,))
+
+
+def test_adjustment_renders_mounts_env_and_devices():
+    out = convert.adjustment_to_pb(ADJ, accepts_cdi=False)
+    assert [(m.destination, m.source, m.type, list(m.options)) for m in out.mounts] == [
+        ("/opt/nvml-mock", "/var/lib/nvml-mock", "bind", ["ro", "rprivate"])]
+    assert [(kv.key, kv.value) for kv in out.env] == [ADJ.env[0]]
+    first, second = out.linux.devices
+    # A set wrapper holding 0 means "set to 0", unlike an absent one.
+    assert first.HasField("file_mode") and first.file_mode.value == 0
+    assert first.HasField("uid") and first.HasField("gid")
+    assert not second.HasField("file_mode") and not second.HasField("uid")
+    assert (second.path, second.type, second.major, second.minor) == ("/dev/nvidiactl", "c",
+                                                                      195, 255)
+
+
+@pytest.mark.parametrize("accepts,names_out", [
+    (True, [names.CDI_MOCK_DEVICE_ALL]), (False, [])],
+    ids=["newer NRI carries CDI names", "NRI v0.6.1 would drop them: never sent"])
+def test_cdi_names_only_for_a_runtime_that_applies_them(accepts, names_out):
+    out = convert.adjustment_to_pb(ADJ, accepts_cdi=accepts)
+    assert [d.name for d in out.CDI_devices] == names_out
+
+
+def test_no_adjustment_is_an_empty_message():
+    assert convert.adjustment_to_pb(None, True).SerializeToString() == b""
+    assert convert.adjustment_to_pb(model.Adjustment(), True).SerializeToString() == b""
+
+
+def test_round_trip_of_devices():
+    for d in ADJ.devices:
+        assert convert.device_from_pb(convert.device_to_pb(d)) == d
