@@ -66,9 +66,9 @@ def run(name: str, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     name, args = resolve(argv)
-    if name is None:
-        print(usage())
-        return 0 if len(argv) > 1 else 2
+    if name is None:                      # no command given: usage on stderr, like click
+        print(usage(), file=sys.stderr)
+        return 2
     if name in ("-h", "--help", "help"):
         print(usage())
         return 0

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from mokka.core import log
+from mokka.core import probes
+from mokka.core.probes import parse_addr  # noqa: F401 (the flag check in cmd/nri uses it)
 from mokka.nri.runtime_info import RuntimeInfo, wedge_threshold_s
 
 GateReady = Callable[[], "tuple[bool, str]"]
 
-_log = log.get("mokka.nri.health")
 
 
 def _always_ready() -> tuple[bool, str]:
@@ -99,84 +97,17 @@ class Health:
         return 200, "ok"
 
 
-def parse_addr(addr: str) -> tuple[str, int] | None:
-    """":8080" -> ("", 8080) (all interfaces); "" -> None (probes disabled)."""
-    if not addr:
-        return None
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"invalid --health-addr {addr!r}: use HOST:PORT or :PORT")
-    return host.strip("[]"), int(port)
+def routes(health: Health) -> dict:
+    return {"/readyz": health.readyz, "/healthz": health.healthz}
 
 
-class _DualStackServer(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-    daemon_threads = True
-
-    def server_bind(self) -> None:
-        # ":PORT" means every interface, IPv4 included, as Go's listener does.
-        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-
-class _IPv4Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-
-def _make_handler(health: Health):
-    routes = {"/readyz": health.readyz, "/healthz": health.healthz}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            probe = routes.get(self.path.split("?", 1)[0])
-            status, body = probe() if probe else (404, "not found")
-            data = (body + "\n").encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, fmt: str, *args) -> None:
-            _log.debug("probe request", request=fmt % args)
-
-    return Handler
-
-
-class ProbeServer:
-    """Serves Health's probes from a daemon thread until ``stop``."""
+class ProbeServer(probes.ProbeServer):
+    """The plugin's probes on HOST:PORT."""
 
     def __init__(self, host: str, port: int, health: Health) -> None:
-        handler = _make_handler(health)
-        if host in ("", "::"):
-            try:
-                self._server: ThreadingHTTPServer = _DualStackServer(("::", port), handler)
-            except OSError:            # no IPv6 in this network namespace
-                self._server = _IPv4Server(("0.0.0.0", port), handler)
-        elif ":" in host:
-            self._server = _DualStackServer((host, port), handler)
-        else:
-            self._server = _IPv4Server((host, port), handler)
-        # A short poll keeps shutdown (SIGTERM) prompt.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name="nri-probes", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    def start(self) -> "ProbeServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(host, port, routes(health), name="nri-probes")
 
 
-def serve(addr: str, health: Health) -> ProbeServer | None:
+def serve(addr: str, health: Health) -> probes.ProbeServer | None:
     """Start the probe server on --health-addr; None when it is disabled."""
-    parsed = parse_addr(addr)
-    if parsed is None:
-        return None
-    return ProbeServer(parsed[0], parsed[1], health).start()
+    return probes.serve(addr, routes(health), name="nri-probes")
