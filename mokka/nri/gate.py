@@ -154,7 +154,8 @@ class StagingGate:
             # OSError covers URLError, refused connections and the deadline;
             # ValueError an unparsable URL.
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return Verdict(False, f"node agent unreachable: {reason or type(exc).__name__}")
+            return Verdict(False, f"node agent unreachable at {self.agent_staged_url}: "
+                                  f"{reason or type(exc).__name__}")
 
 
 class _DeadlineSocket(socket.socket):

@@ -286,3 +286,45 @@ def test_slow_handler_turns_healthz_503(containerd):
         plugin.stop()
         runner.join(10)
         server.stop()
+
+
+def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
+    """Agent and plugin as the DaemonSet runs them: the plugin injects only while the
+    agent reports its tree staged; once the agent tears down, containers are left
+    as authored, each is logged, and /readyz names the reason."""
+    from tests.integration.conftest import mokka_env
+
+    root = str(tmp_path / "node")
+    os.makedirs(root)
+    agent_port = free_port()
+    lock = os.path.join(str(tmp_path), "staging.lock")     # outside the overlay, as the seed says
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", "t4",
+         "--health-addr", f"127.0.0.1:{agent_port}", "--staging-lock-path", lock,
+         "--log-format", "plain"], env=mokka_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    overlay = Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root,
+                           "--agent-staged-url", f"http://127.0.0.1:{agent_port}/stagedz",
+                           "--staging-lock-path", lock)
+    try:
+        rt.wait_until(lambda: probe(agent_port, "/stagedz")[0] == 200, timeout=20)
+        plugin.start()
+        cri = containerd.client()
+        _, _, spec = make(cri, "gated-open", {names.ANNOTATION_DEVICES: "true"})
+        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL)
+
+        agent.send_signal(signal.SIGTERM)                  # teardown: the tree goes away
+        assert agent.wait(timeout=30) == 0
+        _, _, spec = make(cri, "gated-closed", {names.ANNOTATION_DEVICES: "true"})
+        assert not mounts_at(spec, MOUNT.root) and device_paths(spec) == []
+        status, body = probe(plugin.port, "/readyz")
+        assert status == 503, body
+        assert f"127.0.0.1:{agent_port}/stagedz" in body, body   # names what failed
+        log = [line for line in plugin.log_text().splitlines() if "gated-closed" in line]
+        assert log and "left unmodified" in log[0] and "warn" in log[0], plugin.log_text()
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        plugin.stop()
