@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from typing import NoReturn
 
 import click
 
@@ -15,7 +16,7 @@ class CommandError(Exception):
     """An error a user can fix: printed as one line, exit status 1."""
 
 
-def die(command: str, message: str) -> "NoReturn":  # noqa: F821
+def die(command: str, message: str) -> NoReturn:
     click.echo(f"{command}: {message}", err=True)
     sys.exit(1)
 

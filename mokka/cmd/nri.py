@@ -65,7 +65,7 @@ def _csv(value: str | None) -> tuple[str, ...]:
 
 def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
     """Validate and assemble; raises common.CommandError on a bad combination."""
-    from mokka.nri import health
+    from mokka.core import probes
     from mokka.nri.inject.model import Config
     from mokka.nri.plugin import PluginConfig, from_environment
 
@@ -81,7 +81,7 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
     if not opts["plugin_name"]:
         raise common.CommandError("--plugin-name must not be empty")
     try:
-        health.parse_addr(opts["health_addr"])
+        probes.parse_addr(opts["health_addr"])
     except ValueError as exc:
         raise common.CommandError(str(exc)) from None
 

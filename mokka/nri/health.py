@@ -15,7 +15,6 @@ import time
 from typing import Callable
 
 from mokka.core import probes
-from mokka.core.probes import parse_addr  # noqa: F401 (the flag check in cmd/nri uses it)
 from mokka.nri.runtime_info import RuntimeInfo, wedge_threshold_s
 
 GateReady = Callable[[], "tuple[bool, str]"]

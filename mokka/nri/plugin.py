@@ -281,9 +281,7 @@ class Plugin:
         self._log.info("registered with the container runtime", plugin=self.config.name,
                        index=self.config.index, runtime=info.name, version=info.version,
                        request_timeout_s=info.request_timeout_s, timeout_from=info.timeout_source,
-                       cdi_adjustments=info.accepts_cdi,
-                       cdi_reason="runtime sends NRI timeouts (newer NRI)" if info.accepts_cdi
-                       else "runtime sends no NRI timeouts (NRI v0.6.1): raw device edits only")
+                       cdi_adjustments=info.accepts_cdi, cdi_reason=info.cdi_reason)
         return nri_pb2.ConfigureResponse(events=self._events).SerializeToString()
 
     def _synchronize(self, event: ttrpc.RequestReceived) -> bytes:

@@ -56,6 +56,38 @@ class RuntimeInfo:
     request_timeout_s: float = names.NRI_REQUEST_TIMEOUT_FALLBACK_S
     accepts_cdi: bool = False
     timeout_source: str = "fallback"   # "configure", "deadline" or "fallback"
+    cdi_reason: str = ""               # why accepts_cdi is what it is (logged at Configure)
+
+
+#: First containerd release line whose CRI applies an NRI plugin's CDI devices.
+#: containerd 1.7.26-1.7.x and 2.0.x carry the field in their NRI but dropped the
+#: devices silently (containerd#12650, #12651, Dec 2025); 2.2.0 resolves them.
+CONTAINERD_CDI_FROM = (2, 1)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.lstrip("v").replace("~", ".").replace("-", ".").split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def cdi_capability(runtime_name: str, runtime_version: str, newer_nri: bool) -> tuple[bool, str]:
+    """Whether a CDI reference in an adjustment reaches the container, and why.
+
+    When in doubt the answer is no: the plugin then applies the spec's edits
+    itself, which works on every runtime; a reference the runtime drops would
+    leave the container without its devices and nothing would say so.
+    """
+    if not newer_nri:
+        return False, "runtime sends no NRI timeouts (NRI v0.6.1, no CDI field): applying CDI edits directly"
+    if runtime_name != "containerd":
+        return False, f"CDI adjustments not known to work on {runtime_name or 'this runtime'}: applying CDI edits directly"
+    if _version_tuple(runtime_version)[:2] < CONTAINERD_CDI_FROM:
+        return False, (f"containerd {runtime_version} drops NRI CDI devices: applying CDI edits directly")
+    return True, f"containerd {runtime_version} resolves NRI CDI devices"
 
 
 def from_configure(runtime_name: str, runtime_version: str, registration_timeout_ms: int,
@@ -67,10 +99,8 @@ def from_configure(runtime_name: str, runtime_version: str, registration_timeout
     every call by its request timeout), else the NRI client's 2 s fallback.
 
     CDI: NRI v0.6.1 (containerd <= 1.7.25) has no CDI adjustment field and
-    silently drops it, and it sends neither timeout field. The timeout fields
-    and ContainerAdjustment.CDI_devices arrived in later NRI, so a runtime
-    that sends them is taken to carry CDI adjustments; anything else gets
-    raw device edits.
+    silently drops it, and it sends neither timeout field; later NRI has the
+    field, but only some runtimes apply it (``cdi_capability``).
     """
     if request_timeout_ms > 0:
         timeout, source = request_timeout_ms / 1000.0, "configure"
@@ -79,8 +109,9 @@ def from_configure(runtime_name: str, runtime_version: str, registration_timeout
     else:
         timeout, source = names.NRI_REQUEST_TIMEOUT_FALLBACK_S, "fallback"
     newer_nri = registration_timeout_ms > 0 or request_timeout_ms > 0
+    accepts, why = cdi_capability(runtime_name, runtime_version, newer_nri)
     return RuntimeInfo(name=runtime_name, version=runtime_version, request_timeout_s=timeout,
-                       accepts_cdi=newer_nri, timeout_source=source)
+                       accepts_cdi=accepts, timeout_source=source, cdi_reason=why)
 
 
 def wedge_threshold_s(info: RuntimeInfo | None) -> float:

@@ -23,7 +23,7 @@ import pytest
 
 from mokka.core import names
 from mokka.core.overlay import Overlay, container_overlay
-from tests.conftest import REPO
+
 from tests.integration import runtime as rt
 
 PLUGIN_NAME = "mokka-test"

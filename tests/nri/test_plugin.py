@@ -20,7 +20,6 @@ from mokka.nri.codec import mux, ttrpc  # noqa: E402
 from mokka.nri.health import Health, ProbeServer  # noqa: E402
 from mokka.nri.plugin import Plugin, PluginConfig, from_environment  # noqa: E402
 from mokka.nri.proto import nri_pb2  # noqa: E402
-from mokka.nri.runtime_info import RuntimeInfo  # noqa: E402
 
 NAME, INDEX = "mokka-test", "42"
 
@@ -103,7 +102,9 @@ def test_configure_subscribes_to_create_container_only_and_marks_ready(harness):
     assert h.get("/readyz")[0] == 503
     assert link.configure().events == 0x8
     assert h.get("/readyz") == (200, "ok\n")
-    assert h.plugin.runtime == RuntimeInfo("containerd", "1.7.24", 2.0, False, "deadline")
+    runtime = h.plugin.runtime
+    assert (runtime.name, runtime.version, runtime.request_timeout_s, runtime.accepts_cdi,
+            runtime.timeout_source) == ("containerd", "1.7.24", 2.0, False, "deadline")
 
 
 def test_synchronize_is_answered_empty_and_echoes_more(harness):
@@ -137,7 +138,9 @@ def test_newer_runtime_timeouts_come_from_configure_and_enable_cdi(harness):
     h = harness(name="containerd", version="2.1.3", registration_timeout_ms=5000,
                 request_timeout_ms=1500)
     h.link().handshake()
-    assert h.plugin.runtime == RuntimeInfo("containerd", "2.1.3", 1.5, True, "configure")
+    runtime = h.plugin.runtime
+    assert (runtime.name, runtime.version, runtime.request_timeout_s, runtime.accepts_cdi,
+            runtime.timeout_source) == ("containerd", "2.1.3", 1.5, True, "configure")
 
 
 def test_configure_can_arrive_before_the_register_reply(harness):

@@ -8,7 +8,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri import runtime_info
-from mokka.nri.health import Health, ProbeServer, parse_addr, serve
+from mokka.core.probes import parse_addr
+from mokka.nri.health import Health, ProbeServer, serve
 from mokka.nri.runtime_info import RuntimeInfo
 
 
@@ -96,17 +97,25 @@ def test_event_mask_is_never_zero():
         runtime_info.event_mask(["Configure"])
 
 
-@pytest.mark.parametrize("args,expected", [
-    (("containerd", "1.7.24", 0, 0, 1_999_000_000), RuntimeInfo(
-        "containerd", "1.7.24", 1.999, False, "deadline")),
-    (("containerd", "1.7.24", 0, 0, 0), RuntimeInfo("containerd", "1.7.24", 2.0, False,
-                                                    "fallback")),
-    (("containerd", "2.1.3", 5000, 2000, 1_900_000_000), RuntimeInfo(
-        "containerd", "2.1.3", 2.0, True, "configure")),
+@pytest.mark.parametrize("args,timeout,accepts_cdi,source", [
+    (("containerd", "1.7.24~ds1", 0, 0, 1_999_000_000), 1.999, False, "deadline"),
+    (("containerd", "1.7.24", 0, 0, 0), 2.0, False, "fallback"),
+    (("containerd", "2.1.3", 5000, 2000, 1_900_000_000), 2.0, True, "configure"),
+    (("containerd", "v2.2.0", 5000, 2000, 0), 2.0, True, "configure"),
+    (("containerd", "1.7.27", 5000, 2000, 0), 2.0, False, "configure"),
+    (("containerd", "2.0.5", 5000, 2000, 0), 2.0, False, "configure"),
+    (("cri-o", "1.33.0", 5000, 2000, 0), 2.0, False, "configure"),
 ], ids=["v0.6.1: deadline of the Configure call", "nothing reported: 2s fallback",
-        "newer NRI: Configure's timeout, CDI accepted"])
-def test_runtime_info_from_configure(args, expected):
-    assert runtime_info.from_configure(*args) == expected
+        "containerd 2.1: Configure's timeout, CDI accepted", "containerd v2.2.0: CDI accepted",
+        "containerd 1.7.27 drops CDI devices: edits applied directly",
+        "containerd 2.0 drops CDI devices: edits applied directly",
+        "another runtime: not assumed to apply CDI devices"])
+def test_runtime_info_from_configure(args, timeout, accepts_cdi, source):
+    info = runtime_info.from_configure(*args)
+    assert (info.name, info.version) == args[:2]
+    assert (info.request_timeout_s, info.accepts_cdi, info.timeout_source) == (
+        timeout, accepts_cdi, source)
+    assert info.cdi_reason
 
 
 def test_probe_server_routes():

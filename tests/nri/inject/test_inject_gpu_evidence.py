@@ -83,7 +83,7 @@ CASES = [
     ("cdi: id with a trailing newline is not evidence", cdi(f"{DP}=0\n"), False),
     ("cdi: id with a tab is not evidence", cdi(f"{DRA}=a\tb"), False),
     ("cdi: kind without '=' is not evidence", cdi(DP), False),
-    ("cdi: kind with a different case is not evidence", cdi(f"K8S.device-plugin.nvidia.com/gpu=0"), False),
+    ("cdi: kind with a different case is not evidence", cdi(DP.upper() + "=0"), False),
     ("cdi: leading space is not evidence", cdi(f" {DP}=0"), False),
     # --- CDI devices as containerd 1.7 annotations ---
     ("annotation: device plugin id", cri_annotation(f"{DP}=0"), True),
