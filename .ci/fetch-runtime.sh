@@ -20,20 +20,7 @@ mkdir -p "$DEST"
 DEST="$(cd "$DEST" && pwd -P)"
 ROOT="$DEST/root"
 PATHS_ENV="$DEST/paths.env"
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-# The Debian mirror: the one this machine's own apt sources already use for the
-# main archive (or MOKKA_DEBIAN_MIRROR), so no host is hard-coded here.
-system_mirror() {
-    { sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-      sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
-          /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-    } | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1 || true
-}
-MIRROR="${MOKKA_DEBIAN_MIRROR:-$(system_mirror)}"
-if [[ -z "$MIRROR" ]]; then
-    echo "fetch-runtime: no Debian mirror found in /etc/apt sources; set MOKKA_DEBIAN_MIRROR" >&2
-    exit 1
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/private-apt.sh"
 
 log() { printf 'fetch-runtime: %s\n' "$*" >&2; }
 
@@ -50,32 +37,11 @@ if [[ -s "$PATHS_ENV" ]]; then
     fi
 fi
 
-# ---- the archive keyring (the only thing that may be installed system-wide) -----------
-if [[ ! -s "$KEYRING" ]]; then
-    log "installing debian-archive-keyring (missing $KEYRING)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq debian-archive-keyring
-fi
-
 # ---- a private apt: own source list, own lists, own cache ----------------------------
 APTDIR="$DEST/apt"
-mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$DEST/debs"
-cat > "$APTDIR/sources.list" <<SOURCES
-deb [signed-by=$KEYRING] $MIRROR bookworm main
-deb [signed-by=$KEYRING] $MIRROR trixie main
-SOURCES
-APT_OPTS=(
-    -o "Dir::Etc::sourcelist=$APTDIR/sources.list"
-    -o "Dir::Etc::sourceparts=-"
-    -o "Dir::State::Lists=$APTDIR/lists"
-    -o "Dir::Cache=$APTDIR/cache"
-    -o "Dir::Cache::pkgcache="
-    -o "Dir::Cache::srcpkgcache="
-    -o "APT::Sandbox::User=root"
-    -o "Acquire::Languages=none"
-    -o "APT::Get::List-Cleanup=false"
-)
+mkdir -p "$DEST/debs"
+private_apt_setup "$APTDIR" "bookworm trixie"
+APT_OPTS+=(-o "Dir::Cache::pkgcache=")
 
 PACKAGES=(
     containerd/trixie

@@ -70,10 +70,10 @@ def with_num_devices(text: bytes, count: int) -> bytes:
 def parse_topology(text: bytes | None, where: str) -> dict | None:
     if text is None:
         return None
-    import yaml
+    from mokka.core import yamlio
     try:
-        return topo.validate(yaml.safe_load(text), where)
-    except yaml.YAMLError as exc:
+        return topo.validate(yamlio.safe_load(text), where)
+    except yamlio.YAMLError as exc:
         raise DesiredError(where, f"invalid YAML: {str(exc).splitlines()[0]}") from None
     except topo.TopologyError as exc:
         raise DesiredError(where, str(exc)) from None

@@ -22,11 +22,11 @@ def command(profile: str, topology: str | None, node_name: str, gates) -> None:
 
     doc = None
     if topology:
-        import yaml
+        from mokka.core import yamlio
         try:
             with open(topology, "rb") as f:
-                doc = topo.validate(yaml.safe_load(f), topology)
-        except (OSError, yaml.YAMLError, topo.TopologyError) as exc:
+                doc = topo.validate(yamlio.safe_load(f), topology)
+        except (OSError, yamlio.YAMLError, topo.TopologyError) as exc:
             raise CommandError(f"{topology}: invalid topology document: {exc}")
     try:
         state = comp.compile_profile(load(profile), doc, node_name)

@@ -133,13 +133,12 @@ def load(profile: str = names.DEFAULT_PROFILE) -> Profile:
 
 
 def parse(text: bytes, source: str = "<profile>", path: str | None = None) -> Profile:
-    import yaml  # only where profiles load: nvidia-smi's fast path never gets here
+    from mokka.core import yamlio  # only where profiles load: never on nvidia-smi's fast path
 
     where = path or source
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        doc = yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
+        doc = yamlio.safe_load(text)
+    except yamlio.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -10,8 +10,8 @@ applying it).
 Everything is bounded well inside the runtime's 2 s request budget, even when
 the agent hangs: the lock is retried non-blocking for at most ``lock_wait_s``
 (~200 ms) and the HTTP exchange is given ``http_timeout_s`` (500 ms) in TOTAL
-— a deadline, not urllib's per-operation timeout, so an agent that trickles
-bytes cannot stretch it either.
+(one deadline for the whole exchange, see mokka.nri.staged_client), so an
+agent that trickles bytes cannot stretch it either.
 
 The gate is open (passes everything) unless BOTH the URL and the lock path
 are configured; the command line requires them together.
@@ -21,21 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import http.client
 import os
-import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Callable, Iterator, NamedTuple
+
+from mokka.nri.staged_client import StagedClient, StagedError
 
 LOCK_WAIT_S = 0.2
 LOCK_RETRY_S = 0.01
 HTTP_TIMEOUT_S = 0.5
-#: How much of the agent's failure body is kept for the reason (it is shown in
-#: kubectl describe through /readyz, so it must stay short).
-REASON_BODY_LIMIT = 200
 
 DISABLED = "staging gate not configured"
 STAGED = "node agent reports the tree staged"
@@ -61,11 +56,7 @@ class StagingGate:
         self._sleep = sleep
         self._state = threading.Lock()
         self._last_failure: str | None = None
-        # No proxies (a pod-local URL must not go through HTTP_PROXY), no
-        # redirects, no error raising for non-2xx: the status is all we read.
-        self._opener = urllib.request.OpenerDirector()
-        self._opener.add_handler(_DeadlineHTTPHandler())
-        self._opener.add_handler(urllib.request.UnknownHandler())   # other schemes: URLError
+        self._client = StagedClient(agent_staged_url, http_timeout_s)
 
     @property
     def enabled(self) -> bool:
@@ -143,59 +134,10 @@ class StagingGate:
 
     def _get_staged(self) -> Verdict:
         try:
-            request = urllib.request.Request(self.agent_staged_url, method="GET")
-            with self._opener.open(request, timeout=self._http_timeout_s) as response:
-                if 200 <= response.status < 300:
-                    return Verdict(True, STAGED)
-                body = response.read(REASON_BODY_LIMIT).decode("utf-8", "replace").strip()
-                detail = f": {body}" if body else ""
-                return Verdict(False, f"node agent not staged (HTTP {response.status}){detail}")
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            # OSError covers URLError, refused connections and the deadline;
-            # ValueError an unparsable URL.
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return Verdict(False, f"node agent unreachable at {self.agent_staged_url}: "
-                                  f"{reason or type(exc).__name__}")
-
-
-class _DeadlineSocket(socket.socket):
-    """A socket whose every blocking call shares one deadline.
-
-    urllib's timeout applies per operation, so a peer sending a byte every
-    400 ms would never trip a 500 ms timeout. Before each receive or send the
-    timeout is cut to what is left of the deadline.
-    """
-
-    deadline = 0.0
-
-    def _arm(self) -> None:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("deadline exceeded")
-        self.settimeout(remaining)
-
-    def recv_into(self, *args, **kwargs):
-        self._arm()
-        return super().recv_into(*args, **kwargs)
-
-    def recv(self, *args, **kwargs):
-        self._arm()
-        return super().recv(*args, **kwargs)
-
-    def sendall(self, *args, **kwargs):
-        self._arm()
-        return super().sendall(*args, **kwargs)
-
-
-class _DeadlineConnection(http.client.HTTPConnection):
-    def connect(self) -> None:
-        deadline = time.monotonic() + (self.timeout if isinstance(self.timeout, (int, float)) else HTTP_TIMEOUT_S)
-        raw = socket.create_connection((self.host, self.port), self.timeout, self.source_address)
-        sock = _DeadlineSocket(raw.family, raw.type, raw.proto, fileno=raw.detach())
-        sock.deadline = deadline
-        self.sock = sock
-
-
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req):
-        return self.do_open(_DeadlineConnection, req)
+            status, body = self._client.get()
+        except StagedError as exc:
+            return Verdict(False, f"node agent unreachable at {self.agent_staged_url}: {exc}")
+        if 200 <= status < 300:
+            return Verdict(True, STAGED)
+        detail = f": {body}" if body else ""
+        return Verdict(False, f"node agent not staged (HTTP {status}){detail}")

@@ -263,12 +263,12 @@ def _list_specs(directory: str) -> tuple[str, ...]:
 
 
 def _parse_spec_file(path: str) -> Mapping[str, tuple[CDIEdits, ...]]:
-    import yaml  # lazily: only a node with CDI specs pays for it
+    from mokka.core import yamlio  # lazily: only a node with CDI specs pays for it
 
     try:
         with open(path, "rb") as handle:
-            doc = yaml.safe_load(handle)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+            doc = yamlio.safe_load(handle)
+    except (OSError, ValueError, yamlio.YAMLError) as exc:
         _log.warning("unreadable cdi spec ignored", spec=path, error=str(exc))
         return {}
     return parse_spec(doc)

@@ -80,9 +80,9 @@ def _apply_topology(node: Node, environ) -> None:
     from mokka.core import topology
 
     try:
-        import yaml
+        from mokka.core import yamlio
         with open(path, "rb") as f:
-            doc = yaml.safe_load(f.read())
+            doc = yamlio.safe_load(f.read())
         topology.validate(doc, path)
     except Exception as exc:                      # unreadable or invalid: warn, keep the profile
         node.warnings.append(f"ignoring topology document {path}: {exc}".replace("\n", " "))

@@ -24,11 +24,11 @@ def read(path: str) -> dict | None:
         raise OverridesError(f"cannot read overrides {path}: {exc.strerror}") from None
     if not text.strip():
         return None
-    import yaml
+    from mokka.core import yamlio
 
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
+        doc = yamlio.safe_load(text)
+    except yamlio.YAMLError:
         raise OverridesError(f"ignoring overrides {path}: invalid YAML") from None
     if doc is None:
         return None

@@ -24,14 +24,18 @@ def test_pod_fields_and_annotations():
         namespace="ns", name="p", uid="u", annotations={names.ANNOTATION_DEVICES: "true"})
 
 
-@pytest.mark.parametrize("env,kept", [
-    (["A=1", "B="], ("A=1", "B=")),
-    (["A=b=c"], ("A=b=c",)),
-    (["NOEQUALS", "=value", ""], ()),
+@pytest.mark.parametrize("env", [
+    ["A=1", "B="], ["A=b=c"], ["NOEQUALS", "=value", "", "A=1", "A=2"],
 ], ids=["well formed, empty value allowed", "value may hold '='",
-        "no '=' or no name is dropped"])
-def test_env_entries(env, kept):
-    assert convert.container_from_pb(nri_pb2.Container(env=env)).env == kept
+        "malformed and duplicate entries pass through, in order"])
+def test_env_entries_arrive_as_the_runtime_has_them(env):
+    assert convert.container_from_pb(nri_pb2.Container(env=env)).env == tuple(env)
+
+
+def test_malformed_env_entries_are_passed_over_by_the_decision():
+    from mokka.nri.inject.env import EnvSet
+    env = EnvSet(["NOEQUALS", "=value", "", "A=1", "B=x=y", "A=2"])
+    assert (env.get("A"), env.get("B"), env.get("NOEQUALS"), env.get("")) == ("2", "x=y", None, None)
 
 
 def _device(path, major, minor, mode=None, uid=None, gid=None):

@@ -256,3 +256,49 @@ def test_proxy_environment_is_ignored(agent, lock_path, monkeypatch):
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     assert StagingGate(agent.url, lock_path).check().ok
+
+
+class KeepAliveHandler(AgentHandler):
+    protocol_version = "HTTP/1.1"          # as mokka.core.probes serves /stagedz
+
+    def setup(self):
+        super().setup()
+        self.server.connections += 1
+
+    def do_GET(self):
+        if self.server.stopped:           # a process that died drops its connections
+            self.close_connection = True
+            return
+        super().do_GET()
+
+
+def keepalive_agent(port: int = 0) -> Agent:
+    server = Agent.__new__(Agent)
+    http.server.ThreadingHTTPServer.__init__(server, ("127.0.0.1", port), KeepAliveHandler)
+    server.status, server.body, server.mode = 200, b"{}", "respond"
+    server.requests, server.connections, server.release = 0, 0, threading.Event()
+    server.stopped = False
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    return server
+
+
+def stop(server: Agent) -> None:
+    server.stopped = True
+    server.release.set()
+    server.shutdown()
+    server.server_close()
+
+
+def test_checks_reuse_one_connection_and_redial_after_an_agent_restart(lock_path):
+    server = keepalive_agent()
+    port = server.server_address[1]
+    gate = StagingGate(server.url, lock_path)
+    try:
+        assert all(gate.check().ok for _ in range(5))
+        assert (server.requests, server.connections) == (5, 1)   # one connection, kept alive
+        stop(server)                                              # the agent restarts ...
+        server = keepalive_agent(port)
+        assert gate.check().ok                                    # ... the stale one is redialled
+        assert server.connections == 1
+    finally:
+        stop(server)

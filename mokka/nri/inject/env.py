@@ -20,6 +20,7 @@ rule here reads and compares against.
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Iterable
 
@@ -32,19 +33,25 @@ SEARCH_PATH_SEPARATOR = ":"
 _PRELOAD_SPLIT = re.compile(r"[:\s]+")
 
 
+_split_entry = operator.methodcaller("split", "=", 1)
+
+
 class EnvSet:
     """The container's effective environment plus this decision's edits."""
 
     __slots__ = ("_authored", "_edits")
 
     def __init__(self, entries: Iterable[str]):
-        authored: dict[str, str] = {}
-        for item in entries:
-            if not isinstance(item, str):
-                continue
-            key, sep, value = item.partition("=")
-            if sep and key:
-                authored[key] = value    # a later duplicate replaces: last wins
+        # dict() keeps the last of duplicate keys: the value the process sees.
+        entries = tuple(entries)
+        try:
+            # All in C for the usual, well-formed env (this runs on every request).
+            authored = dict(map(_split_entry, entries))
+            authored.pop("", None)            # "=x" has no key
+        except (ValueError, TypeError, AttributeError):
+            # A malformed entry (no "=", not a string): pass over just those.
+            authored = dict(item.split("=", 1) for item in entries
+                            if isinstance(item, str) and item.find("=") > 0)
         self._authored = authored
         self._edits: dict[str, str] = {}
 
