@@ -4,7 +4,10 @@ A simulator describes the tree it wants as ``{absolute path: File|Link|CharDev}`
 ``converge`` records it (write-ahead), writes what differs, removes what the
 owner had before but no longer wants, and drops directories that emptied.
 Device nodes fall back to empty regular files where mknod is not permitted
-(no CAP_MKNOD, or a user namespace), logged once.
+(no CAP_MKNOD, or a user namespace), logged once. A path that already existed
+before the agent first wrote it is moved aside (``.NAME.mokka-orig`` beside it,
+a hidden name neither CDI nor NFD reads) and moved back when the agent removes
+its own: teardown leaves the host as it was found.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ class CharDev:
 Entry = File | Link | CharDev
 #: Suffixes of the temp names fsutil.atomic_write, atomic_symlink and _chardev use.
 _TEMP_SUFFIXES = (".tmp", ".lnk", ".dev")
+BACKUP_SUFFIX = ".mokka-orig"
+
+
+def backup_path(path: str) -> str:
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}{BACKUP_SUFFIX}")
 
 
 class HostFS:
@@ -55,6 +63,9 @@ class HostFS:
                  writer: Callable[[], object] | None = None) -> int:
         """Make ``owner``'s paths exactly ``tree`` plus ``extra`` (written by ``writer``)."""
         planned = set(tree) | set(extra)
+        for path in planned:
+            if not self.manifest.owned(path):
+                self._preserve(path)
         self.manifest.intend(owner, planned, self._dirs_for(planned))
         changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry))
         if writer is not None:
@@ -157,6 +168,23 @@ class HostFS:
                 self._log.warning("mknod not permitted: creating device paths as empty regular "
                                   "files (visible, but not openable as devices)")
 
+    def _preserve(self, path: str) -> None:
+        """Move a pre-existing ``path`` aside before the agent's first write to it.
+
+        Recorded first (write-ahead), then renamed: a kill -9 in between is
+        finished by the next run, which finds the record and the file still there.
+        """
+        backup = self.manifest.backup_of(path)
+        if backup is None:
+            if not os.path.lexists(path):
+                return
+            backup = backup_path(path)
+            self.manifest.add_backup(path, backup)
+        if os.path.lexists(path) and not os.path.lexists(backup):
+            os.rename(path, backup)
+            self._log.info("moved a pre-existing file aside; teardown restores it",
+                           path=path, backup=backup)
+
     def _unlink(self, path: str) -> None:
         try:
             os.unlink(path)
@@ -164,6 +192,11 @@ class HostFS:
             pass
         except IsADirectoryError:
             _rmdir(path)
+        backup = self.manifest.backup_of(path)
+        if backup is not None:
+            if os.path.lexists(backup) and not os.path.lexists(path):
+                os.rename(backup, path)           # put the host's own file back
+            self.manifest.drop_backup(path)
 
 
 def _rmdir(path: str) -> bool:

@@ -4,7 +4,10 @@ One JSON file at the overlay root (it survives a pod restart with the hostPath
 overlay, unlike the lock's emptyDir). Paths are grouped by owner (a simulator,
 or a simulator's published half such as ``pcibus:nfd``); ``dirs`` holds every
 directory the agent created (shared between owners, so teardown sweeps them once,
-deepest first, when empty); ``mounts`` holds bind mounts to undo. Entries are
+deepest first, when empty); ``mounts`` holds bind mounts to undo; ``backups``
+maps a path that existed before the agent first wrote it to where the original
+was moved, so teardown can put it back (a real toolkit's CDI spec, an NFD
+feature file the operator wrote). Entries are
 recorded BEFORE the write (write-ahead), so a kill -9 mid-Stage leaves nothing
 the next run or ``--teardown`` does not know about.
 """
@@ -42,6 +45,7 @@ class Manifest:
         self._owners: dict[str, set[str]] = {}
         self._dirs: set[str] = set()
         self._mounts: set[str] = set()
+        self._backups: dict[str, str] = {}
         self._load()
 
     def _load(self) -> None:
@@ -51,6 +55,7 @@ class Manifest:
             self._owners = {k: set(v) for k, v in (doc.get("owners") or {}).items()}
             self._dirs = set(doc.get("dirs") or [])
             self._mounts = set(doc.get("mounts") or [])
+            self._backups = dict(doc.get("backups") or {})
         except FileNotFoundError:
             pass
         except (OSError, ValueError, AttributeError) as exc:
@@ -64,7 +69,8 @@ class Manifest:
             self._dirs.add(d)
         doc = {"version": VERSION,
                "owners": {k: sorted(v) for k, v in sorted(self._owners.items()) if v},
-               "dirs": sorted(self._dirs), "mounts": sorted(self._mounts)}
+               "dirs": sorted(self._dirs), "mounts": sorted(self._mounts),
+               "backups": dict(sorted(self._backups.items()))}
         atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True) + "\n", 0o644)
 
     # --- queries -------------------------------------------------------------
@@ -83,6 +89,14 @@ class Manifest:
     def mounts(self) -> set[str]:
         with self._mu:
             return set(self._mounts)
+
+    def owned(self, path: str) -> bool:
+        with self._mu:
+            return any(path in paths for paths in self._owners.values())
+
+    def backup_of(self, path: str) -> str | None:
+        with self._mu:
+            return self._backups.get(path)
 
     # --- updates (each persists only when something changed) ----------------
     def intend(self, owner: str, paths, dirs=()) -> None:
@@ -104,6 +118,17 @@ class Manifest:
                 self._dirs -= dropped
                 self._save()
 
+    def add_backup(self, path: str, backup: str) -> None:
+        with self._mu:
+            if self._backups.get(path) != backup:
+                self._backups[path] = backup
+                self._save()
+
+    def drop_backup(self, path: str) -> None:
+        with self._mu:
+            if self._backups.pop(path, None) is not None:
+                self._save()
+
     def add_mount(self, path: str) -> None:
         with self._mu:
             if path not in self._mounts:
@@ -121,6 +146,7 @@ class Manifest:
         with self._mu:
             self._owners.clear()
             self._mounts.clear()
+            self._backups.clear()
             try:
                 os.unlink(self.path)
             except FileNotFoundError:

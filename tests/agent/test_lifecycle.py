@@ -9,8 +9,10 @@ import subprocess
 from helpers import AgentProcess, frozen_package, profile_bytes, run_agent, wait_until
 from treelist import diff, listing
 
+from mokka.agent.hostfs import backup_path
 from mokka.agent.manifest import MANIFEST_FILE
-from mokka.core.overlay import host_overlay
+from mokka.core import names
+from mokka.core.overlay import host_overlay, under
 
 
 def write_profile(outside: str, name: str, count: int) -> str:
@@ -30,6 +32,31 @@ def test_once_then_teardown_leaves_the_root_as_found(scratch):
     assert os.path.exists(os.path.join(root, "etc/kubernetes/node-feature-discovery/features.d"))
     r = run_agent(root, "--teardown")
     assert r.returncode == 0, r.stderr
+    after = listing(root)
+    assert after == before, diff(before, after)
+
+
+def test_files_the_host_already_had_are_restored_at_teardown(scratch):
+    """A real toolkit's CDI spec and an operator's NFD feature file at the paths
+    the agent publishes: moved aside while the agent owns the paths, put back after."""
+    root, _, _ = scratch
+    cdi_dir = under(root, names.CDI_SPEC_DIR)
+    toolkit_spec = os.path.join(cdi_dir, names.CDI_SPEC_GPU_FILE)
+    nfd_file = under(root, names.NFD_FEATURE_FILE)
+    for path, text, mode in ((toolkit_spec, "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n", 0o600),
+                             (nfd_file, "operator.example/label=1\n", 0o644)):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+    before = listing(root)
+    assert run_agent(root, "--once", "--profile", "t4").returncode == 0
+    with open(toolkit_spec) as f:
+        assert f"cdiVersion: {names.CDI_VERSION}" in f.read()          # ours, while staged
+    with open(nfd_file) as f:
+        assert f.read().strip() == names.NFD_FEATURE_LINE
+    assert os.path.exists(backup_path(toolkit_spec)) and os.path.exists(backup_path(nfd_file))
+    assert run_agent(root, "--teardown").returncode == 0
     after = listing(root)
     assert after == before, diff(before, after)
 
