@@ -10,6 +10,8 @@ serves them.
 from __future__ import annotations
 
 import json
+import os
+import selectors
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,9 +92,20 @@ class ProbeServer:
             self._server = _DualStackServer((host, port), handler)
         else:
             self._server = _IPv4Server((host, port), handler)
-        # A short poll interval keeps shutdown (SIGTERM) prompt.
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name=name, daemon=True)
+        # No poll interval: an idle agent must not wake up (serve_forever polls
+        # for its shutdown flag); a pipe wakes the loop when it is time to stop.
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+
+    def _serve(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._server, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                for key, _ in selector.select():
+                    if key.fileobj == self._wake_r:
+                        return
+                    self._server._handle_request_noblock()   # accept, then a handler thread
 
     @property
     def port(self) -> int:
@@ -103,8 +116,12 @@ class ProbeServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        os.write(self._wake_w, b"x")
+        if self._thread.is_alive():
+            self._thread.join(5)
         self._server.server_close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
 
 
 def serve(addr: str, routes: Mapping[str, Route], name: str = "probes") -> ProbeServer | None:
