@@ -38,12 +38,21 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def prelaunched_plugin(invoked: str, environ=os.environ) -> bool:
+    """containerd runs every ``NN-name`` in its NRI plugin directory itself, with
+    the socket as fd 3 and NRI_PLUGIN_SOCKET set: a link named so is the plugin."""
+    return (len(invoked) > 3 and invoked[:2].isdigit() and invoked[2] == "-"
+            and "NRI_PLUGIN_SOCKET" in environ)
+
+
 def resolve(argv: list[str]) -> tuple[str | None, list[str]]:
     """(command name or None, its arguments) for an argv."""
     invoked = os.path.basename(argv[0]) if argv else PROGRAM
     invoked = ALIASES.get(invoked, invoked)
     if invoked in COMMANDS:
         return invoked, argv[1:]
+    if prelaunched_plugin(invoked):
+        return "nri-plugin", argv[1:]
     if len(argv) > 1:
         name = ALIASES.get(argv[1], argv[1])
         return name, argv[2:]

@@ -355,3 +355,40 @@ def test_forced_value_against_a_duplicated_key(containerd, start_plugin):
     _, _, spec = make(containerd.client(), "dup-env", {names.ANNOTATION_DEVICES: "true"},
                       envs=[(names.ENV_IB, "full"), (names.ENV_IB, "sysfs")])
     assert env_of(spec)[names.ENV_IB] == names.IB_OFF
+
+
+def test_prelaunched_by_containerd_from_its_plugin_directory(containerd, zipapp, node, tmp_path):
+    """An executable NN-name in containerd's plugin_path: containerd starts it with the
+    socket as fd 3 and a bare environment (its own is not inherited), so flags come
+    from the command line, as a wrapper script there gives them."""
+    root, overlay = node
+    port = free_port()
+    err = tmp_path / "prelaunched.err"
+    wrapper = containerd.nri_plugin_dir / "10-mokka"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"exec {zipapp} nri-plugin --overlay-host-path {overlay.root} "
+        f"--cdi-spec-host-path {root}{names.CDI_SPEC_DIR}/{names.CDI_SPEC_MOCK_FILE} "
+        f"--health-addr 127.0.0.1:{port} --log-format plain 2>>{err}\n")
+    wrapper.chmod(0o755)
+    try:
+        containerd.restart()                    # plugins in plugin_path start with containerd
+        rt.wait_until(lambda: 'registered as \\"10-mokka\\"' in containerd.log_text(), timeout=20)
+        rt.wait_until(lambda: probe(port, "/readyz")[0] == 200, timeout=10,
+                      message=lambda: err.read_text() if err.exists() else "no plugin output")
+        _, _, spec = make(containerd.client(), "prelaunched", {names.ANNOTATION_DEVICES: "true"})
+        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL)
+    finally:
+        wrapper.unlink()
+        containerd.stop()                       # ends the plugin it launched
+
+
+def test_a_link_named_like_a_prelaunched_plugin_runs_the_plugin(zipapp, tmp_path):
+    link = tmp_path / "10-mokka"
+    os.symlink(zipapp, link)
+    env = dict(os.environ, NRI_PLUGIN_SOCKET="3")
+    out = subprocess.run([str(link), "--help"], capture_output=True, text=True, env=env)
+    assert "--socket-path" in out.stdout
+    plain = subprocess.run([str(link), "--help"], capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if k != "NRI_PLUGIN_SOCKET"})
+    assert "unknown command" in plain.stderr or "Usage: mokka COMMAND" in plain.stdout + plain.stderr
