@@ -20,6 +20,7 @@ rule here reads and compares against.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from typing import Iterable
@@ -106,17 +107,24 @@ class EnvSet:
                      if authored.get(key) != value)
 
 
+@functools.lru_cache(maxsize=16)
+def _table(mount_path: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The GPU and IB rows of the env table for a mount path (read-only: shared)."""
+    mount = container_overlay(mount_path)
+    return gpu_env(mount), ib_env(mount)
+
+
 def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infiniband: bool) -> None:
     """The env table: turn on only what was selected, switch off the rest."""
-    mount = container_overlay(config.overlay_mount_path)
+    gpu_vars, ib_vars = _table(config.overlay_mount_path)
     if gpu:
-        _defaults(env, gpu_env(mount))
+        _defaults(env, gpu_vars)
         # Topology needs both a lookup key (the node name) and a document the
         # injected path resolves to inside the container.
         if config.node_name and view.topology_staged and config.topology_mount_path:
             _defaults(env, topology_env(config.node_name, config.topology_mount_path))
     if infiniband:
-        _defaults(env, ib_env(mount))
+        _defaults(env, ib_vars)
     elif gpu:
         # The IB shims are preloaded for GPU containers too; off makes them no-ops.
         env.force(names.ENV_IB, names.IB_OFF)

@@ -34,6 +34,14 @@ def authored_reason(config: Config, pod: Pod, container: Container) -> str | Non
 def _mounts_overlay(config: Config, container: Container) -> bool:
     # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
     destination = posixpath.normpath(config.overlay_mount_path)
-    return any(isinstance(mount.destination, str)
-               and posixpath.normpath(mount.destination) == destination
-               for mount in container.mounts)
+    return any(_same_place(mount.destination, destination) for mount in container.mounts)
+
+
+def _same_place(path, normalised: str) -> bool:
+    if not isinstance(path, str):
+        return False
+    if path == normalised:
+        return True
+    # normpath changes a path only through "//", "/." (., ..) or a trailing "/";
+    # most mounts have none, and skipping it for them keeps this per-request check cheap.
+    return ("//" in path or "/." in path or path.endswith("/")) and posixpath.normpath(path) == normalised
