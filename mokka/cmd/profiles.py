@@ -21,7 +21,7 @@ def describe(name: str) -> dict:
 
 
 @click.command(help="List the built-in GPU profiles: GPU name, count, memory and driver.")
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table",
+@click.option("--output", "-o", envvar="MOKKA_OUTPUT", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 @common_options
 def command(output: str, gates) -> None:

@@ -19,7 +19,7 @@ from mokka.core import names
 @click.option("--overlay-host-path", envvar="MOKKA_OVERLAY_HOST_PATH",
               default=names.OVERLAY_HOST_PATH, show_default=True,
               help="Where the overlay is staged on the host (before --host-root).")
-@click.option("--out", "out_dir", default=None,
+@click.option("--out", "out_dir", envvar="MOKKA_CDI_OUT", default=None,
               help="Write nvidia.yaml and nvml-mock-nri.yaml into this directory instead.")
 @common_options
 def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str | None, gates) -> None:

@@ -68,3 +68,15 @@ def test_help_imports_no_heavy_modules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          check=True).stdout
     assert "HEAVY []" in out
+
+
+def test_every_option_of_every_mokka_command_reads_an_environment_variable():
+    """The convention: each flag has an env fallback (the NVIDIA-imitating shims excepted)."""
+    import importlib
+    missing = []
+    for name in ("profiles", "render-cdi", "compile", "node-agent", "nri-plugin"):
+        module = importlib.import_module(COMMANDS[name][0].split(":")[0])
+        for param in module.command.params:
+            if param.param_type_name == "option" and param.name != "help" and not param.envvar:
+                missing.append(f"{name} --{param.name.replace('_', '-')}")
+    assert missing == []
