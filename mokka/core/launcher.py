@@ -5,7 +5,8 @@ minute, so they must not pay the zipapp's bootstrap. The node agent stages an
 unpacked copy of the pure-Python code they need (Mokka's package and PyYAML's
 pure-Python fallback) under ``driver/usr/lib/mokka`` with byte-compiled
 ``__pycache__``, and a small ``/bin/sh`` launcher per command that runs it with
-``python3 -S`` (no site import). The launcher finds the library at
+``python3 -S -B`` (no site import; no bytecode written into the overlay, which
+is read-only in containers and must stay as staged on the host). The launcher finds the library at
 ``../lib/mokka`` from its own directory, which holds both in the overlay and
 where the CDI spec mounts the pair at ``/usr/bin`` and ``/usr/lib/mokka``.
 """
@@ -32,7 +33,7 @@ if [ -z "$py" ]; then
   echo "{command}: this mock needs python3 ({need}+) in the container image; none is on PATH" >&2
   exit 127
 fi
-exec "$py" -S -c 'import sys
+exec "$py" -S -B -c 'import sys
 if sys.version_info < {need_tuple}:
     sys.stderr.write("{command}: this mock needs python3 {need}+, found %d.%d\\n" % sys.version_info[:2])
     raise SystemExit(127)
