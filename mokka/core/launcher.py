@@ -14,7 +14,8 @@ where the CDI spec mounts the pair at ``/usr/bin`` and ``/usr/lib/mokka``.
 from __future__ import annotations
 
 import os
-import py_compile
+import importlib.util
+import marshal
 
 from mokka.core import names
 from mokka.core.fsutil import atomic_write
@@ -83,9 +84,7 @@ def stage(overlay_root: str) -> list[str]:
             data = f.read()
         if atomic_write(dest, data, 0o644) or not os.path.exists(_pyc_path(dest)):
             if dest.endswith(".py"):
-                # Timestamp pycs match the staged source, so a container's
-                # python3 of the same version never recompiles (the mount is read-only).
-                py_compile.compile(dest, cfile=_pyc_path(dest), doraise=True)
+                _write_pyc(dest, data)
         written.append(dest)
     for command in SHIM_COMMANDS:
         path = os.path.join(bin_dir, command)
@@ -94,6 +93,20 @@ def stage(overlay_root: str) -> list[str]:
     return written
 
 
+def _write_pyc(source_path: str, source: bytes) -> None:
+    """A timestamp pyc for the staged source, written like every other file.
+
+    It matches the staged source, so a container's python3 of the same version
+    never recompiles (the mount is read-only). py_compile is not used: it writes
+    through a temp name of its own, which a kill -9 would leave behind.
+    """
+    st = os.stat(source_path)
+    code = compile(source, source_path, "exec", dont_inherit=True)
+    header = (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+              + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+              + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+    atomic_write(_pyc_path(source_path), header + marshal.dumps(code), 0o644)
+
+
 def _pyc_path(source: str) -> str:
-    import importlib.util
     return importlib.util.cache_from_source(source) if source.endswith(".py") else source

@@ -10,13 +10,23 @@ from __future__ import annotations
 import glob
 import os
 import subprocess
+import sys
 
 import pytest
 
 from mokka.core import launcher
 
-PYENV = os.path.expanduser("~/.pyenv/versions")
-INTERPRETERS = sorted(glob.glob(os.path.join(PYENV, "3.*", "bin", "python3")))
+def _versions_dir() -> str:
+    """pyenv's versions folder, found from this interpreter (HOME may be elsewhere)."""
+    here = os.path.realpath(sys.executable)
+    while os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+        if os.path.basename(here) == "versions":
+            return here
+    return os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), "versions")
+
+
+INTERPRETERS = sorted(glob.glob(os.path.join(_versions_dir(), "3.*", "bin", "python3")))
 
 
 def version_of(python: str) -> tuple[int, int]:
