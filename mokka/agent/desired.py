@@ -7,7 +7,6 @@ of the staged file, which ``mokka.core.state.load_for_config`` relies on.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -37,7 +36,7 @@ class Desired:
     @property
     def digest(self) -> str:
         """Digest of the staged state (profile, topology and node name included)."""
-        return "sha256:" + hashlib.sha256(self.state_json.encode()).hexdigest()
+        return prof.digest(self.state_json.encode())
 
     @property
     def gpu_count(self) -> int:

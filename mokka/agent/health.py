@@ -62,15 +62,6 @@ class Health:
             self._rejected = None
 
     # --- probes --------------------------------------------------------------
-    def probe(self, path: str) -> tuple[int, dict]:
-        if path == "/healthz":
-            return self.healthz()
-        if path == "/readyz":
-            return self.readyz()
-        if path == "/stagedz":
-            return self.stagedz()
-        return 404, {"error": f"no probe at {path}; try /healthz, /readyz or /stagedz"}
-
     def healthz(self) -> tuple[int, dict]:
         with self._mu:
             body = {"generation": self._generation}

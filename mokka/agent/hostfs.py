@@ -105,7 +105,7 @@ class HostFS:
                 continue
             for name in names:
                 if name.startswith(".") and name.endswith(_TEMP_SUFFIXES):
-                    _unlink_quiet(os.path.join(d, name))
+                    unlink_quiet(os.path.join(d, name))
                     removed += 1
         return removed
 
@@ -149,7 +149,7 @@ class HostFS:
             pass
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{threading.get_ident()}.dev")
-        _unlink_quiet(tmp)
+        unlink_quiet(tmp)
         if self._mknod_ok:
             try:
                 os.mknod(tmp, stat.S_IFCHR | dev.mode, rdev)
@@ -211,7 +211,8 @@ def _rmdir(path: str) -> bool:
         raise
 
 
-def _unlink_quiet(path: str) -> None:
+def unlink_quiet(path: str) -> None:
+    """Remove a file that may already be gone."""
     try:
         os.unlink(path)
     except FileNotFoundError:

@@ -11,6 +11,5 @@ class ProbeServer(probes.ProbeServer):
         parsed = probes.parse_addr(addr)
         if parsed is None:
             raise ValueError("probes are disabled (empty --health-addr)")
-        routes = {path: (lambda path=path: health.probe(path))
-                  for path in ("/healthz", "/readyz", "/stagedz")}
+        routes = {"/healthz": health.healthz, "/readyz": health.readyz, "/stagedz": health.stagedz}
         super().__init__(parsed[0], parsed[1], routes, name="agent-probes")

@@ -14,6 +14,7 @@ USAGE = f"Usage: {PROG}\n\nPrint the NVLink fabric state (clusterUuid, cliqueId,
 
 
 def report(gpus: list) -> tuple[str, int]:
+    from mokka.core import names
     from mokka.smi import values as v
 
     lines = [f"Discovered {len(gpus)} GPU(s)"]
@@ -28,7 +29,7 @@ def report(gpus: list) -> tuple[str, int]:
             fabric = gpu["fabric"]
             lines += [f"  clusterUuid: {fabric.get('cluster_uuid', '')}",
                       f"  cliqueId: {fabric.get('clique_id', 0)}"]
-        lines.append(f"  state {state.upper()} ({v.FABRIC_CODES.get(state, -1)})")
+        lines.append(f"  state {state.upper()} ({names.FABRIC_STATE_CODES.get(state, -1)})")
     code = 2 if unsupported else 0
     return "\n".join(lines) + "\n", code
 

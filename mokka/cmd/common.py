@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import click
 
-from mokka.core import features, log
+from mokka.core import features, log, names
 
 
 class CommandError(Exception):
@@ -29,7 +29,7 @@ def common_options(fn):
                   help="json or plain (empty = json).")
     @click.option("--feature-gates", envvar="MOKKA_FEATURE_GATES", default="",
                   help="Comma-separated Name=true|false pairs "
-                       "(IMEXDownload, ToolkitCDIAnnotations; all off by default).")
+                       f"({', '.join(names.FEATURE_GATES)}; all off by default).")
     @functools.wraps(fn)
     def wrapper(*args, log_level, log_format, feature_gates, **kwargs):
         # "mokka render-cdi" -> "render-cdi": errors read "<command>: <error>".

@@ -42,7 +42,6 @@ class EmptyEnvOption(click.Option):
 @dataclass(frozen=True)
 class HostPaths:
     """Host-side paths the gate checks before each decision (not the decision's)."""
-    overlay: str
     devices: str
     topology: str
     cdi_spec: str
@@ -99,11 +98,10 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
         topology_mount_path=opts["topology_mount_path"] or mount.topology,
         device_injection_mode=mode,
         cdi_device_name=opts["cdi_device_name"],
-        toolkit_cdi_annotations=gates.get("ToolkitCDIAnnotations", False),
+        toolkit_cdi_annotations=gates.get(names.GATE_TOOLKIT_CDI_ANNOTATIONS, False),
         cdi_annotation_namespaces=frozenset(_csv(opts["cdi_annotation_namespaces"])),
     )
     paths = HostPaths(
-        overlay=host.root,
         devices=opts["device_host_path"] or host.dev,
         topology=opts["topology_host_path"] or host.topology,
         cdi_spec=opts["cdi_spec_host_path"],

@@ -23,9 +23,7 @@ def gpu_nodes(state: dict, host: Overlay) -> list[dict]:
 
 
 def control_nodes(host: Overlay) -> list[dict]:
-    return [_node(host, "nvidiactl", names.NVIDIA_MAJOR, names.NVIDIACTL_MINOR),
-            _node(host, "nvidia-uvm", names.UVM_MAJOR, names.UVM_MINOR),
-            _node(host, "nvidia-uvm-tools", names.UVM_MAJOR, names.UVM_TOOLS_MINOR)]
+    return [_node(host, name, major, minor) for name, major, minor in names.CONTROL_DEVICES]
 
 
 def _bind(host_path: str, container_path: str) -> dict:

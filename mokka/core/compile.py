@@ -32,8 +32,6 @@ IB_DEFAULTS = {
     "phys_state": "LinkUp", "hcas_per_gpu": 1, "hca_count": 0, "guid_prefix": "a088c20300ab",
 }
 
-FABRIC_STATE_CODES = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3,
-                      "auto": -1}
 
 
 def compile_profile(profile: Profile, topology_doc: dict | None = None,
@@ -210,7 +208,7 @@ def _fabric(block) -> dict | None:
     out = copy.deepcopy(block)
     out["cluster_uuid"] = normalize_cluster_uuid(block.get("cluster_uuid"))
     out["clique_id"] = int(block.get("clique_id") or 0)
-    out["state"] = str(block.get("state") or "completed").lower()
+    out["state"] = str(block.get("state") or names.FABRIC_STATE_DEFAULT).lower()
     summary = str(block.get("health_summary") or "auto").lower()
     out["health_summary"] = summary
     out["health"] = dict(block.get("health") or {})

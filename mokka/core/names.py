@@ -63,6 +63,17 @@ TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 
+#: Procfs entries of the mock driver, under DRIVER_PROC_DIR.
+PROC_VERSION_FILE = "version"
+PROC_PARAMS_FILE = "params"
+PROC_IMEX_MGMT_CAPABILITY = "capabilities/fabric-imex-mgmt"
+
+#: GPU fabric states (GetGpuFabricInfo) and their numeric codes; a profile may
+#: also say "auto" (follow the fabricmanager marker) or leave it empty (completed).
+FABRIC_STATE_CODES = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
+FABRIC_STATE_AUTO = "auto"
+FABRIC_STATE_DEFAULT = "completed"
+
 # --- Device numbers ----------------------------------------------------------
 
 NVIDIA_MAJOR = 195                    # /dev/nvidiaN is 195:N
@@ -78,7 +89,13 @@ DEVICE_FILE_MODE = 0o666
 MAX_GPUS = 64
 
 GPU_NODE_PREFIX = "nvidia"            # nvidia0 .. nvidiaN-1
-CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
+#: The control nodes that come with every GPU: (name under /dev, major, minor).
+CONTROL_DEVICES = (
+    ("nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR),
+    ("nvidia-uvm", UVM_MAJOR, UVM_MINOR),
+    ("nvidia-uvm-tools", UVM_MAJOR, UVM_TOOLS_MINOR),
+)
+CONTROL_NODES = tuple(name for name, _, _ in CONTROL_DEVICES)
 IMEX_CHANNEL_PREFIX = "channel"
 
 
@@ -170,10 +187,12 @@ LD_PRELOAD_SHIMS = (
 
 # --- Feature gates -----------------------------------------------------------
 
+GATE_IMEX_DOWNLOAD = "IMEXDownload"
+GATE_TOOLKIT_CDI_ANNOTATIONS = "ToolkitCDIAnnotations"
 #: name -> default. Unknown names are an error.
 FEATURE_GATES = {
-    "IMEXDownload": False,
-    "ToolkitCDIAnnotations": False,
+    GATE_IMEX_DOWNLOAD: False,
+    GATE_TOOLKIT_CDI_ANNOTATIONS: False,
 }
 
 # --- Profiles ----------------------------------------------------------------

@@ -112,11 +112,16 @@ class Overlay:
     def imex_proc_devices(self) -> str:
         return self.join(names.IMEX_PROC_DEVICES)
 
-    def gpu_node(self, index: int) -> str:
-        return os.path.join(self.dev, names.gpu_node_name(index))
+    def gpu_node(self, minor: int) -> str:
+        """``dev/nvidiaN``: N is the GPU's minor number (the index unless a profile says otherwise)."""
+        return os.path.join(self.dev, names.gpu_node_name(minor))
 
     def control_node(self, name: str) -> str:
         return os.path.join(self.dev, name)
+
+    def proc_file(self, name: str) -> str:
+        """An entry of the mock driver's procfs (``names.PROC_*``)."""
+        return os.path.join(self.proc, name)
 
     def imex_channel(self, index: int) -> str:
         return os.path.join(self.imex_channels, f"{names.IMEX_CHANNEL_PREFIX}{index}")

@@ -33,7 +33,7 @@ PER_DEVICE_FIELDS = ("index", "uuid", "minor_number", "grace_cpu_pair")
 ARCHITECTURES = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada_lovelace",
                  "ada", "hopper", "blackwell", "rubin")
 FAILURE_MODES = ("", "healthy", "lost", "fallen_off_bus", "ecc_uncorrectable")
-FABRIC_STATES = ("", "not_supported", "not_started", "in_progress", "completed", "auto")
+FABRIC_STATES = ("", *names.FABRIC_STATE_CODES, names.FABRIC_STATE_AUTO)
 DEFAULT_DEVICE_COUNT = 8
 
 _BUS_ID = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")

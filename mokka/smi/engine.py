@@ -106,8 +106,8 @@ def _resolve_fabric(gpus: list, environ) -> None:
         fabric = gpu.get("fabric")
         if not fabric:
             continue
-        state = str(fabric.get("state") or "completed").lower()
-        if state == "auto":
+        state = str(fabric.get("state") or names.FABRIC_STATE_DEFAULT).lower()
+        if state == names.FABRIC_STATE_AUTO:
             if ready is None:
                 ready = fabric_ready(environ)
             state = "completed" if ready else "in_progress"

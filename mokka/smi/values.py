@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mokka.core import names
+
 MIB = 1024 * 1024
 NA = "N/A"
 #: Architectures before Ada: absolute temperature thresholds instead of T.Limit ones.
@@ -9,7 +11,6 @@ PRE_ADA = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere")
 ARCH_NAMES = {"ada_lovelace": "Ada Lovelace", "ada": "Ada Lovelace"}
 BRANDS = {"nvidia": "NVIDIA", "tesla": "Tesla", "quadro": "Quadro", "geforce": "GeForce",
           "titan": "Titan", "nvidia_rtx": "NVIDIA RTX"}
-FABRIC_CODES = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
 
 
 def get(gpu: dict, path: str, default=None):
@@ -141,7 +142,7 @@ def fabric_state(gpu: dict) -> str:
     fabric = gpu.get("fabric")
     if not fabric:
         return "not_supported"
-    return str(fabric.get("state") or "completed").lower()
+    return str(fabric.get("state") or names.FABRIC_STATE_DEFAULT).lower()
 
 
 def fabric_health(gpu: dict) -> dict:

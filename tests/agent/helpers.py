@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 from mokka.agent import desired as ds
 from mokka.agent.simulators.publish import is_mountpoint, unmount
 from mokka.core import profile as prof
+from tests.netutil import free_port, http_get  # noqa: F401 (free_port is re-exported)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,20 +29,10 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.02, what: s
         time.sleep(interval)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def probe(port: int, path: str) -> tuple[int, dict]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-    except OSError:
-        return 0, {}
+    """An agent probe: its bodies are JSON ({} when nothing answered)."""
+    status, body = http_get(port, path)
+    return status, (json.loads(body) if status else {})
 
 
 def profile_bytes(name: str, count: int | None = None) -> bytes:

@@ -28,15 +28,30 @@ def test_profiles_lists_the_seven(zipapp):
 
 @pytest.mark.parametrize("link,args,expect", [
     ("nri-plugin", ["--help"], "--socket-path"),
-    ("nvidia-smi", ["-h"], "nvidia-smi"),
     ("render-cdi", ["--help"], "--host-root"),
-], ids=["nri-plugin link runs the plugin", "nvidia-smi link runs the shim",
-        "render-cdi link runs the renderer"])
+], ids=["nri-plugin link runs the plugin", "render-cdi link runs the renderer"])
 def test_symlink_name_dispatches(zipapp, tmp_path, link, args, expect):
     os.symlink(zipapp, tmp_path / link)
     result = subprocess.run([str(tmp_path / link), *args], capture_output=True, text=True)
     assert expect in result.stdout + result.stderr
     assert "not built yet" not in result.stderr
+
+
+def test_nvidia_smi_link_runs_the_shim(zipapp, tmp_path):
+    from mokka.core import names
+    from mokka.core.compile import compile_profile, dumps
+    from mokka.core.profile import load
+
+    state = compile_profile(load("t4"))
+    config = tmp_path / "state.json"
+    config.write_text(dumps(state))
+    os.symlink(zipapp, tmp_path / "nvidia-smi")
+    (tmp_path / "dev").mkdir()
+    env = dict(os.environ, **{names.ENV_NVML_CONFIG: str(config), names.ENV_DEV_ROOT: str(tmp_path)})
+    result = subprocess.run([str(tmp_path / "nvidia-smi"), "-L"], capture_output=True, text=True,
+                            env=env, check=True)
+    assert result.stdout.splitlines() == [
+        f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in state["gpus"]]
 
 
 def test_unknown_command_is_an_error():

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -25,6 +22,7 @@ from mokka.core import names
 from mokka.core.overlay import Overlay, container_overlay
 
 from tests.integration import runtime as rt
+from tests.netutil import free_port, http_get
 
 PLUGIN_NAME = "mokka-test"
 PLUGIN_INDEX = "10"
@@ -32,20 +30,7 @@ from tests.integration.conftest import IMEX_CHANNELS
 MOUNT = container_overlay()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def probe(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError as err:
-        return 0, str(err)
+probe = http_get
 
 
 class PluginProcess:

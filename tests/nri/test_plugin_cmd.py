@@ -3,10 +3,8 @@ and the real process answering SIGTERM with exit 0."""
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -18,6 +16,7 @@ from fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path, wait_
 from mokka.cmd import nri as cmd  # noqa: E402
 from mokka.core import log, names  # noqa: E402
 from mokka.core.overlay import Overlay  # noqa: E402
+from tests.netutil import free_port, http_get  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV_PREFIXES = ("MOKKA_", "NRI_PLUGIN_", "NODE_NAME")
@@ -56,7 +55,8 @@ def test_defaults_come_from_names(settings_of):
     assert s.config.device_injection_mode == "raw"
     assert s.config.cdi_annotation_namespaces == frozenset()
     assert s.config.toolkit_cdi_annotations is False
-    assert s.host == cmd.HostPaths(host.root, host.dev, host.topology,
+    assert s.config.overlay_host_path == host.root
+    assert s.host == cmd.HostPaths(host.dev, host.topology,
                                    f"{names.CDI_SPEC_DIR}/{names.CDI_SPEC_MOCK_FILE}",
                                    host.imex_channels)
     assert (s.agent_staged_url, s.staging_lock_path) == ("", "")
@@ -127,25 +127,11 @@ def test_startup_errors(settings_of, capsys, args, message):
     assert err.startswith("nri-plugin: ") and message in err
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(port: int, path: str):
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        return resp.status
-    except OSError:
-        return None
 
 
 def test_the_process_registers_serves_probes_and_exits_0_on_sigterm():
     path = short_socket_path()
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES)}
     env["PYTHONPATH"] = ROOT
     with FakeRuntime(path) as runtime:
@@ -158,7 +144,7 @@ def test_the_process_registers_serves_probes_and_exits_0_on_sigterm():
             link = runtime.wait_link(timeout=20)
             assert link.wait_registered(timeout=20).plugin_idx == "33"
             link.configure()
-            assert wait_until(lambda: _get(port, "/readyz") == 200, timeout=10)
+            assert wait_until(lambda: http_get(port, "/readyz")[0] == 200, timeout=10)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(10) == 0
             assert link.wait_closed()
@@ -265,7 +251,7 @@ def test_make_handler_gate_closed_leaves_containers_and_fails_readiness(settings
     from mokka.nri.runtime_info import RuntimeInfo
     s = settings_of(f"--overlay-host-path={tmp_path}/overlay",
                     f"--staging-lock-path={tmp_path}/staging.lock",
-                    f"--agent-staged-url=http://127.0.0.1:{_free_port()}/stagedz")
+                    f"--agent-staged-url=http://127.0.0.1:{free_port()}/stagedz")
     handle, ready = cmd.make_handler(s)
     ok, reason = ready()
     assert ok is False and "unreachable" in reason

@@ -13,7 +13,7 @@ import importlib.util
 import os
 
 from mokka.agent.desired import Desired
-from mokka.agent.hostfs import CharDev, Entry, File
+from mokka.agent.hostfs import CharDev, Entry, File, unlink_quiet
 from mokka.agent.simulators import Host, Readiness
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import launcher, names
@@ -32,10 +32,9 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out: dict[str, Entry] = {}
     for gpu in state["gpus"]:
         minor = gpu["minor_number"]
-        out[ov.control_node(names.gpu_node_name(minor))] = CharDev(names.NVIDIA_MAJOR, minor)
-    out[ov.control_node("nvidiactl")] = CharDev(names.NVIDIA_MAJOR, names.NVIDIACTL_MINOR)
-    out[ov.control_node("nvidia-uvm")] = CharDev(names.UVM_MAJOR, names.UVM_MINOR)
-    out[ov.control_node("nvidia-uvm-tools")] = CharDev(names.UVM_MAJOR, names.UVM_TOOLS_MINOR)
+        out[ov.gpu_node(minor)] = CharDev(names.NVIDIA_MAJOR, minor)
+    for name, major, minor in names.CONTROL_DEVICES:
+        out[ov.control_node(name)] = CharDev(major, minor)
     state_json = desired.state_json.encode()
     for config_dir in (ov.driver_config, ov.config):
         out[os.path.join(config_dir, names.PROFILE_FILE)] = File(desired.config_text)
@@ -43,8 +42,8 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     product = state["gpus"][0].get("name", "") if state["gpus"] else ""
     out[ov.machine_type] = File(f"{product}\n".encode())
     ver = state["system"]["driver_version"]
-    out[os.path.join(ov.proc, "version")] = File(PROC_VERSION.format(ver=ver).encode())
-    out[os.path.join(ov.proc, "params")] = File(PROC_PARAMS.encode())
+    out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
+    out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
     return out
 
 
@@ -75,7 +74,7 @@ class GpuDriver:
     def stage(self, desired: Desired) -> None:
         if self._first:
             # Runtime overrides belong to the previous run's GPUs: start clean.
-            _unlink_quiet(self.host.overlay.overrides)
+            unlink_quiet(self.host.overlay.overrides)
             self._first = False
         self.host.fs.converge(OWNER, tree(desired, self.host), extra=self._shims,
                               writer=lambda: launcher.stage(self.host.overlay.root))
@@ -94,15 +93,8 @@ class GpuDriver:
 
     def discard(self) -> None:
         # overrides.yaml is written by others into our config dir; it goes with the tree.
-        _unlink_quiet(self.host.overlay.overrides)
+        unlink_quiet(self.host.overlay.overrides)
         self.host.fs.remove_owner(OWNER)
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()
-
-
-def _unlink_quiet(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

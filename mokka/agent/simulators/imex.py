@@ -8,7 +8,6 @@ without the IMEX package does, and says so once.
 
 from __future__ import annotations
 
-import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File
@@ -37,7 +36,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out: dict[str, Entry] = {ov.imex_channel(i): CharDev(names.IMEX_CHANNEL_MAJOR, i)
                              for i in range(count)}
     out[ov.imex_proc_devices] = File(PROC_DEVICES.encode())
-    out[os.path.join(ov.proc, "capabilities", "fabric-imex-mgmt")] = File(CAPABILITY.encode())
+    out[ov.proc_file(names.PROC_IMEX_MGMT_CAPABILITY)] = File(CAPABILITY.encode())
     return out
 
 
