@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,8 +27,8 @@ from mokka.core import compile as comp  # noqa: E402
 from mokka.core import launcher, names  # noqa: E402
 from mokka.core import profile as prof  # noqa: E402
 
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_zipapp, fresh_venv_python, time_command  # noqa: E402
 
 
 def stage(root: str) -> str:
@@ -46,13 +44,8 @@ def stage(root: str) -> str:
 
 
 def timed(cmd: list, env: dict, runs: int) -> float:
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)   # warm caches
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    """Median seconds of ``runs`` warm runs."""
+    return statistics.median(time_command(cmd, runs, warmup=1, env=env)) / 1000
 
 
 def main() -> int:
@@ -62,21 +55,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mokka-bench-") as tmp:
         root = os.path.join(tmp, "overlay")
         config = stage(root)
-        venv = os.path.join(tmp, "venv")
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
         dev_root = os.path.join(tmp, "devroot")
         os.makedirs(dev_root)
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
         env[names.ENV_DEV_ROOT] = dev_root
         smi = os.path.join(root, names.DRIVER_BIN_DIR, "nvidia-smi")
-        base = timed([os.path.join(venv, "bin", "python"), "-c", "pass"], env, opts.runs)
+        base = timed([fresh_venv_python(), "-c", "pass"], env, opts.runs)
         lst = timed([smi, "-L"], env, opts.runs)
         qx = timed([smi, "-q", "-x"], env, opts.runs)
         menv = dict(env, **{names.ENV_NVML_CONFIG: config})
         mod = timed([sys.executable, "-m", "mokka", "nvidia-smi", "-L"], menv, opts.runs)
         # dist/mokka reached through a link named nvidia-smi (the zipapp's own bootstrap)
-        app = os.path.join(tmp, "mokka")
-        subprocess.run([os.path.join(REPO, "shivfile"), app], check=True, stdout=subprocess.DEVNULL)
+        app = build_zipapp()
         link = os.path.join(tmp, "nvidia-smi")
         os.symlink(app, link)
         zenv = dict(menv, SHIV_ROOT=os.path.join(tmp, "shiv-root"))
