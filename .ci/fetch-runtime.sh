@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fetch a real containerd (with NRI) and its companions for the integration tests,
-# without installing anything system-wide and without touching the system's apt sources.
+# Fetch a real containerd (with NRI) and its companions for the integration tests, and
+# NVIDIA's own NVML consumers for the native library's tests, without installing anything
+# system-wide and without touching the system's apt sources.
 #
 #   .ci/fetch-runtime.sh [DEST]        (default DEST: $HOME/.cache/mokka-runtime)
 #
@@ -11,6 +12,17 @@
 #   trixie   golang-github-containerd-nri-dev               NRI api.proto (for reading)
 #   trixie   golang-tags.cncf-container-device-interface-dev  CDI JSON schema
 #   bookworm busybox-static                                 the test image's only binary
+#   trixie   nvidia-smi (non-free)                          NVIDIA's nvidia-smi 550: a peer of
+#                                                           native/nvml (never installed, only dpkg -x)
+#   trixie   libnvidia-ml1 (non-free)                       NVIDIA's real libnvidia-ml 550, unpacked
+#                                                           apart in DEST/real-nvml: read with nm and
+#                                                           strings ONLY, never loaded (as root with no
+#                                                           driver it creates /dev/nvidiactl on the host)
+#   bookworm nvtop (contrib)                                3.0.1: trixie's needs glibc 2.38; it has no
+#                                                           snapshot mode, so tests drive it in tmux
+#   bookworm tmux                                           a terminal for nvtop
+#   bookworm libc6                                          unpacked apart in DEST/libc6-root: the glibc
+#                                                           of a no-python test image (with busybox)
 # At the end DEST/paths.env holds absolute paths (shell syntax KEY=VALUE, one a line).
 # Idempotent: if DEST/paths.env names files that all exist, it exits at once.
 set -euo pipefail
@@ -27,7 +39,8 @@ log() { printf 'fetch-runtime: %s\n' "$*" >&2; }
 # ---- fast path: everything already there -------------------------------------------
 if [[ -s "$PATHS_ENV" ]]; then
     complete=1
-    for key in CONTAINERD CTR CONTAINERD_SHIM RUNC CRI_API_PROTO NRI_API_PROTO CDI_SCHEMA_DIR BUSYBOX; do
+    for key in CONTAINERD CTR CONTAINERD_SHIM RUNC CRI_API_PROTO NRI_API_PROTO CDI_SCHEMA_DIR BUSYBOX \
+               NVIDIA_SMI REAL_NVML_LIB NVTOP TMUX LIBC6_ROOT; do
         value="$(sed -n "s/^${key}=//p" "$PATHS_ENV" | tail -n 1)"
         if [[ -z "$value" || ! -e "$value" ]]; then complete=0; break; fi
     done
@@ -40,7 +53,7 @@ fi
 # ---- a private apt: own source list, own lists, own cache ----------------------------
 APTDIR="$DEST/apt"
 mkdir -p "$DEST/debs"
-private_apt_setup "$APTDIR" "bookworm trixie"
+private_apt_setup "$APTDIR" "bookworm:main,contrib trixie:main,non-free"
 APT_OPTS+=(-o "Dir::Cache::pkgcache=")
 
 PACKAGES=(
@@ -50,7 +63,15 @@ PACKAGES=(
     golang-github-containerd-nri-dev/trixie
     golang-tags.cncf-container-device-interface-dev/trixie
     busybox-static/bookworm
+    nvidia-smi/trixie
+    libnvidia-ml1/trixie
+    nvtop/bookworm
+    tmux/bookworm
+    libc6/bookworm
 )
+# Unpacked apart from ROOT (package -> folder under DEST): the real NVML must never sit on
+# a path a test might hand to the loader, and bookworm's libc must not shadow anything.
+declare -A APART=([libnvidia-ml1]=real-nvml [libc6]=libc6-root)
 
 have_all_debs() {
     local spec name
@@ -75,17 +96,32 @@ fi
 rm -rf "$ROOT.tmp"
 mkdir -p "$ROOT.tmp"
 for deb in "$DEST"/debs/*.deb; do
-    dpkg -x "$deb" "$ROOT.tmp"
+    name="$(basename "$deb")"; name="${name%%_*}"
+    if [[ -n "${APART[$name]:-}" ]]; then
+        rm -rf "$DEST/${APART[$name]}.tmp"
+        mkdir -p "$DEST/${APART[$name]}.tmp"
+        dpkg -x "$deb" "$DEST/${APART[$name]}.tmp"
+    else
+        dpkg -x "$deb" "$ROOT.tmp"
+    fi
 done
 rm -rf "$ROOT"
 mv "$ROOT.tmp" "$ROOT"
+for apart in "${APART[@]}"; do
+    rm -rf "${DEST:?}/$apart"
+    mv "$DEST/$apart.tmp" "$DEST/$apart"
+done
 
 find_one() {  # find_one DESCRIPTION find-args...; prints exactly one path or fails
-    local what="$1"; shift
+    find_one_in "$ROOT" "$@"
+}
+
+find_one_in() {  # find_one_in DIR DESCRIPTION find-args...
+    local dir="$1" what="$2"; shift 2
     local hit
-    hit="$(find "$ROOT" "$@" | sort | head -n 1)"
+    hit="$(find "$dir" "$@" | sort | head -n 1)"
     if [[ -z "$hit" ]]; then
-        log "ERROR: $what not found under $ROOT"
+        log "ERROR: $what not found under $dir"
         exit 1
     fi
     printf '%s\n' "$hit"
@@ -101,8 +137,14 @@ CDI_SCHEMA="$(find_one 'CDI schema.json' -path '*container-device-interface*/sch
 CDI_SCHEMA_DIR="$(dirname "$CDI_SCHEMA")"
 [[ -f "$CDI_SCHEMA_DIR/defs.json" ]] || { log "ERROR: no defs.json beside $CDI_SCHEMA"; exit 1; }
 BUSYBOX="$(find_one busybox -path '*bin/busybox' -type f)"
+NVIDIA_SMI="$(find_one nvidia-smi -path '*/usr/lib/nvidia/current/nvidia-smi' -type f)"
+NVTOP="$(find_one nvtop -path '*bin/nvtop' -type f)"
+TMUX="$(find_one tmux -path '*bin/tmux' -type f)"
+REAL_NVML_LIB="$(find_one_in "$DEST/real-nvml" 'real libnvidia-ml.so' -name 'libnvidia-ml.so.[0-9]*.*' -type f)"
+LIBC6_ROOT="$DEST/libc6-root"
+find_one_in "$LIBC6_ROOT" 'libc.so.6' -name libc.so.6 -type f > /dev/null
 
-for bin in "$CONTAINERD" "$CTR" "$CONTAINERD_SHIM" "$RUNC" "$BUSYBOX"; do
+for bin in "$CONTAINERD" "$CTR" "$CONTAINERD_SHIM" "$RUNC" "$BUSYBOX" "$NVIDIA_SMI" "$NVTOP" "$TMUX"; do
     [[ -x "$bin" ]] || { log "ERROR: $bin is not executable"; exit 1; }
 done
 
@@ -115,7 +157,21 @@ CRI_API_PROTO=$CRI_API_PROTO
 NRI_API_PROTO=$NRI_API_PROTO
 CDI_SCHEMA_DIR=$CDI_SCHEMA_DIR
 BUSYBOX=$BUSYBOX
+NVIDIA_SMI=$NVIDIA_SMI
+REAL_NVML_LIB=$REAL_NVML_LIB
+NVTOP=$NVTOP
+TMUX=$TMUX
+LIBC6_ROOT=$LIBC6_ROOT
 ENV
+# nvtop and tmux run on this machine's own shared libraries (ncurses, libsystemd, libevent):
+# name any that is missing instead of failing later inside a test.
+for bin in "$NVTOP" "$TMUX"; do
+    missing="$(ldd "$bin" 2>&1 | sed -n 's/^[[:space:]]*\([^ ]*\) => not found.*/\1/p' | tr '\n' ' ')"
+    if [[ -n "$missing" ]]; then
+        log "ERROR: $bin needs shared libraries this machine lacks: $missing(apt-get install them)"
+        exit 1
+    fi
+done
 mv "$PATHS_ENV.tmp" "$PATHS_ENV"
 log "versions: $("$CONTAINERD" --version 2>&1 | head -n 1) | $("$RUNC" --version 2>&1 | head -n 1)"
 log "wrote $PATHS_ENV"

@@ -3,6 +3,8 @@
 # Debian packages without touching the system's apt state.
 #
 #   private_apt_setup APTDIR "bookworm trixie"   -> fills the APT_OPTS array
+#   private_apt_setup APTDIR "bookworm:main,contrib trixie:main,non-free"
+#       (SUITE[:COMPONENT,...]; the components default to main)
 #
 # The mirror is the one this machine's own apt sources use for the main archive
 # (or MOKKA_DEBIAN_MIRROR), so no host is hard-coded here.
@@ -17,7 +19,7 @@ system_mirror() {
 }
 
 private_apt_setup() {
-    local aptdir="$1" suites="$2" mirror suite
+    local aptdir="$1" suites="$2" mirror spec suite components
     mirror="${MOKKA_DEBIAN_MIRROR:-$(system_mirror)}"
     if [[ -z "$mirror" ]]; then
         echo "no Debian mirror found in /etc/apt sources; set MOKKA_DEBIAN_MIRROR" >&2
@@ -30,8 +32,11 @@ private_apt_setup() {
     fi
     mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
     : > "$aptdir/sources.list"
-    for suite in $suites; do
-        echo "deb [signed-by=$PRIVATE_APT_KEYRING] $mirror $suite main" >> "$aptdir/sources.list"
+    for spec in $suites; do
+        suite="${spec%%:*}"
+        components=main
+        [[ "$spec" == *:* ]] && components="${spec#*:}"
+        echo "deb [signed-by=$PRIVATE_APT_KEYRING] $mirror $suite ${components//,/ }" >> "$aptdir/sources.list"
     done
     APT_OPTS=(
         -o "Dir::Etc::sourcelist=$aptdir/sources.list"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mokka.agent.health import Health
 from mokka.agent.hostfs import HostFS
+from mokka.agent import native
 from mokka.agent.lock import StagingLock
 from mokka.agent.loop import Agent
 from mokka.agent.manifest import MANIFEST_FILE, Manifest
@@ -37,13 +38,15 @@ class AgentConfig:
     shutdown_timeout: float = 30.0
     imex_channels: int = 0
     cdi_spec_dir: str = names.CDI_SPEC_DIR
+    nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
     overlay = host_overlay(cfg.host_root, cfg.overlay_host_path)
     manifest = Manifest(os.path.join(overlay.root, MANIFEST_FILE), log)
     return Host(root=cfg.host_root, overlay=overlay, fs=HostFS(manifest, log),
-                cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log)
+                cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log,
+                native=native.load(cfg.nvidia_smi))
 
 
 def simulators(host: Host) -> list:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mokka.core import compile as comp
+from mokka.core import flatstate
 from mokka.core import profile as prof
 from mokka.core import topology as topo
 
@@ -30,7 +31,9 @@ class Desired:
     config_text: bytes            # the staged config.yaml
     state: dict = field(compare=False, repr=False)
     state_json: str = field(compare=False, repr=False)
+    state_nvml: bytes = field(default=b"", compare=False, repr=False)  # for the C library
     topology_text: bytes | None = None
+    topology_nvml: bytes | None = field(default=None, compare=False, repr=False)
     imex_channels: int = 0        # 0: only on fabric profiles, with the default count
 
     @property
@@ -92,5 +95,8 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
     doc = parse_topology(topology_text, topology_path)
     state = comp.compile_profile(profile, doc, node_name)
     return Desired(generation=generation, profile_source=profile_source, config_text=staged,
-                   state=state, state_json=comp.dumps(state), topology_text=topology_text,
+                   state=state, state_json=comp.dumps(state),
+                   state_nvml=flatstate.state_companion(state), topology_text=topology_text,
+                   topology_nvml=(flatstate.topology_companion(doc, topology_text)
+                                  if doc is not None else None),
                    imex_channels=imex_channels)

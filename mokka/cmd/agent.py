@@ -40,6 +40,10 @@ ENV = "MOKKA_AGENT_"
 @click.option("--cdi-spec-dir", envvar=ENV + "CDI_SPEC_DIR", default=names.CDI_SPEC_DIR,
               show_default=True, help="CDI spec directory (under --host-root). "
                                       "Env MOKKA_AGENT_CDI_SPEC_DIR.")
+@click.option("--nvidia-smi", envvar=ENV + "NVIDIA_SMI", default=None, metavar="PATH",
+              help="NVIDIA's own nvidia-smi binary to stage in the overlay (it loads the mock "
+                   "NVML library); without it the Python nvidia-smi is staged. "
+                   "Env MOKKA_AGENT_NVIDIA_SMI.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",
@@ -48,6 +52,7 @@ ENV = "MOKKA_AGENT_"
 def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> None:
     from mokka.agent.build import AgentConfig, build_agent
     from mokka.agent import runner
+    from mokka.agent.native import NativeError
 
     if once and teardown:
         raise CommandError("--once and --teardown exclude each other")
@@ -56,6 +61,8 @@ def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> No
         agent = build_agent(cfg)
     except OSError as exc:
         raise CommandError(f"cannot start: {exc}")
+    except NativeError as exc:
+        raise CommandError(str(exc))
     if teardown:
         code = runner.teardown(agent, cfg.shutdown_timeout)
     elif once:

@@ -1,6 +1,9 @@
-"""``mokka compile``: the compiled engine state of a profile, as JSON."""
+"""``mokka compile``: the compiled engine state of a profile, as JSON; or, with
+``--companion``, the compiled companion the mock NVML library reads beside a file."""
 
 from __future__ import annotations
+
+import os
 
 import click
 
@@ -8,31 +11,91 @@ from mokka.cmd.common import CommandError, common_options
 from mokka.core import names
 
 
-@click.command(help="Print the engine state a profile compiles to (what nvidia-smi reads).")
+@click.command(help="Print the engine state a profile compiles to (what nvidia-smi reads), or "
+                    "with --companion write the compiled file the mock NVML library reads "
+                    "beside a profile, an overrides file or a topology document.")
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,
               help="A ComputeDomain topology document to apply for --node-name.")
 @click.option("--node-name", envvar="NODE_NAME", default="", help="This node's Kubernetes name.")
+@click.option("--companion", "companion_of", envvar="MOKKA_COMPILE_COMPANION", default=None,
+              metavar="FILE.yaml",
+              help="Write FILE.nvml (and state.json beside a profile) instead of printing. "
+                   "Env MOKKA_COMPILE_COMPANION.")
 @common_options
-def command(profile: str, topology: str | None, node_name: str, gates) -> None:
+def command(profile: str, topology: str | None, node_name: str, companion_of: str | None,
+            gates) -> None:
+    doc = _topology(topology) if topology else None
+    if companion_of:
+        click.echo(write_companion(companion_of, doc, node_name))
+        return
     from mokka.core import compile as comp
-    from mokka.core import topology as topo
     from mokka.core.profile import ProfileError, load
 
-    doc = None
-    if topology:
-        from mokka.core import yamlio
-        try:
-            with open(topology, "rb") as f:
-                doc = topo.validate(yamlio.safe_load(f), topology)
-        except (OSError, yamlio.YAMLError, topo.TopologyError) as exc:
-            raise CommandError(f"{topology}: invalid topology document: {exc}")
     try:
         state = comp.compile_profile(load(profile), doc, node_name)
     except ProfileError as exc:
         raise CommandError(str(exc))
     click.echo(comp.dumps(state), nl=False)
+
+
+def _topology(path: str) -> dict:
+    from mokka.core import topology as topo
+    from mokka.core import yamlio
+    try:
+        with open(path, "rb") as f:
+            return topo.validate(yamlio.safe_load(f), path)
+    except (OSError, yamlio.YAMLError, topo.TopologyError) as exc:
+        raise CommandError(f"{path}: invalid topology document: {exc}")
+
+
+def kind_of(doc) -> str:
+    """What a YAML document is: a topology document, an overrides file or a profile."""
+    if isinstance(doc, dict) and "domains" in doc:
+        return "topology"
+    if isinstance(doc, dict) and doc and set(doc) <= {"version", "all", "devices"}:
+        return "overrides"
+    return "profile"
+
+
+def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str:
+    """Write the companion of ``path``; return the line to print."""
+    from mokka.core import compile as comp
+    from mokka.core import flatstate, yamlio
+    from mokka.core import topology as topo
+    from mokka.core.fsutil import atomic_write
+    from mokka.core.profile import ProfileError, parse
+
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+        doc = yamlio.safe_load(text)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot read: {exc.strerror}")
+    except yamlio.YAMLError as exc:
+        raise CommandError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}")
+    out = flatstate.companion_path(path)
+    kind = kind_of(doc)
+    if kind == "topology":
+        try:
+            topo.validate(doc, path)
+        except topo.TopologyError as exc:
+            raise CommandError(f"{path}: invalid topology document: {exc}")
+        atomic_write(out, flatstate.topology_companion(doc, text))
+    elif kind == "overrides":
+        atomic_write(out, flatstate.overrides_companion(doc, text))
+    else:
+        try:
+            state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name)
+        except ProfileError as exc:
+            raise CommandError(str(exc))
+        # state.json first: the Python engine trusts it only with the YAML's digest,
+        # so a reader between the two renames falls back to compiling, never to stale data.
+        if os.path.basename(path) == names.PROFILE_FILE:
+            atomic_write(os.path.join(os.path.dirname(path), names.STATE_FILE), comp.dumps(state))
+        atomic_write(out, flatstate.state_companion(state))
+    return f"wrote {out} ({kind})"
 
 
 def main(args: list[str], prog_name: str = "compile") -> int:

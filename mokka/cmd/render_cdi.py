@@ -33,7 +33,10 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
         state = compile_profile(load(profile))
     except ProfileError as exc:
         raise CommandError(str(exc))
-    specs = cdi.specs(state, host_overlay(host_root, overlay_host_path))
+    from mokka.core import native
+    # The node agent stages the mock NVML library wherever this Mokka carries one.
+    specs = cdi.specs(state, host_overlay(host_root, overlay_host_path),
+                      nvml_library_staged=native.nvml_library() is not None)
     if out_dir is None:
         click.echo("---\n".join(cdi.to_yaml(s) for s in specs.values()), nl=False)
         return

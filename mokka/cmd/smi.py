@@ -15,6 +15,8 @@ INVALID = "Invalid combination of input arguments. Please run 'nvidia-smi -h' fo
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
              "Make sure that the latest NVIDIA driver is installed and running.")
 NO_DEVICES = "No devices were found"
+NO_DEVICES_LIST = "No devices found."      # what NVIDIA's -L prints, with exit status 0
+NO_TOPOLOGY = "Failed to run topology matrix"
 #: Exit statuses the real tool uses (NVML return codes).
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NO_DRIVER, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN = 2, 6, 9, 3, 255
 
@@ -138,6 +140,14 @@ def run(opts: dict, out) -> int:
                   f"DRIVER version      : {drv}\nCUDA Version        : {node.system.get('cuda_version')}\n")
         return 0
     if not node.gpus:
+        # NVIDIA's binary differs in kind here: -L lists nothing and succeeds,
+        # topo -m fails outright, everything else finds no device.
+        if mode == "list":
+            print(NO_DEVICES_LIST, file=out)
+            return 0
+        if opts.get("sub") == "topo":
+            print(NO_TOPOLOGY, file=out)
+            return EXIT_UNKNOWN
         print(NO_DEVICES, file=out)
         return EXIT_NOT_FOUND
     try:

@@ -73,8 +73,9 @@ def package_files() -> list[tuple[str, str]]:
     return files
 
 
-def stage(overlay_root: str) -> list[str]:
-    """Write the library and launchers under an overlay root; return paths written."""
+def stage(overlay_root: str, commands: tuple[str, ...] = SHIM_COMMANDS) -> list[str]:
+    """Write the library and the launchers of ``commands`` under an overlay root;
+    return the paths written."""
     lib = os.path.join(overlay_root, names.DRIVER_PYLIB_DIR)
     bin_dir = os.path.join(overlay_root, names.DRIVER_BIN_DIR)
     written = []
@@ -86,7 +87,7 @@ def stage(overlay_root: str) -> list[str]:
             if dest.endswith(".py"):
                 _write_pyc(dest, data)
         written.append(dest)
-    for command in SHIM_COMMANDS:
+    for command in commands:
         path = os.path.join(bin_dir, command)
         atomic_write(path, launcher_script(command), 0o755)
         written.append(path)

@@ -60,6 +60,11 @@ STATE_FILE = "state.json"             # the compiled engine state beside it
 OVERRIDES_FILE = "overrides.yaml"
 MACHINE_TYPE_FILE = "machine-type"
 TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
+#: Each YAML above has a compiled companion beside it, ``X.yaml`` -> ``X.nvml``
+#: (mokka.core.flatstate), the only files the mock NVML library reads.
+NVML_COMPANION_SUFFIX = ".nvml"
+#: The command that writes a companion; the library names it when one is missing.
+COMPANION_COMMAND = "mokka compile --companion"
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 
@@ -163,7 +168,9 @@ CDI_CONFIG_MOUNT = "/etc/nvml-mock"
 CDI_NVIDIA_SMI_MOUNT = "/usr/bin/nvidia-smi"
 CDI_PYLIB_MOUNT = "/usr/lib/mokka"
 CDI_NVML_LIB_MOUNT = "/usr/lib64/libnvidia-ml.so.1"
-NVML_LIB_FILE = "libnvidia-ml.so.1"
+NVML_LIB_FILE = "libnvidia-ml.so.1"        # the soname; a link to the versioned file
+NVML_LIB_DEV_LINK = "libnvidia-ml.so"       # nvtop dlopens this name first
+NVML_LIB_VERSIONED = "libnvidia-ml.so.{driver_version}"   # the file itself, as a driver ships it
 
 # --- Ports and NRI defaults --------------------------------------------------
 

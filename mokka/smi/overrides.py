@@ -72,11 +72,24 @@ def reset(path: str, physical_indices: list) -> bool:
                 removed = True
     if not removed:
         return False
+    doc.setdefault("version", 1)
+    write(path, doc, os.stat(path).st_mode & 0o7777)
+    return True
+
+
+def write(path: str, doc: dict, mode: int = 0o644) -> None:
+    """Write an overrides document and its compiled companion (``overrides.nvml``).
+
+    Every writer goes through here: the mock NVML library reads only the
+    companion, and ignores one whose digest no longer matches the YAML. The
+    companion is renamed into place first, the YAML last, so a reader never sees
+    a new YAML next to an old companion for longer than one rename.
+    """
     import yaml
 
+    from mokka.core import flatstate
     from mokka.core.fsutil import atomic_write  # tempfile: only when writing
 
-    doc.setdefault("version", 1)
-    mode = os.stat(path).st_mode & 0o7777
-    atomic_write(path, yaml.safe_dump(doc, sort_keys=False), mode)
-    return True
+    text = yaml.safe_dump(doc, sort_keys=False).encode()
+    atomic_write(flatstate.companion_path(path), flatstate.overrides_companion(doc, text), mode)
+    atomic_write(path, text, mode)

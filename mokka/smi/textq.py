@@ -132,6 +132,11 @@ LABELS = {
 }
 
 
+#: Rows the text report prints as hex with a 0x prefix where the XML has bare hex.
+HEX_ROWS = {"pci_bus", "pci_device", "pci_domain", "pci_base_class", "pci_sub_class",
+            "pci_device_id", "pci_sub_system_id"}
+
+
 def _label(tag: str) -> str:
     return LABELS.get(tag) or tag.replace("_", " ").title()
 
@@ -154,6 +159,8 @@ def _nodes(nodes: list, depth: int, out: list) -> None:
                 out.append(_row(depth, _label(tag), text.replace("\n", ", ").replace("\t", "") or "None"))
             else:
                 out.append(_row(depth, _label(tag), text or "None"))
+        elif tag in HEX_ROWS and value[:1].isalnum() and not value.startswith("N/A"):
+            out.append(_row(depth, _label(tag), "0x" + value))
         else:
             out.append(_row(depth, _label(tag), value))
 

@@ -58,12 +58,11 @@ def status(gpus: list, nvlink: dict | None) -> str:
     per_link = int((nvlink or {}).get("bandwidth_per_link_mbps") or 0)
     out = []
     for gpu in gpus:
-        out.append(f"GPU {gpu['index']}: {gpu.get('name', '')} (UUID: {gpu.get('uuid', '')})")
         links = gpu.get("nvlink_links") or []
         if not links:
-            out.append("\t NVML: Unable to retrieve NVLink information as all links are inActive")
-            continue
+            continue                  # as NVIDIA's 550 does for a GPU whose NVLink count is 0
+        out.append(f"GPU {gpu['index']}: {gpu.get('name', '')} (UUID: {gpu.get('uuid', '')})")
         for lk in links:
             active = str(lk.get("state", "active")).lower() == "active"
             out.append(f"\t Link {lk.get('link', 0)}: " + (_gbps(per_link) if active else "<inactive>"))
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)

@@ -362,9 +362,30 @@ def busybox_applets(busybox: str) -> list[str]:
     return list(BUSYBOX_APPLETS)
 
 
-def _layer_bytes(busybox: str) -> bytes:
+def _add_tree(tar: tarfile.TarFile, root: str) -> None:
+    """Every directory, file and symlink under ``root`` (docs left out), as image paths."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if os.path.relpath(os.path.join(dirpath, d), root)
+                             not in ("usr/share",))
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in dirnames + sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if os.path.islink(path):
+                tar.addfile(_tarinfo(rel, tarfile.SYMTYPE, 0o777, linkname=os.readlink(path)))
+            elif os.path.isdir(path):
+                tar.addfile(_tarinfo(rel + "/", tarfile.DIRTYPE, 0o755))
+            else:
+                data = Path(path).read_bytes()
+                tar.addfile(_tarinfo(rel, tarfile.REGTYPE, os.stat(path).st_mode & 0o777, len(data)),
+                            io.BytesIO(data))
+
+
+def _layer_bytes(busybox: str, extra_root: str | None = None) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        if extra_root:
+            _add_tree(tar, extra_root)
         for d in ("bin", "dev", "etc", "proc", "sys", "tmp", "root", "var", "run", "usr", "usr/bin"):
             tar.addfile(_tarinfo(d + "/", tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755))
         data = Path(busybox).read_bytes()
@@ -382,10 +403,13 @@ def _layer_bytes(busybox: str) -> bytes:
 
 
 def build_busybox_image(path: str | os.PathLike, busybox: str | None = None,
-                        ref: str = IMAGE_REF, cmd: Sequence[str] = ("sleep", "3600")) -> Path:
+                        ref: str = IMAGE_REF, cmd: Sequence[str] = ("sleep", "3600"),
+                        extra_root: str | None = None) -> Path:
     """Write a one-layer OCI image-layout tar holding /bin/busybox plus applet links.
 
-    Its default command is ``sleep 3600`` and its name ``ref`` (stdlib only)."""
+    Its default command is ``sleep 3600`` and its name ``ref`` (stdlib only).
+    ``extra_root``: a tree laid in first (e.g. Debian's libc6 unpacked: a glibc
+    image with no Python)."""
     if busybox is None:
         paths = runtime_paths()
         if paths is None:
@@ -399,7 +423,7 @@ def build_busybox_image(path: str | os.PathLike, busybox: str | None = None,
         blobs[digest] = data
         return {"mediaType": media_type, "digest": digest, "size": len(data)}
 
-    layer = _layer_bytes(busybox)
+    layer = _layer_bytes(busybox, extra_root)
     layer_desc = blob(layer, "application/vnd.oci.image.layer.v1.tar")
     arch = _go_arch()
     config = {
@@ -708,6 +732,14 @@ imports = []
         if check and res.returncode != 0:
             raise HarnessError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
+
+    def import_image(self, tar: str | os.PathLike, ref: str) -> None:
+        """Import an OCI image tar (build_busybox_image) and wait until CRI sees ``ref``."""
+        res = self.ctr("images", "import", "--snapshotter", self.snapshotter, str(tar), check=False)
+        if res.returncode != 0:
+            raise HarnessError(f"ctr images import failed ({res.returncode}): {res.stdout}{res.stderr}")
+        wait_until(lambda: self.cri.image_call("ImageStatus", image=self.cri.pb.ImageSpec(image=ref)).image.id,
+                   timeout=10, message=f"CRI does not see imported image {ref}")
 
     def _ensure_image(self) -> None:
         images = self.ctr("images", "ls", "-q").stdout.split()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 import yaml
 
@@ -20,6 +22,11 @@ def test_overrides_merge_and_reset_clears_one_bucket(fresh, dev_root):
     assert res.returncode == 0 and "was successfully reset" in res.stdout
     doc = yaml.safe_load(path.read_text())
     assert "2" not in doc["devices"] and "3" in doc["devices"] and doc["all"]
+    # -r also wrote the compiled companion the C library reads, for the new YAML
+    companion = (ov.config_dir / "overrides.nvml").read_text().splitlines()
+    assert companion[:2] == ["# mokka-nvml overrides 1",
+                             "digest sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()]
+    assert companion[2:] == ["all.thermal.temperature_gpu_c 50", "devices.3.utilization.gpu 99"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
     assert rows[2] == "50, 0" and rows[3] == "50, 99"
 

@@ -37,10 +37,17 @@ def test_visible_devices_env_wins_over_dev_nodes(staged, dev_root):
     assert _uuids(ov.run(["-L"], str(dev_root), MOCK_NVML_VISIBLE_DEVICES="all")) == [g["uuid"] for g in gpus]
 
 
-def test_visible_none_reports_no_devices(staged, dev_root):
-    res = staged("a100").run(["-L"], str(dev_root), MOCK_NVML_VISIBLE_DEVICES="none")
-    assert res.returncode == 6
-    assert res.stdout.strip() == "No devices were found"
+@pytest.mark.parametrize("args, code, text", [
+    (["-L"], 0, "No devices found."),                     # as NVIDIA's 550 does
+    ([], 6, "No devices were found"),
+    (["-q"], 6, "No devices were found"),
+    (["--query-gpu=name", "--format=csv"], 6, "No devices were found"),
+    (["topo", "-m"], 255, "Failed to run topology matrix"),
+])
+def test_visible_none_reports_no_devices(staged, dev_root, args, code, text):
+    res = staged("a100").run(args, str(dev_root), MOCK_NVML_VISIBLE_DEVICES="none")
+    assert res.returncode == code
+    assert res.stdout.strip() == text
 
 
 def test_no_state_is_a_clear_error_not_a_traceback(staged, dev_root, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mokka.agent.hostfs import HostFS
+from mokka.agent.native import NativeFiles
 from mokka.core.overlay import Overlay, under
 
 
@@ -15,6 +16,7 @@ class Host:
     fs: HostFS
     cdi_dir: str              # --cdi-spec-dir, already under root
     log: object
+    native: NativeFiles = NativeFiles()   # the mock NVML library, NVIDIA's nvidia-smi
 
     def path(self, host_path: str) -> str:
         return under(self.root, host_path)

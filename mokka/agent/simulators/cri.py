@@ -19,7 +19,8 @@ OWNER = "cri"
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
-    specs = dict(cdi.specs(desired.state, host.overlay))
+    specs = dict(cdi.specs(desired.state, host.overlay,
+                           nvml_library_staged=host.native.nvml_library is not None))
     specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
             for file, spec in specs.items()}

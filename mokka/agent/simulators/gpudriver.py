@@ -13,10 +13,10 @@ import importlib.util
 import os
 
 from mokka.agent.desired import Desired
-from mokka.agent.hostfs import CharDev, Entry, File, unlink_quiet
+from mokka.agent.hostfs import CharDev, Entry, File, Link, unlink_quiet
 from mokka.agent.simulators import Host, Readiness
 from mokka.agent.simulators.publish import DriverPublisher
-from mokka.core import launcher, names
+from mokka.core import flatstate, launcher, names
 
 OWNER = "gpudriver"
 
@@ -39,15 +39,44 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for config_dir in (ov.driver_config, ov.config):
         out[os.path.join(config_dir, names.PROFILE_FILE)] = File(desired.config_text)
         out[os.path.join(config_dir, names.STATE_FILE)] = File(state_json)
+        out[flatstate.companion_path(os.path.join(config_dir, names.PROFILE_FILE))] = \
+            File(desired.state_nvml)
     product = state["gpus"][0].get("name", "") if state["gpus"] else ""
     out[ov.machine_type] = File(f"{product}\n".encode())
     ver = state["system"]["driver_version"]
     out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
+    out.update(native_tree(host, ver))
     return out
 
 
-def shim_paths(overlay_root: str) -> list[str]:
+def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
+    """The mock NVML library as a driver ships it (the versioned file, then the
+    soname and the development name as relative links), and NVIDIA's nvidia-smi
+    when the node gave one."""
+    out: dict[str, Entry] = {}
+    lib = host.native.nvml_library
+    if lib is not None:
+        versioned = names.NVML_LIB_VERSIONED.format(driver_version=driver_version)
+        out[os.path.join(host.overlay.lib, versioned)] = File(lib, 0o755)
+        out[os.path.join(host.overlay.lib, names.NVML_LIB_FILE)] = Link(versioned)
+        out[os.path.join(host.overlay.lib, names.NVML_LIB_DEV_LINK)] = Link(names.NVML_LIB_FILE)
+    if host.native.nvidia_smi is not None:
+        out[os.path.join(host.overlay.bin, NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
+    return out
+
+
+NVIDIA_SMI = "nvidia-smi"
+
+
+def launcher_commands(host: Host) -> tuple[str, ...]:
+    """The Python launchers to stage: nvidia-smi only where NVIDIA's binary is not."""
+    if host.native.nvidia_smi is None:
+        return launcher.SHIM_COMMANDS
+    return tuple(c for c in launcher.SHIM_COMMANDS if c != NVIDIA_SMI)
+
+
+def shim_paths(overlay_root: str, commands: tuple[str, ...] = launcher.SHIM_COMMANDS) -> list[str]:
     """Everything ``launcher.stage`` writes, known before it runs."""
     lib = os.path.join(overlay_root, names.DRIVER_PYLIB_DIR)
     out = []
@@ -56,7 +85,7 @@ def shim_paths(overlay_root: str) -> list[str]:
         out.append(dest)
         if dest.endswith(".py"):
             out.append(importlib.util.cache_from_source(dest))
-    out += [os.path.join(overlay_root, names.DRIVER_BIN_DIR, c) for c in launcher.SHIM_COMMANDS]
+    out += [os.path.join(overlay_root, names.DRIVER_BIN_DIR, c) for c in commands]
     return out
 
 
@@ -67,17 +96,18 @@ class GpuDriver:
         self.host = host
         self._readiness = Readiness()
         self._first = True
-        self._shims = shim_paths(host.overlay.root)
+        self._commands = launcher_commands(host)
+        self._shims = shim_paths(host.overlay.root, self._commands)
         self._publisher = DriverPublisher(host.fs, host.overlay.driver,
                                           host.path(names.RUN_NVIDIA_DRIVER), host.log)
 
     def stage(self, desired: Desired) -> None:
         if self._first:
             # Runtime overrides belong to the previous run's GPUs: start clean.
-            unlink_quiet(self.host.overlay.overrides)
+            self._drop_overrides()
             self._first = False
         self.host.fs.converge(OWNER, tree(desired, self.host), extra=self._shims,
-                              writer=lambda: launcher.stage(self.host.overlay.root))
+                              writer=lambda: launcher.stage(self.host.overlay.root, self._commands))
 
     def apply(self, desired: Desired) -> None:
         try:
@@ -93,8 +123,12 @@ class GpuDriver:
 
     def discard(self) -> None:
         # overrides.yaml is written by others into our config dir; it goes with the tree.
-        unlink_quiet(self.host.overlay.overrides)
+        self._drop_overrides()
         self.host.fs.remove_owner(OWNER)
+
+    def _drop_overrides(self) -> None:
+        unlink_quiet(self.host.overlay.overrides)
+        unlink_quiet(flatstate.companion_path(self.host.overlay.overrides))
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()

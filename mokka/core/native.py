@@ -1,0 +1,27 @@
+"""Where the mock NVML library built from native/nvml/ is, for this machine.
+
+Two homes, in this order: the package's own ``mokka/_native/<arch>/`` (the
+zipapp and an installed package carry it there: ./shivfile puts it in), then the
+work tree's ``build/native/<arch>/`` (what ``python3 native/build.py`` writes).
+Import-light on purpose (os only): the agent asks once at start.
+"""
+
+from __future__ import annotations
+
+import os
+
+LIBRARY = "libnvidia-ml.so.1"
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../mokka
+_REPO = os.path.dirname(_PACKAGE)
+
+
+def nvml_library(arch: str | None = None) -> str | None:
+    """The built library for ``arch`` (default: this machine's), or None if absent."""
+    arch = arch or os.uname().machine
+    for folder in (os.path.join(_PACKAGE, "_native", arch),
+                   os.path.join(_REPO, "build", "native", arch)):
+        path = os.path.join(folder, LIBRARY)
+        if os.path.isfile(path):
+            return path
+    return None

@@ -1,0 +1,241 @@
+/* nvmlInternalGetExportTable: the private table NVIDIA's nvidia-smi asks for.
+ *
+ * Not in nvml.h, but exported by NVIDIA's library and required by nvidia-smi:
+ * it asks for the table with the 16-byte id below and, on anything but
+ * NVML_SUCCESS, prints "Mismatch in versions between nvidia-smi and NVML." and
+ * exits 255. The real table for that id is 0x7d8 bytes: a size word, then 250
+ * function slots. Every slot here answers (none is NULL), each through a
+ * function of its own so the slot number is known; what the slots do was
+ * learned by running nvidia-smi 550.163.01 over a slot-tracing build of this
+ * file (build.py --cflag=-DMOKKA_TRACE_EXPORT_TABLE logs each call to stderr).
+ *
+ * The slots nvidia-smi 550 calls (a = argument):
+ *   25  every command, a printf-style format as a0: a debug-log hook. SUCCESS,
+ *       nothing printed.
+ *   80  every command, once per GPU: (unsigned index, nvmlDevice_t *out, 0x22,
+ *       0xffff): the handle by index.
+ *   22  `topo -m`, once per ordered GPU pair: (record of GPU a, record of GPU b,
+ *       unsigned int *level). A record starts with the GPU's 32-byte PCI bus id.
+ *       The level is the matrix cell: 0 PIX, 1 PXB, 2 PHB, 3 NODE, 4 SYS,
+ *       4 + n NV<n> (n = 1..18), anything above "Unknown". nvidia-smi reuses one
+ *       buffer for every pair, so a level is always written (an unwritten one
+ *       repeats the previous pair's).
+ *   229 `-q`, per GPU: (device, unsigned int *gen): the PCIe "Host Max" row.
+ *   -q, per GPU, answered NOT_SUPPORTED (printed N/A, as on most real systems):
+ *       241 Addressing Mode; 230 GPU Part Number (device, char *, 0x50);
+ *       236 FRU Part Number (device, char *, 0x14); 164 IBMNPU Relaxed
+ *       Ordering Mode; 225 Atomic Caps Inbound/Outbound; 248 Sparse Operation
+ *       Mode; 239 GPU T.Limit Temp; 231 a Memory clock row; 208 a Graphics row;
+ *       212, also once per GPU in the default table: (device, unsigned int *count
+ *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
+ *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
+ *   With a NULL table those -q rows read "Uninitialized" and `topo -m` fails.
+ * Every other slot: NVML_ERROR_NOT_SUPPORTED.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <nvml.h>
+
+#include "hooks.h"
+
+#ifdef MOKKA_TRACE_EXPORT_TABLE
+#include <stdio.h>
+#endif
+
+typedef struct {
+    unsigned char bytes[16];
+} nvmlExportTableId_t;
+
+MOKKA_EXPORT nvmlReturn_t DECLDIR nvmlInternalGetExportTable(const void **table, const nvmlExportTableId_t *id);
+
+enum {
+    SLOT_COUNT = 250,
+    SLOT_TOPO_LINK_LEVEL = 22,
+    SLOT_DEBUG_LOG = 25,
+    SLOT_HANDLE_BY_INDEX = 80,
+    SLOT_HOST_MAX_PCIE_GEN = 229,
+};
+
+/* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
+enum {
+    TOPO_PIX = 0,           /* at most one PCIe bridge */
+    TOPO_PXB = 1,           /* several PCIe bridges */
+    TOPO_PHB = 2,           /* through a PCIe host bridge */
+    TOPO_NODE = 3,          /* between host bridges of one NUMA node */
+    TOPO_SYS = 4,           /* across NUMA nodes */
+    TOPO_NV_BASE = 4,       /* NV<n> is TOPO_NV_BASE + n */
+    TOPO_NV_MAX_LINKS = 18, /* NVML_NVLINK_MAX_LINKS: the largest n it prints */
+};
+
+/* nvidia-smi's id, as the bytes it passes in memory. */
+static const unsigned char SMI_TABLE_ID[16] = {
+    0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
+    0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4,
+};
+
+/* Bus ids compare without case: "00000000:1A:00.0" is "00000000:1a:00.0". */
+static int same_bus_id(const char *x, const char *y)
+{
+    for (;; x++, y++) {
+        char cx = (*x >= 'a' && *x <= 'f') ? (char)(*x - 'a' + 'A') : *x;
+        char cy = (*y >= 'a' && *y <= 'f') ? (char)(*y - 'a' + 'A') : *y;
+        if (cx != cy)
+            return 0;
+        if (cx == '\0')
+            return 1;
+    }
+}
+
+typedef nvmlReturn_t (*slot_fn)(void *, void *, void *, void *, void *, void *);
+
+/* Slot 22 names each GPU by a record that starts with its PCI bus id
+ * ("00000000:18:00.0", NVML's 32-byte busId), not by handle. */
+static nvmlReturn_t device_by_bus_id(const char *record, nvmlDevice_t *device)
+{
+    char bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+    unsigned int count = 0;
+
+    if (record == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memcpy(bus_id, record, sizeof bus_id);
+    bus_id[sizeof bus_id - 1] = '\0';
+    nvmlReturn_t ret = nvmlDeviceGetCount_v2(&count);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    for (unsigned int i = 0; i < count; i++) {
+        nvmlDevice_t candidate;
+        nvmlPciInfo_t pci;
+        if (nvmlDeviceGetHandleByIndex_v2(i, &candidate) != NVML_SUCCESS
+            || nvmlDeviceGetPciInfo_v3(candidate, &pci) != NVML_SUCCESS)
+            continue;
+        if (same_bus_id(pci.busId, bus_id)) {
+            *device = candidate;
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
+/* The PCIe path between two GPUs, from the public topology call; PIX when the
+ * library has no topology for them. */
+static unsigned int pcie_level(nvmlDevice_t a, nvmlDevice_t b)
+{
+    nvmlGpuTopologyLevel_t level;
+    if (nvmlDeviceGetTopologyCommonAncestor(a, b, &level) != NVML_SUCCESS)
+        return TOPO_PIX;
+    switch (level) {
+    case NVML_TOPOLOGY_MULTIPLE:
+        return TOPO_PXB;
+    case NVML_TOPOLOGY_HOSTBRIDGE:
+        return TOPO_PHB;
+    case NVML_TOPOLOGY_NODE:
+        return TOPO_NODE;
+    case NVML_TOPOLOGY_SYSTEM:
+        return TOPO_SYS;
+    default:                    /* INTERNAL, SINGLE */
+        return TOPO_PIX;
+    }
+}
+
+static nvmlReturn_t topo_link_level(const void *a, const void *b, void *level)
+{
+    nvmlDevice_t first, second;
+    unsigned int links = 0;
+    nvmlReturn_t ret;
+
+    if (level == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if ((ret = device_by_bus_id(a, &first)) != NVML_SUCCESS
+        || (ret = device_by_bus_id(b, &second)) != NVML_SUCCESS
+        || (ret = mock_nvlinks_between(first, second, &links)) != NVML_SUCCESS)
+        return ret;
+    *(unsigned int *)level = links > 0 ? TOPO_NV_BASE + (links < TOPO_NV_MAX_LINKS ? links : TOPO_NV_MAX_LINKS)
+                                       : pcie_level(first, second);
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t host_max_pcie_gen(void *device, void *gen)
+{
+    unsigned int max = 0;
+    if (gen == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    /* The machine's side of the link is no slower than what the pair negotiated. */
+    nvmlReturn_t ret = nvmlDeviceGetMaxPcieLinkGeneration((nvmlDevice_t)device, &max);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    *(unsigned int *)gen = max;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, void *a3, void *a4, void *a5)
+{
+#ifdef MOKKA_TRACE_EXPORT_TABLE
+    fprintf(stderr, "mokka-export-table: slot %u (%p, %p, %p, %p, %p, %p)\n", slot, a0, a1, a2, a3, a4, a5);
+    if (slot == SLOT_DEBUG_LOG && a0 != NULL)
+        fprintf(stderr, "mokka-export-table: slot %u format \"%.120s\"\n", slot, (const char *)a0);
+#else
+    (void)a3, (void)a4, (void)a5;
+#endif
+    switch (slot) {
+    case SLOT_TOPO_LINK_LEVEL:
+        return topo_link_level(a0, a1, a2);
+    case SLOT_DEBUG_LOG:
+        return NVML_SUCCESS;
+    case SLOT_HANDLE_BY_INDEX:
+        if (a1 == NULL)
+            return NVML_ERROR_INVALID_ARGUMENT;
+        return nvmlDeviceGetHandleByIndex_v2((unsigned int)(uintptr_t)a0, (nvmlDevice_t *)a1);
+    case SLOT_HOST_MAX_PCIE_GEN:
+        return host_max_pcie_gen(a0, a1);
+    default:
+        (void)a0, (void)a1, (void)a2;
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* One function per slot, so dispatch() knows which slot was called. */
+#define SLOT(n) \
+    static nvmlReturn_t slot_##n(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) \
+    { return dispatch(n, a0, a1, a2, a3, a4, a5); }
+#define SLOTS10(t) SLOT(t##0) SLOT(t##1) SLOT(t##2) SLOT(t##3) SLOT(t##4) \
+                   SLOT(t##5) SLOT(t##6) SLOT(t##7) SLOT(t##8) SLOT(t##9)
+#define REF(n) slot_##n,
+#define REFS10(t) REF(t##0) REF(t##1) REF(t##2) REF(t##3) REF(t##4) \
+                  REF(t##5) REF(t##6) REF(t##7) REF(t##8) REF(t##9)
+/* slot_0 .. slot_9 are written out: 00..09 would read as octal. */
+SLOT(0) SLOT(1) SLOT(2) SLOT(3) SLOT(4) SLOT(5) SLOT(6) SLOT(7) SLOT(8) SLOT(9)
+SLOTS10(1) SLOTS10(2) SLOTS10(3) SLOTS10(4) SLOTS10(5) SLOTS10(6) SLOTS10(7) SLOTS10(8)
+SLOTS10(9) SLOTS10(10) SLOTS10(11) SLOTS10(12) SLOTS10(13) SLOTS10(14) SLOTS10(15) SLOTS10(16)
+SLOTS10(17) SLOTS10(18) SLOTS10(19) SLOTS10(20) SLOTS10(21) SLOTS10(22) SLOTS10(23) SLOTS10(24)
+
+static const struct {
+    size_t size;                        /* bytes, this word included: 0x7d8 */
+    slot_fn slots[SLOT_COUNT];
+} smi_table = {
+    sizeof smi_table,
+    {
+        REF(0) REF(1) REF(2) REF(3) REF(4) REF(5) REF(6) REF(7) REF(8) REF(9)
+        REFS10(1) REFS10(2) REFS10(3) REFS10(4) REFS10(5) REFS10(6) REFS10(7) REFS10(8)
+        REFS10(9) REFS10(10) REFS10(11) REFS10(12) REFS10(13) REFS10(14) REFS10(15) REFS10(16)
+        REFS10(17) REFS10(18) REFS10(19) REFS10(20) REFS10(21) REFS10(22) REFS10(23) REFS10(24)
+    },
+};
+
+_Static_assert(sizeof smi_table == 0x7d8, "NVIDIA's table for this id is 0x7d8 bytes");
+
+nvmlReturn_t DECLDIR nvmlInternalGetExportTable(const void **table, const nvmlExportTableId_t *id)
+{
+    if (table == NULL || id == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+#ifdef MOKKA_TRACE_EXPORT_TABLE
+    fprintf(stderr, "mokka-export-table: id");
+    for (int i = 0; i < 16; i++)
+        fprintf(stderr, " %02x", id->bytes[i]);
+    fprintf(stderr, "\n");
+#endif
+    if (memcmp(id->bytes, SMI_TABLE_ID, sizeof SMI_TABLE_ID) != 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *table = &smi_table;
+    return NVML_SUCCESS;
+}

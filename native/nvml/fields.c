@@ -1,0 +1,148 @@
+/* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
+ * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds. The -q
+ * fields of nvidia-smi 550 (82, 95, 185-190, 192, 195, 226, 227) and those of
+ * `nvidia-smi nvlink -s` (91, 164, 165) included. */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/time.h>
+
+#include "mock.h"
+
+/* Later headers than this nvml.h. */
+#define FI_DEV_RESET_STATUS 226
+#define FI_DEV_DRAIN_AND_RESET_STATUS 227
+#define FI_DEV_GET_GPU_RECOVERY_ACTION 230
+
+static int set_u32(nvmlFieldValue_t *v, unsigned long long x)
+{
+    v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    v->value.uiVal = (unsigned int)x;
+    return 1;
+}
+
+static int set_u64(nvmlFieldValue_t *v, unsigned long long x)
+{
+    v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    v->value.ullVal = x;
+    return 1;
+}
+
+static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    return gpu_u64(g, key, &x) && set_u32(v, x);
+}
+
+static int ecc_on(const struct mock_gpu *g)
+{
+    int on = 0;
+    return gpu_flag(g, "ecc.mode_current", &on) && on;
+}
+
+/* report._temperature: distance from T.Limit (the slowdown point), Ada on. */
+static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    long long limit, x;
+    if (api_pre_ada(g) || !gpu_i64(g, "thermal.slowdown_threshold_c", &limit) || !gpu_i64(g, key, &x))
+        return 0;
+    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
+    v->value.siVal = (int)(limit - x);
+    return 1;
+}
+
+static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int link, nvmlFieldValue_t *v)
+{
+    unsigned int active;
+    unsigned long long x;
+    if (!nvlink_state(g, link, &active))
+        return 0;
+    if (fid == NVML_FI_DEV_NVLINK_GET_STATE)
+        return set_u32(v, active);
+    if (fid == NVML_FI_DEV_NVLINK_GET_VERSION)
+        return node_u64(g->node, "nvlink.version", &x) && set_u32(v, x);
+    return node_u64(g->node, "nvlink.bandwidth_per_link_mbps", &x) && set_u32(v, active ? x : 0);
+}
+
+/* 1 with v's value set, 0 when the state cannot answer. */
+static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    int on;
+    switch (v->fieldId) {
+    case NVML_FI_DEV_ECC_CURRENT:
+        return gpu_flag(g, "ecc.mode_current", &on) && set_u32(v, (unsigned int)on);
+    case NVML_FI_DEV_ECC_PENDING:
+        return gpu_flag(g, "ecc.mode_pending", &on) && set_u32(v, (unsigned int)on);
+    case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
+        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.single_bit.total", &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
+        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.double_bit.total", &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_SBE_AGG_TOTAL:
+        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.single_bit.total", &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_DBE_AGG_TOTAL:
+        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.double_bit.total", &x) && set_u64(v, x);
+    case NVML_FI_DEV_MEMORY_TEMP:
+        return key_u32(g, "thermal.temperature_memory_c", v);
+    case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+    case NVML_FI_DEV_ENERGY:
+        return gpu_u64(g, "power.total_energy_consumption_mj", &x) && set_u64(v, x);
+    case NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:
+        return nvlink_count(g) > 0 && node_u64(g->node, "nvlink.bandwidth_per_link_mbps", &x) && set_u32(v, x);
+    case NVML_FI_DEV_NVLINK_LINK_COUNT:
+        return gpu_has_prefix(g, "nvlink_links.") && set_u32(v, nvlink_count(g));
+    case NVML_FI_DEV_NVLINK_GET_SPEED:
+    case NVML_FI_DEV_NVLINK_GET_STATE:
+    case NVML_FI_DEV_NVLINK_GET_VERSION:
+        return link_field(g, v->fieldId, v->scopeId, v);
+    case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
+        return key_u32(g, "pcie.replay_counter", v);
+    case NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER:
+        return set_u32(v, 0);                     /* nvidia-smi: "Replay Number Rollovers: 0" */
+    case NVML_FI_DEV_POWER_AVERAGE:
+    case NVML_FI_DEV_POWER_INSTANT:
+        return key_u32(g, "power.current_draw_mw", v);
+    case NVML_FI_DEV_POWER_MIN_LIMIT:
+        return key_u32(g, "power.min_limit_mw", v);
+    case NVML_FI_DEV_POWER_MAX_LIMIT:
+        return key_u32(g, "power.max_limit_mw", v);
+    case NVML_FI_DEV_POWER_DEFAULT_LIMIT:
+        return key_u32(g, "power.default_limit_mw", v);
+    case NVML_FI_DEV_POWER_CURRENT_LIMIT:
+    case NVML_FI_DEV_POWER_REQUESTED_LIMIT:
+        return key_u32(g, "power.enforced_limit_mw", v);
+    case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT:
+        return tlimit(g, "thermal.shutdown_threshold_c", v);
+    case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
+        return tlimit(g, "thermal.slowdown_threshold_c", v);
+    case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
+        return tlimit(g, "thermal.max_operating_c", v);
+    case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
+    case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
+    case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */
+        return set_u32(v, 0);
+    default:                                      /* incl. 195, mem max T.Limit: N/A */
+        return 0;
+    }
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (valuesCount <= 0 || !values)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    long long stamp = (long long)now.tv_sec * 1000000 + now.tv_usec;
+    for (int i = 0; i < valuesCount; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        memset(&v->value, 0, sizeof v->value);
+        v->timestamp = stamp;
+        v->latencyUsec = 0;
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        v->nvmlReturn = field(g, v) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+    }
+    return NVML_SUCCESS;
+}

@@ -1,0 +1,195 @@
+/* One GPU's values through the layers (see mock.h):
+ * overrides devices.<p>.K > overrides all.K > derived > state gpu.<p>.K.
+ *
+ * Overrides merge like mokka/smi/overrides.deep_merge: mappings merge key by
+ * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
+ * a scalar `X` for a prefix X of K owns everything under X: K is then that
+ * layer's or nobody's.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mock.h"
+
+enum { MISS, FOUND, OWNED };
+
+static int layer_lookup(const struct flat *f, const char *prefix, const char *key, const char **val)
+{
+    if (!f || f->n == 0)
+        return MISS;
+    char full[MOCK_VALUE_MAX];
+    int n = snprintf(full, sizeof full, "%s%s", prefix, key);
+    if (n < 0 || (size_t)n + 5 >= sizeof full)
+        return MISS;
+    if ((*val = flat_get(f, full)) != NULL)
+        return FOUND;
+    size_t plen = strlen(prefix);
+    for (size_t i = plen; full[i]; i++) {
+        if (full[i] != '.')
+            continue;
+        full[i] = '\0';
+        int owned = flat_get(f, full) != NULL;
+        if (!owned) {
+            memcpy(full + i, ".len", 5);
+            owned = flat_get(f, full) != NULL;
+        }
+        snprintf(full, sizeof full, "%s%s", prefix, key);    /* restore */
+        if (owned)
+            return OWNED;
+    }
+    return MISS;
+}
+
+static const char *derived(const struct mock_gpu *g, const char *key)
+{
+    if (!g->has_fabric)
+        return NULL;
+    if (strcmp(key, "fabric.state") == 0)
+        return g->fabric_state;
+    if (g->topology && strcmp(key, "fabric.cluster_uuid") == 0)
+        return g->cluster_uuid;
+    if (g->topology && strcmp(key, "fabric.clique_id") == 0)
+        return g->clique_id;
+    return NULL;
+}
+
+int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
+{
+    struct mock_overrides *o = g->node->overrides;
+    struct ovr_layer *l = overrides_acquire(o);
+    const struct flat *f = overrides_flat(l);
+    const char *val = NULL;
+    int where = layer_lookup(f, g->dev, key, &val);
+    if (where == MISS)
+        where = layer_lookup(f, "all.", key, &val);
+    if (where == MISS && (val = derived(g, key)) != NULL)
+        where = FOUND;
+    if (where == MISS)
+        where = layer_lookup(&g->node->state, g->base, key, &val);
+    int result = 0;
+    if (where == FOUND) {
+        size_t len = strlen(val);
+        result = len < size ? 1 : -1;
+        if (result == 1)
+            memcpy(out, val, len + 1);
+    }
+    overrides_release(o, l);
+    return result;
+}
+
+int mock_is_na(const char *value)
+{
+    while (isspace((unsigned char)*value))
+        value++;
+    size_t len = strlen(value);
+    while (len > 0 && isspace((unsigned char)value[len - 1]))
+        len--;
+    return len == 0 || (len == 3 && strncasecmp(value, "N/A", 3) == 0) ||
+           (len == 2 && strncasecmp(value, "NA", 2) == 0);
+}
+
+int gpu_str(const struct mock_gpu *g, const char *key, char *out, size_t size)
+{
+    int r = gpu_raw(g, key, out, size);
+    return r == 1 && mock_is_na(out) ? 0 : r;
+}
+
+int gpu_i64(const struct mock_gpu *g, const char *key, long long *out)
+{
+    char v[MOCK_VALUE_MAX];
+    if (gpu_raw(g, key, v, sizeof v) != 1 || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end == '\0' && errno == 0) {
+        *out = x;
+        return 1;
+    }
+    double d = strtod(v, &end);                   /* a float leaf: 120000.0 */
+    if (*end != '\0' || !isfinite(d) || d > 9.2e18 || d < -9.2e18)
+        return 0;
+    *out = (long long)d;
+    return 1;
+}
+
+int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out)
+{
+    char v[MOCK_VALUE_MAX];
+    if (gpu_raw(g, key, v, sizeof v) != 1 || !isdigit((unsigned char)v[0]))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end == '\0' && errno == 0) {
+        *out = x;
+        return 1;
+    }
+    double d = strtod(v, &end);
+    if (*end != '\0' || !isfinite(d) || d > 1.8e19)
+        return 0;
+    *out = (unsigned long long)d;
+    return 1;
+}
+
+int gpu_f64(const struct mock_gpu *g, const char *key, double *out)
+{
+    char v[MOCK_VALUE_MAX];
+    if (gpu_raw(g, key, v, sizeof v) != 1 || !*v)
+        return 0;
+    char *end;
+    double d = strtod(v, &end);
+    if (*end != '\0' || !isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+int gpu_flag(const struct mock_gpu *g, const char *key, int *out)
+{
+    char v[64];
+    if (gpu_raw(g, key, v, sizeof v) != 1)
+        return 0;
+    if (strcasecmp(v, "true") == 0 || strcasecmp(v, "enabled") == 0) {
+        *out = 1;
+        return 1;
+    }
+    if (strcasecmp(v, "false") == 0 || strcasecmp(v, "disabled") == 0) {
+        *out = 0;
+        return 1;
+    }
+    return 0;
+}
+
+int gpu_has_prefix(const struct mock_gpu *g, const char *prefix)
+{
+    char full[MOCK_VALUE_MAX];
+    snprintf(full, sizeof full, "%s%s", g->base, prefix);
+    if (flat_has_prefix(&g->node->state, full))
+        return 1;
+    struct mock_overrides *o = g->node->overrides;
+    struct ovr_layer *l = overrides_acquire(o);
+    const struct flat *f = overrides_flat(l);
+    snprintf(full, sizeof full, "%s%s", g->dev, prefix);
+    int found = flat_has_prefix(f, full);
+    snprintf(full, sizeof full, "all.%s", prefix);
+    found |= flat_has_prefix(f, full);
+    overrides_release(o, l);
+    return found;
+}
+
+unsigned int gpu_list_len(const struct mock_gpu *g, const char *key)
+{
+    char k[MOCK_VALUE_MAX];
+    unsigned long long n = 0;
+    snprintf(k, sizeof k, "%s.len", key);
+    if (!gpu_u64(g, k, &n) || n > 1u << 20)
+        return 0;
+    return (unsigned int)n;
+}

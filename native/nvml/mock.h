@@ -1,0 +1,137 @@
+/* The core's shared view: the loaded node, its GPUs, and the layered lookups.
+ *
+ * A node is built by nvmlInit (node.c) from the compiled state companion and
+ * is immutable once published, apart from the overrides layer (overrides.c),
+ * which is swapped under its own lock. A value of a GPU is looked up through
+ * the layers, highest first: overrides `devices.<physical index>.K`, overrides
+ * `all.K`, what this process derived (topology, fabric state), the state's own
+ * `gpu.<physical index>.K`.
+ */
+#ifndef MOKKA_NVML_MOCK_H
+#define MOKKA_NVML_MOCK_H
+
+#include <stddef.h>
+
+#include <nvml.h>
+
+#include "flat.h"
+#include "hooks.h"
+#include "mokka_names.h"
+
+#define MOCK_MAX_GPUS MOKKA_MAX_GPUS
+#define MOCK_PATH_MAX 4096
+#define MOCK_VALUE_MAX 512
+
+/* The handle nvmlDevice_t points at: mock_handles[visible index]. */
+struct nvmlDevice_st {
+    unsigned char unused;
+};
+extern struct nvmlDevice_st mock_handles[MOCK_MAX_GPUS];
+
+struct mock_node;
+struct mock_overrides;
+
+struct mock_gpu {
+    const struct mock_node *node;
+    unsigned int phys;                 /* index in the state; overrides use it */
+    unsigned int index;                /* visible index, renumbered from 0 */
+    char base[24];                     /* "gpu.<phys>." */
+    char dev[32];                      /* "devices.<phys>." */
+    int has_fabric;                    /* the state gives it a fabric block */
+    char fabric_state[24];             /* resolved: auto -> completed / in_progress */
+    int topology;                      /* the topology document named this node */
+    char cluster_uuid[64];
+    char clique_id[24];
+};
+
+struct mock_node {
+    struct flat state;
+    unsigned int count;                /* GPUs in the state */
+    struct mock_gpu gpus[MOCK_MAX_GPUS];
+    unsigned int nvisible;
+    unsigned int visible[MOCK_MAX_GPUS];   /* visible index -> physical index */
+    int fabric_ready;
+    char config_yaml[MOCK_PATH_MAX];
+    char overrides_yaml[MOCK_PATH_MAX];
+    struct mock_overrides *overrides;  /* the one mutable part */
+};
+
+/* --- config.c ------------------------------------------------------------ */
+
+/* The profile YAML this process uses, or an NVML error after printing one line. */
+nvmlReturn_t config_locate(char *yaml, size_t size);
+/* `…/X.yaml` -> `…/X.nvml`, as flatstate.companion_path. */
+void config_companion_path(const char *yaml, char *out, size_t size);
+/* The overrides file: MOCK_NVML_OVERRIDES, else overrides.yaml beside the config. */
+void config_overrides_path(const char *config_yaml, char *out, size_t size);
+/* One line on stderr: "mock NVML: <message>". */
+void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, but a line already printed by this process is not repeated. */
+void mock_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The one wording of "this YAML has no usable companion". */
+void mock_say_no_companion(const char *yaml, const char *companion, int once);
+
+/* --- node.c -------------------------------------------------------------- */
+
+nvmlReturn_t node_build(struct mock_node **out);
+int node_same(const struct mock_node *a, const struct mock_node *b);
+void node_free(struct mock_node *n);
+/* A node-wide value (system.*, nvlink.*, pcie_topology.*), or NULL. */
+const char *node_get(const struct mock_node *n, const char *key);
+int node_u64(const struct mock_node *n, const char *key, unsigned long long *out);
+
+/* --- overrides.c --------------------------------------------------------- */
+
+struct mock_overrides *overrides_open(const char *yaml);
+void overrides_start(struct mock_overrides *o);   /* first load; warns at once */
+struct ovr_layer;
+struct ovr_layer *overrides_acquire(struct mock_overrides *o);
+void overrides_release(struct mock_overrides *o, struct ovr_layer *l);
+const struct flat *overrides_flat(const struct ovr_layer *l);
+
+/* --- lookup.c: one GPU's values through the layers ------------------------ */
+
+/* 1 and the value copied into out; 0 when no layer has it; -1 when out is too small. */
+int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size);
+/* As gpu_raw, but values nvidia-smi prints as N/A ("", "N/A", "NA") count as missing. */
+int gpu_str(const struct mock_gpu *g, const char *key, char *out, size_t size);
+int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out);
+int gpu_i64(const struct mock_gpu *g, const char *key, long long *out);
+int gpu_f64(const struct mock_gpu *g, const char *key, double *out);
+/* true/enabled -> 1, false/disabled -> 0 (case-insensitive); else missing. */
+int gpu_flag(const struct mock_gpu *g, const char *key, int *out);
+/* Whether any layer has a key under `prefix` (e.g. "fabric."). */
+int gpu_has_prefix(const struct mock_gpu *g, const char *prefix);
+/* The number of items of list `key` ("nvlink_links"), 0 when absent. */
+unsigned int gpu_list_len(const struct mock_gpu *g, const char *key);
+int mock_is_na(const char *value);
+
+/* --- init.c: handles ----------------------------------------------------- */
+
+/* The GPU behind a handle, after the init and handle checks of every query. */
+nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g);
+/* The published node (NULL before the first successful nvmlInit). */
+const struct mock_node *mock_node(void);
+nvmlDevice_t mock_handle_of(const struct mock_gpu *g);
+
+/* --- nvlink.c ----------------------------------------------------------- */
+
+/* The GPU's NVLinks (0 when none); whether link number `link` exists and is active. */
+unsigned int nvlink_count(const struct mock_gpu *g);
+int nvlink_state(const struct mock_gpu *g, unsigned int link, unsigned int *active);
+
+/* --- api.c: the shapes most queries share -------------------------------- */
+
+nvmlReturn_t api_copy_string(const char *value, char *buf, unsigned int length);
+nvmlReturn_t api_u32(nvmlDevice_t device, const char *key, unsigned int *out);
+nvmlReturn_t api_u64(nvmlDevice_t device, const char *key, unsigned long long *out);
+nvmlReturn_t api_string(nvmlDevice_t device, const char *key, char *buf, unsigned int length);
+nvmlReturn_t api_enabled(nvmlDevice_t device, const char *key, nvmlEnableState_t *out);
+/* Fill an nvmlPciInfo_t from a bus id text ("00000000:1A:00.0" or "0000:1a:00.0"). */
+int api_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus,
+                     unsigned int *device, unsigned int *function);
+void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, unsigned int device,
+                  unsigned int function, unsigned int device_id, unsigned int subsystem_id);
+int api_pre_ada(const struct mock_gpu *g);
+
+#endif

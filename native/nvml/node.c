@@ -1,0 +1,291 @@
+/* Build the node nvmlInit publishes: the state companion, the topology
+ * document for this node, fabric `state: auto`, and the visible GPUs
+ * (mokka/smi/engine.py load(), in the same order). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mock.h"
+
+const char *node_get(const struct mock_node *n, const char *key)
+{
+    return flat_get(&n->state, key);
+}
+
+int node_u64(const struct mock_node *n, const char *key, unsigned long long *out)
+{
+    const char *v = node_get(n, key);
+    if (!v || !isdigit((unsigned char)*v))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static const char *base_get(const struct mock_node *n, const struct mock_gpu *g, const char *key)
+{
+    char full[MOCK_VALUE_MAX];
+    snprintf(full, sizeof full, "%s%s", g->base, key);
+    return flat_get(&n->state, full);
+}
+
+/* --- topology (mokka/core/topology.py apply) ------------------------------ */
+
+static void apply_topology(struct mock_node *n)
+{
+    const char *node_name = getenv(MOKKA_ENV_NODE_NAME);
+    const char *path = getenv(MOKKA_ENV_TOPOLOGY_CONFIG);
+    struct stat st;
+    if (!node_name || !*node_name || !path || !*path || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;                                   /* a missing document is a silent no-op */
+    char companion[MOCK_PATH_MAX];
+    config_companion_path(path, companion, sizeof companion);
+    struct flat doc;
+    if (flat_load(path, companion, "topology", &doc) != FLAT_OK) {
+        mock_warn_once("ignoring topology document %s: %s missing or stale: run "
+                       "'mokka compile --companion %s'", path, companion, path);
+        return;
+    }
+    char key[MOCK_VALUE_MAX];
+    snprintf(key, sizeof key, "node.%s.cluster_uuid", node_name);
+    const char *uuid = flat_get(&doc, key);
+    snprintf(key, sizeof key, "node.%s.clique_id", node_name);
+    const char *clique = flat_get(&doc, key);
+    if (uuid && clique) {
+        for (unsigned int i = 0; i < n->count; i++) {
+            struct mock_gpu *g = &n->gpus[i];
+            if (!g->has_fabric)
+                continue;                         /* the profile gates it */
+            g->topology = 1;
+            snprintf(g->cluster_uuid, sizeof g->cluster_uuid, "%s", uuid);
+            snprintf(g->clique_id, sizeof g->clique_id, "%s", clique);
+        }
+    }
+    flat_free(&doc);
+}
+
+/* --- fabric state auto (engine._resolve_fabric) --------------------------- */
+
+static int fabric_ready(void)
+{
+    const char *dir = getenv(MOKKA_ENV_FABRICMANAGER_STATE_DIR);
+    if (!dir || !*dir)
+        return 1;
+    char path[MOCK_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, MOKKA_FABRICMANAGER_READY);
+    return exists(path);
+}
+
+static void resolve_fabric(struct mock_node *n)
+{
+    n->fabric_ready = fabric_ready();
+    for (unsigned int i = 0; i < n->count; i++) {
+        struct mock_gpu *g = &n->gpus[i];
+        if (!g->has_fabric)
+            continue;
+        const char *state = base_get(n, g, "fabric.state");
+        char low[sizeof g->fabric_state];
+        snprintf(low, sizeof low, "%s", state && *state ? state : MOKKA_FABRIC_STATE_DEFAULT);
+        for (char *p = low; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (strcmp(low, MOKKA_FABRIC_STATE_AUTO) == 0)
+            snprintf(low, sizeof low, "%s", n->fabric_ready ? "completed" : "in_progress");
+        memcpy(g->fabric_state, low, sizeof low);
+    }
+}
+
+/* --- visibility (engine.select_visible) ------------------------------------ */
+
+static int py_space(int c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Trim Python-whitespace in place; returns the start. */
+static char *strip(char *s)
+{
+    while (*s && py_space((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len > 0 && py_space((unsigned char)s[len - 1]))
+        s[--len] = '\0';
+    return s;
+}
+
+static int all_digits(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+static int prefix_ci(const char *s, const char *prefix)
+{
+    for (; *prefix; s++, prefix++)
+        if (tolower((unsigned char)*s) != tolower((unsigned char)*prefix))
+            return 0;
+    return 1;
+}
+
+static void keep_listed(struct mock_node *n, char *wanted, int keep[])
+{
+    if (strcasecmp(wanted, MOKKA_VISIBLE_NONE) == 0 || strcasecmp(wanted, "void") == 0)
+        return;
+    if (strcasecmp(wanted, MOKKA_VISIBLE_ALL) == 0) {
+        for (unsigned int i = 0; i < n->count; i++)
+            keep[i] = 1;
+        return;
+    }
+    char *save = NULL;
+    /* strtok_r skips empty items, which match nothing in Python either */
+    for (char *item = strtok_r(wanted, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        item = strip(item);
+        if (all_digits(item)) {
+            const char *p = item;
+            while (*p == '0' && p[1])
+                p++;                              /* int("007") == 7 */
+            if (strlen(p) > 9)
+                continue;                         /* larger than any index */
+            unsigned long idx = strtoul(p, NULL, 10);
+            if (idx < n->count)
+                keep[idx] = 1;
+        } else if (prefix_ci(item, "gpu-")) {
+            for (unsigned int i = 0; i < n->count; i++) {
+                const char *uuid = base_get(n, &n->gpus[i], "uuid");
+                if (uuid && prefix_ci(uuid, item))
+                    keep[i] = 1;
+            }
+        }
+    }
+}
+
+static void keep_present_nodes(struct mock_node *n, int keep[])
+{
+    const char *root = getenv(MOKKA_ENV_DEV_ROOT);
+    if (!root)
+        root = "/";
+    unsigned int present = 0;
+    for (unsigned int i = 0; i < n->count; i++) {
+        const char *minor = base_get(n, &n->gpus[i], "minor_number");
+        unsigned long m = minor && all_digits(minor) ? strtoul(minor, NULL, 10) : i;
+        char path[MOCK_PATH_MAX];
+        size_t len = strlen(root);
+        snprintf(path, sizeof path, "%s%sdev/%s%lu", root, len == 0 || root[len - 1] == '/' ? "" : "/",
+                 MOKKA_GPU_NODE_PREFIX, m);
+        keep[i] = exists(path);
+        present += (unsigned int)keep[i];
+    }
+    if (present == 0 || present == n->count)      /* all or none present: every GPU */
+        for (unsigned int i = 0; i < n->count; i++)
+            keep[i] = 1;
+}
+
+static void select_visible(struct mock_node *n)
+{
+    int keep[MOCK_MAX_GPUS] = {0};
+    const char *env = getenv(MOKKA_ENV_NVML_VISIBLE_DEVICES);
+    char wanted[4096] = "";
+    if (env)
+        snprintf(wanted, sizeof wanted, "%s", env);
+    char *w = strip(wanted);
+    if (env && *w)
+        keep_listed(n, w, keep);
+    else
+        keep_present_nodes(n, keep);
+    n->nvisible = 0;
+    for (unsigned int i = 0; i < n->count; i++) {
+        if (!keep[i])
+            continue;
+        n->gpus[i].index = n->nvisible;
+        n->visible[n->nvisible++] = i;
+    }
+}
+
+/* --- the node ---------------------------------------------------------------- */
+
+nvmlReturn_t node_build(struct mock_node **out)
+{
+    struct mock_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return NVML_ERROR_MEMORY;
+    nvmlReturn_t ret = config_locate(n->config_yaml, sizeof n->config_yaml);
+    if (ret != NVML_SUCCESS) {
+        free(n);
+        return ret;
+    }
+    char companion[MOCK_PATH_MAX];
+    config_companion_path(n->config_yaml, companion, sizeof companion);
+    enum flat_status st = flat_load(n->config_yaml, companion, "state", &n->state);
+    if (st == FLAT_YAML_MISSING) {
+        mock_say("cannot read %s: set %s to a readable profile", n->config_yaml, MOKKA_ENV_NVML_CONFIG);
+        free(n);
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    if (st != FLAT_OK) {
+        mock_say_no_companion(n->config_yaml, companion, 0);
+        free(n);
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    unsigned long long count = 0;
+    node_u64(n, "gpu.len", &count);
+    n->count = count > MOCK_MAX_GPUS ? MOCK_MAX_GPUS : (unsigned int)count;
+    for (unsigned int i = 0; i < n->count; i++) {
+        struct mock_gpu *g = &n->gpus[i];
+        g->node = n;
+        g->phys = i;
+        snprintf(g->base, sizeof g->base, "gpu.%u.", i);
+        snprintf(g->dev, sizeof g->dev, "devices.%u.", i);
+        char fabric[48];
+        snprintf(fabric, sizeof fabric, "%sfabric.", g->base);
+        g->has_fabric = flat_has_prefix(&n->state, fabric);
+    }
+    apply_topology(n);
+    resolve_fabric(n);
+    config_overrides_path(n->config_yaml, n->overrides_yaml, sizeof n->overrides_yaml);
+    select_visible(n);
+    *out = n;
+    return NVML_SUCCESS;
+}
+
+int node_same(const struct mock_node *a, const struct mock_node *b)
+{
+    if (a->state.len != b->state.len || memcmp(a->state.buf, b->state.buf, a->state.len) != 0)
+        return 0;
+    if (a->count != b->count || a->nvisible != b->nvisible || a->fabric_ready != b->fabric_ready ||
+        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_yaml, b->overrides_yaml) != 0)
+        return 0;
+    if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)
+        return 0;
+    for (unsigned int i = 0; i < a->count; i++) {
+        const struct mock_gpu *x = &a->gpus[i], *y = &b->gpus[i];
+        if (x->topology != y->topology || strcmp(x->fabric_state, y->fabric_state) != 0 ||
+            strcmp(x->cluster_uuid, y->cluster_uuid) != 0 || strcmp(x->clique_id, y->clique_id) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+void node_free(struct mock_node *n)
+{
+    if (!n)
+        return;
+    flat_free(&n->state);
+    free(n);
+}

@@ -1,0 +1,411 @@
+/* What a device is doing: memory, temperature, power, clocks, utilization,
+ * fans, performance state, ECC and row remapping (mokka/smi/values.py and
+ * report.py show how nvidia-smi prints the same state fields). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mock.h"
+
+#define SAMPLING_PERIOD_US 1000000u
+
+/* --- memory ----------------------------------------------------------------------- */
+
+struct mem { unsigned long long total, reserved, used, free; };
+
+static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    memset(m, 0, sizeof *m);
+    if (!gpu_u64(g, "memory.total_bytes", &m->total))
+        return NVML_ERROR_NOT_SUPPORTED;
+    gpu_u64(g, "memory.reserved_bytes", &m->reserved);
+    gpu_u64(g, "memory.used_bytes", &m->used);
+    unsigned long long taken = m->reserved + m->used;  /* values.memory_mib: never negative */
+    m->free = taken < m->total ? m->total - taken : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!memory)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct mem m;
+    if ((ret = memory_of(device, &m)) != NVML_SUCCESS)
+        return ret;
+    memory->total = m.total;
+    memory->free = m.free;
+    memory->used = m.total - m.free;              /* v1 counts the reserved memory as used */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!memory)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (memory->version != nvmlMemory_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    struct mem m;
+    if ((ret = memory_of(device, &m)) != NVML_SUCCESS)
+        return ret;
+    memory->total = m.total;
+    memory->reserved = m.reserved;
+    memory->used = m.used;
+    memory->free = m.free;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t *bar1Memory)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!bar1Memory)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned long long total, used = 0;
+    if (!gpu_u64(g, "bar1_memory.total_bytes", &total))
+        return NVML_ERROR_NOT_SUPPORTED;
+    gpu_u64(g, "bar1_memory.used_bytes", &used);
+    bar1Memory->bar1Total = total;
+    bar1Memory->bar1Used = used;
+    bar1Memory->bar1Free = used < total ? total - used : 0;
+    return NVML_SUCCESS;
+}
+
+/* --- temperature ------------------------------------------------------------------ */
+
+nvmlReturn_t DECLDIR nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                              unsigned int *temp)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (sensorType != NVML_TEMPERATURE_GPU)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return api_u32(device, "thermal.temperature_gpu_c", temp);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                       nvmlTemperatureThresholds_t thresholdType,
+                                                       unsigned int *temp)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    switch (thresholdType) {
+    case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
+        return api_u32(device, "thermal.shutdown_threshold_c", temp);
+    case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
+        return api_u32(device, "thermal.slowdown_threshold_c", temp);
+    case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
+        return api_u32(device, "thermal.max_operating_c", temp);
+    case NVML_TEMPERATURE_THRESHOLD_MEM_MAX:      /* nvidia-smi shows it before Ada only */
+        return api_pre_ada(g) ? api_u32(device, "thermal.max_operating_c", temp) : NVML_ERROR_NOT_SUPPORTED;
+    case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR:
+        return api_pre_ada(g) ? api_u32(device, "thermal.target_temperature_c", temp)
+                              : NVML_ERROR_NOT_SUPPORTED;
+    case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN:
+    case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX:
+        return NVML_ERROR_NOT_SUPPORTED;
+    default:
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+}
+
+/* --- power --------------------------------------------------------------------------- */
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+    return api_u32(device, "power.current_draw_mw", power);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
+{
+    return api_u32(device, "power.enforced_limit_mw", limit);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
+{
+    return api_u32(device, "power.enforced_limit_mw", limit);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
+{
+    return api_u32(device, "power.default_limit_mw", defaultLimit);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
+                                                                  unsigned int *maxLimit)
+{
+    unsigned int lo = 0, hi = 0;
+    nvmlReturn_t ret = api_u32(device, "power.min_limit_mw", minLimit && maxLimit ? &lo : NULL);
+    if (ret == NVML_SUCCESS)
+        ret = api_u32(device, "power.max_limit_mw", &hi);
+    if (ret == NVML_SUCCESS) {
+        *minLimit = lo;
+        *maxLimit = hi;
+    }
+    return ret;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+    return api_enabled(device, "power.management_mode", mode);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
+{
+    return api_u64(device, "power.total_energy_consumption_mj", energy);
+}
+
+/* --- performance state ----------------------------------------------------------------- */
+
+static nvmlReturn_t pstate_of(nvmlDevice_t device, nvmlPstates_t *state)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!state)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    char v[32];
+    if (gpu_str(g, "performance_state", v, sizeof v) != 1 && gpu_str(g, "power.power_state", v, sizeof v) != 1)
+        return NVML_ERROR_NOT_SUPPORTED;
+    unsigned int n;
+    char tail;
+    if ((v[0] != 'P' && v[0] != 'p') || sscanf(v + 1, "%u%c", &n, &tail) != 1 || n > 15)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *state = (nvmlPstates_t)n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pState)
+{
+    return pstate_of(device, pState);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPowerState(nvmlDevice_t device, nvmlPstates_t *pState)
+{
+    return pstate_of(device, pState);
+}
+
+/* Bit i of the event-reason mask, in nvml.h's order. */
+static const char *const reasons[] = {
+    "gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+    "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clocks_setting"};
+
+static nvmlReturn_t current_reasons(nvmlDevice_t device, unsigned long long *mask)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!mask)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpu_has_prefix(g, "clocks_throttle_reasons."))
+        return NVML_ERROR_NOT_SUPPORTED;
+    unsigned long long m = 0;
+    for (unsigned int i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
+        char key[96];
+        int on = 0;
+        snprintf(key, sizeof key, "clocks_throttle_reasons.%s", reasons[i]);
+        if (gpu_flag(g, key, &on) && on)
+            m |= 1ull << i;
+    }
+    *mask = m;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t supported_reasons(nvmlDevice_t device, unsigned long long *mask)
+{
+    unsigned long long current;
+    nvmlReturn_t ret = current_reasons(device, mask ? &current : NULL);
+    if (ret == NVML_SUCCESS)
+        *mask = (1ull << (sizeof reasons / sizeof reasons[0])) - 1;   /* 0x1FF */
+    return ret;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *clocksEventReasons)
+{
+    return current_reasons(device, clocksEventReasons);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *clocksThrottleReasons)
+{
+    return current_reasons(device, clocksThrottleReasons);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsigned long long *supportedClocksEventReasons)
+{
+    return supported_reasons(device, supportedClocksEventReasons);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long *supportedClocksThrottleReasons)
+{
+    return supported_reasons(device, supportedClocksThrottleReasons);
+}
+
+/* --- utilization, encoder, decoder ------------------------------------------------------ */
+
+nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!utilization)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned long long gpu, mem;
+    if (!gpu_u64(g, "utilization.gpu", &gpu) || !gpu_u64(g, "utilization.memory", &mem))
+        return NVML_ERROR_NOT_SUPPORTED;
+    utilization->gpu = (unsigned int)gpu;
+    utilization->memory = (unsigned int)mem;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t sampled(nvmlDevice_t device, const char *key, unsigned int *value, unsigned int *period)
+{
+    unsigned int v = 0;
+    nvmlReturn_t ret = api_u32(device, key, value && period ? &v : NULL);
+    if (ret == NVML_SUCCESS) {
+        *value = v;
+        *period = SAMPLING_PERIOD_US;
+    }
+    return ret;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                     unsigned int *samplingPeriodUs)
+{
+    return sampled(device, "utilization.encoder", utilization, samplingPeriodUs);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                     unsigned int *samplingPeriodUs)
+{
+    return sampled(device, "utilization.decoder", utilization, samplingPeriodUs);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                 unsigned int *samplingPeriodUs)
+{
+    return sampled(device, "utilization.jpeg", utilization, samplingPeriodUs);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int *utilization,
+                                                 unsigned int *samplingPeriodUs)
+{
+    return sampled(device, "utilization.ofa", utilization, samplingPeriodUs);
+}
+
+static nvmlReturn_t stats(nvmlDevice_t device, const char *block, unsigned int *count, unsigned int *fps,
+                          unsigned int *latency)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!count || !fps || !latency)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    char key[64];
+    unsigned long long c = 0, f = 0, l = 0;       /* report._stats: 0 when unset */
+    snprintf(key, sizeof key, "%s.session_count", block);
+    gpu_u64(g, key, &c);
+    snprintf(key, sizeof key, "%s.average_fps", block);
+    gpu_u64(g, key, &f);
+    snprintf(key, sizeof key, "%s.average_latency_us", block);
+    gpu_u64(g, key, &l);
+    *count = (unsigned int)c;
+    *fps = (unsigned int)f;
+    *latency = (unsigned int)l;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetEncoderStats(nvmlDevice_t device, unsigned int *sessionCount,
+                                               unsigned int *averageFps, unsigned int *averageLatency)
+{
+    return stats(device, "encoder_stats", sessionCount, averageFps, averageLatency);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFBCStats(nvmlDevice_t device, nvmlFBCStats_t *fbcStats)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!fbcStats)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return stats(device, "fbc_stats", &fbcStats->sessionsCount, &fbcStats->averageFPS,
+                 &fbcStats->averageLatency);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetEncoderSessions(nvmlDevice_t device, unsigned int *sessionCount,
+                                                  nvmlEncoderSessionInfo_t *sessionInfos)
+{
+    (void)sessionInfos;
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!sessionCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *sessionCount = 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFBCSessions(nvmlDevice_t device, unsigned int *sessionCount,
+                                              nvmlFBCSessionInfo_t *sessionInfo)
+{
+    return nvmlDeviceGetEncoderSessions(device, sessionCount, (nvmlEncoderSessionInfo_t *)(void *)sessionInfo);
+}
+
+/* --- fans ---------------------------------------------------------------------------------- */
+
+nvmlReturn_t DECLDIR nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int *numFans)
+{
+    return api_u32(device, "fan.count", numFans);
+}
+
+static nvmlReturn_t fan_value(nvmlDevice_t device, unsigned int fan, const char *key, unsigned int *speed)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!speed)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned long long count = 0, v;
+    if (!gpu_u64(g, "fan.count", &count) || count == 0)
+        return NVML_ERROR_NOT_SUPPORTED;          /* values.fan: no fans, N/A */
+    if (fan >= count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpu_u64(g, key, &v))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *speed = (unsigned int)v;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
+{
+    return fan_value(device, 0, "fan.speed_percent", speed);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int *speed)
+{
+    return fan_value(device, fan, "fan.speed_percent", speed);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetTargetFanSpeed(nvmlDevice_t device, unsigned int fan, unsigned int *targetSpeed)
+{
+    return fan_value(device, fan, "fan.target_speed_percent", targetSpeed);
+}

@@ -1,0 +1,255 @@
+/* System-wide queries and the processes the state lists. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "mock.h"
+
+static nvmlReturn_t system_string(const char *key, char *buf, unsigned int length)
+{
+    nvmlReturn_t ret = mock_require_init();
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const char *v = node_get(mock_node(), key);
+    if (!v || mock_is_na(v))
+        return NVML_ERROR_NOT_SUPPORTED;
+    return api_copy_string(v, buf, length);
+}
+
+nvmlReturn_t DECLDIR nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    return system_string("system.driver_version", version, length);
+}
+
+nvmlReturn_t DECLDIR nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+    return system_string("system.nvml_version", version, length);
+}
+
+static nvmlReturn_t cuda_version(int *out)
+{
+    nvmlReturn_t ret = mock_require_init();
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!out)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct mock_node *n = mock_node();
+    unsigned long long major, minor = 0;
+    if (!node_u64(n, "system.cuda_version_major", &major)) {
+        const char *text = node_get(n, "system.cuda_version");
+        unsigned int a, b = 0;
+        if (!text || sscanf(text, "%u.%u", &a, &b) < 1)
+            return NVML_ERROR_NOT_SUPPORTED;
+        major = a;
+        minor = b;
+    } else {
+        node_u64(n, "system.cuda_version_minor", &minor);
+    }
+    *out = (int)(major * 1000 + minor * 10);      /* 12.4 -> 12040 */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    return cuda_version(cudaDriverVersion);
+}
+
+nvmlReturn_t DECLDIR nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    return cuda_version(cudaDriverVersion);
+}
+
+nvmlReturn_t DECLDIR nvmlUnitGetCount(unsigned int *unitCount)
+{
+    nvmlReturn_t ret = mock_require_init();
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!unitCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *unitCount = 0;                               /* no S-class units */
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlGetExcludedDeviceCount(unsigned int *deviceCount)
+{
+    nvmlReturn_t ret = mock_require_init();
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!deviceCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *deviceCount = 0;
+    return NVML_SUCCESS;
+}
+
+/* --- processes (values.processes: never a row without a pid) ---------------------------- */
+
+struct proc {
+    unsigned int pid;
+    unsigned long long used_bytes;
+};
+
+/* The GPU's processes of `kind` ('C' compute, 'G' graphics); returns how many. */
+static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *out, unsigned int cap)
+{
+    unsigned int n = gpu_list_len(g, "processes"), found = 0;
+    for (unsigned int i = 0; i < n; i++) {
+        char key[96], type[16] = "C";
+        unsigned long long pid = 0, mib = 0;
+        snprintf(key, sizeof key, "processes.%u.pid", i);
+        if (!gpu_u64(g, key, &pid) || pid == 0 || pid > 0xffffffffull)
+            continue;
+        snprintf(key, sizeof key, "processes.%u.type", i);
+        if (gpu_str(g, key, type, sizeof type) != 1)
+            snprintf(type, sizeof type, "C");
+        if (!strchr(type, kind))
+            continue;
+        snprintf(key, sizeof key, "processes.%u.used_memory_mib", i);
+        gpu_u64(g, key, &mib);
+        if (found < cap) {
+            out[found].pid = (unsigned int)pid;
+            out[found].used_bytes = mib * 1024 * 1024;
+        }
+        found++;
+    }
+    return found;
+}
+
+#define MAX_PROCS 256
+
+/* NVML's contract: too small an array -> INSUFFICIENT_SIZE and the count needed. */
+static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, struct proc *procs,
+                         unsigned int *n)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *n = kind ? processes(g, kind, procs, MAX_PROCS) : 0;
+    if (*n > MAX_PROCS)
+        *n = MAX_PROCS;
+    if (*count < *n) {
+        *count = *n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    *count = *n;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t list_v2(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+    struct proc procs[MAX_PROCS];
+    unsigned int n;
+    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (n > 0 && !infos)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; i < n; i++) {
+        infos[i].pid = procs[i].pid;
+        infos[i].usedGpuMemory = procs[i].used_bytes;
+        infos[i].gpuInstanceId = 0xFFFFFFFFu;     /* no MIG */
+        infos[i].computeInstanceId = 0xFFFFFFFFu;
+    }
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t list_v1(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_v1_t *infos)
+{
+    struct proc procs[MAX_PROCS];
+    unsigned int n;
+    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (n > 0 && !infos)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; i < n; i++) {
+        infos[i].pid = procs[i].pid;
+        infos[i].usedGpuMemory = procs[i].used_bytes;
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                             nvmlProcessInfo_t *infos)
+{
+    return list_v2(device, 'C', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                             nvmlProcessInfo_v2_t *infos)
+{
+    return list_v2(device, 'C', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                          nvmlProcessInfo_v1_t *infos)
+{
+    return list_v1(device, 'C', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                              nvmlProcessInfo_t *infos)
+{
+    return list_v2(device, 'G', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                              nvmlProcessInfo_v2_t *infos)
+{
+    return list_v2(device, 'G', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                           nvmlProcessInfo_v1_t *infos)
+{
+    return list_v1(device, 'G', infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                nvmlProcessInfo_t *infos)
+{
+    return list_v2(device, 0, infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                                nvmlProcessInfo_v2_t *infos)
+{
+    return list_v2(device, 0, infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                             nvmlProcessInfo_v1_t *infos)
+{
+    return list_v1(device, 0, infoCount, infos);
+}
+
+nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+    nvmlReturn_t ret = mock_require_init();
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!name || length == 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct mock_node *n = mock_node();
+    for (unsigned int v = 0; v < n->nvisible; v++) {
+        const struct mock_gpu *g = &n->gpus[n->visible[v]];
+        unsigned int count = gpu_list_len(g, "processes");
+        for (unsigned int i = 0; i < count; i++) {
+            char key[96], text[MOCK_VALUE_MAX];
+            unsigned long long p;
+            snprintf(key, sizeof key, "processes.%u.pid", i);
+            if (!gpu_u64(g, key, &p) || p != pid)
+                continue;
+            snprintf(key, sizeof key, "processes.%u.name", i);
+            if (gpu_raw(g, key, text, sizeof text) != 1)
+                text[0] = '\0';
+            snprintf(name, length, "%s", text);   /* NVML truncates the name */
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}

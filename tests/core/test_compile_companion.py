@@ -1,0 +1,62 @@
+"""``mokka compile --companion FILE``: the command the C library names when a
+YAML has no compiled companion beside it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import profile as prof
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "mokka", "compile", *args],
+                          capture_output=True, text=True)
+
+
+def test_profile_gets_config_nvml_and_state_json(tmp_path):
+    _, text = prof.read("t4")
+    (tmp_path / "config.yaml").write_bytes(text)
+    res = run("--companion", str(tmp_path / "config.yaml"))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == f"wrote {tmp_path}/config.nvml (profile)\n"
+    digest = "sha256:" + hashlib.sha256((tmp_path / "config.yaml").read_bytes()).hexdigest()
+    lines = (tmp_path / "config.nvml").read_text().splitlines()
+    assert lines[:2] == ["# mokka-nvml state 1", f"digest {digest}"]
+    assert "gpu.len 4" in lines                       # t4: four GPUs
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["profile"]["digest"] == digest
+
+
+def test_overrides_and_topology_documents(tmp_path):
+    (tmp_path / "overrides.yaml").write_text("version: 1\ndevices:\n  '0': {utilization: {gpu: 5}}\n")
+    (tmp_path / "topo.yaml").write_text(
+        "domains:\n- name: d\n  uuid: 11111111-2222-3333-4444-555555555555\n"
+        "  cliques:\n  - id: 3\n    nodes: [worker-1]\n")
+    assert run("--companion", str(tmp_path / "overrides.yaml")).returncode == 0
+    assert run("--companion", str(tmp_path / "topo.yaml")).returncode == 0
+    assert (tmp_path / "overrides.nvml").read_text().splitlines()[2:] == ["devices.0.utilization.gpu 5"]
+    assert (tmp_path / "topo.nvml").read_text().splitlines()[2:] == [
+        "node.worker-1.clique_id 3",
+        "node.worker-1.cluster_uuid 11111111-2222-3333-4444-555555555555",
+        "node.worker-1.domain d"]
+    assert not (tmp_path / "state.json").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read: No such file or directory"),
+    ("a: [1,\n", "invalid YAML"),
+    ("domains: 3\n", "invalid topology document"),
+])
+def test_bad_input_is_one_line_and_exit_1(tmp_path, content, message):
+    path = tmp_path / "x.yaml"
+    if content is not None:
+        path.write_text(content)
+    res = run("--companion", str(path))
+    assert res.returncode == 1
+    assert len(res.stderr.splitlines()) == 1 and message in res.stderr and str(path) in res.stderr
+    assert not (tmp_path / "x.nvml").exists()

@@ -1,0 +1,82 @@
+"""The compiled companions the C library reads: exact bytes for small documents."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from mokka.core import compile as comp
+from mokka.core import flatstate
+from mokka.core import profile as prof
+
+
+@pytest.mark.parametrize("yaml_path, expected", [
+    ("/x/config.yaml", "/x/config.nvml"),
+    ("/x/overrides.yaml", "/x/overrides.nvml"),
+    ("/x/topology.yml", "/x/topology.nvml"),
+    ("/x.d/config", "/x.d/config.nvml"),          # a dot in a directory is not a suffix
+    ("/x/.hidden", "/x/.hidden.nvml"),
+])
+def test_companion_path(yaml_path, expected):
+    assert flatstate.companion_path(yaml_path) == expected
+
+
+def test_overrides_companion_exact_bytes():
+    text = b"version: 1\nall: {temperature: {gpu: 77}}\ndevices: {'1': {name: 'A\\\\B'}}\n"
+    doc = {"version": 1, "all": {"temperature": {"gpu": 77}, "ok": True, "none": None,
+                                 "ratio": 0.5, "lst": ["a\nb", "c"]},
+           "devices": {1: {"name": "A\\B"}, 2: "not a mapping"}}
+    want = ("# mokka-nvml overrides 1\n"
+            f"digest sha256:{hashlib.sha256(text).hexdigest()}\n"
+            "all.lst.0 a\\nb\n"
+            "all.lst.1 c\n"
+            "all.lst.len 2\n"
+            "all.ok true\n"
+            "all.ratio 0.5\n"
+            "all.temperature.gpu 77\n"
+            "devices.1.name A\\\\B\n")
+    assert flatstate.overrides_companion(doc, text).decode() == want
+
+
+def test_keys_sort_as_c_strcmp_does():
+    # '.' (0x2e) sorts before digits and letters; '_' (0x5f) after upper case
+    pairs = flatstate.flatten({"a": {"b": 1}, "a_b": 2, "aB": 3, "a.": None, "A": 4})
+    assert [k for k, _ in pairs] == ["A", "a.b", "aB", "a_b"]
+
+
+def test_topology_companion_lists_every_node():
+    text = b"doc"
+    doc = {"domains": [{"name": "d1", "uuid": "0a1b2c3d-0000-0000-0000-000000000001",
+                        "cliques": [{"id": 7, "nodes": ["n1", "n2"]}]}]}
+    lines = flatstate.topology_companion(doc, text).decode().splitlines()
+    assert lines[0] == "# mokka-nvml topology 1"
+    assert lines[2:] == [
+        "node.n1.clique_id 7",
+        "node.n1.cluster_uuid 0a1b2c3d-0000-0000-0000-000000000001",
+        "node.n1.domain d1",
+        "node.n2.clique_id 7",
+        "node.n2.cluster_uuid 0a1b2c3d-0000-0000-0000-000000000001",
+        "node.n2.domain d1",
+    ]
+
+
+@pytest.mark.parametrize("name", ["a100", "b200", "gb200", "gb300", "h100", "l40s", "t4"])
+def test_state_companion_carries_every_scalar_of_the_state(name):
+    profile = prof.load(name)
+    state = comp.compile_profile(profile)
+    body = flatstate.state_companion(state).decode().splitlines()
+    assert body[0] == "# mokka-nvml state 1"
+    assert body[1] == "digest " + profile.digest
+    table = dict(line.split(" ", 1) for line in body[2:])
+    keys = [line.split(" ", 1)[0] for line in body[2:]]
+    assert keys == sorted(keys, key=str.encode) and len(keys) == len(set(keys))
+    assert int(table["gpu.len"]) == len(state["gpus"])
+    last = state["gpus"][-1]
+    n = len(state["gpus"]) - 1
+    assert table[f"gpu.{n}.uuid"] == last["uuid"]
+    assert table[f"gpu.{n}.pci.bus_id"] == last["pci"]["bus_id"]
+    assert table[f"gpu.{n}.minor_number"] == str(last["minor_number"])
+    assert table["system.driver_version"] == state["system"]["driver_version"]
+    if last.get("nvlink_links"):
+        assert int(table[f"gpu.{n}.nvlink_links.len"]) == len(last["nvlink_links"])

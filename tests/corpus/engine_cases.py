@@ -1,0 +1,193 @@
+"""One table of engine cases that the Python engine and the C library must both pass.
+
+Each Case names a profile, the environment a process starts with and the
+files around it (device nodes, a topology document, the fabricmanager marker,
+an overrides file), and what that process must see: the visible GPUs as
+(uuid, index, physical index), their fabric identity and, where an override
+renames one, their names. Expected values are literals on purpose.
+
+``stage(case, root)`` writes the files into a fresh directory and returns the
+environment; tests/smi/test_engine_corpus.py runs mokka.smi.engine over it and
+tests/native/test_engine_corpus.py runs the mock libnvidia-ml.so.1.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from mokka.core import names
+
+H100 = tuple(f"GPU-01000100-0000-0000-0000-00000000000{n}" for n in range(8))
+A100 = tuple(f"GPU-12345678-1234-1234-1234-12345678000{n}" for n in range(8))
+GB300 = tuple(f"GPU-b300b300-0000-0000-0000-00000000000{n}" for n in range(8))
+
+#: (state, clique id, cluster UUID) of the profiles' own fabric blocks.
+PROFILE_FABRIC = ("completed", 0, "00000000-0000-0000-0000-000000000001")
+RACK_A = "00000000-0000-0000-0000-0000000000cd"
+
+TOPOLOGY = """version: 1
+domains:
+  - name: rack-a
+    uuid: "00000000-0000-0000-0000-0000000000CD"
+    cliques:
+      - id: 0
+        nodes: [worker-1, worker-2]
+      - id: 7
+        nodes: [worker-3]
+"""
+
+OVERRIDES_CLIQUES = """version: 1
+all:
+  fabric:
+    clique_id: 9
+devices:
+  "2":
+    fabric:
+      clique_id: 4
+  "5":
+    name: Renamed GPU
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    profile: str
+    #: (uuid, visible index, physical index) of every GPU the process sees.
+    visible: tuple
+    env: dict = field(default_factory=dict)
+    dev_nodes: tuple = ()               # minors of /dev/nvidia<n> under MOCK_NVML_DEV_ROOT
+    topology: str | None = None         # a topology document (MOCK_TOPOLOGY_CONFIG)
+    fabricmanager_ready: bool | None = None   # None: MOCK_FABRICMANAGER_STATE_DIR unset
+    overrides: str | None = None        # overrides.yaml beside the config
+    #: the fabric of every visible GPU: None (no fabric), one (state, clique, cluster)
+    #: for all, or {visible index: (state, clique, cluster)}.
+    fabric: object = None
+    names: dict = field(default_factory=dict)   # {visible index: name} to check
+
+
+def _seen(uuids, *physical):
+    return tuple((uuids[p], i, p) for i, p in enumerate(physical))
+
+
+ALL8 = tuple(range(8))
+
+CASES = [
+    Case("no variable, no device nodes: every GPU", "h100", _seen(H100, *ALL8), fabric=PROFILE_FABRIC),
+    Case("empty value falls back to device nodes", "h100", _seen(H100, 2, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: ""}, dev_nodes=(2, 5), fabric=PROFILE_FABRIC),
+    Case("whitespace value falls back to device nodes", "h100", _seen(H100, 1),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "  "}, dev_nodes=(1,), fabric=PROFILE_FABRIC),
+    Case("none hides every GPU", "h100", (), env={names.ENV_NVML_VISIBLE_DEVICES: "none"}),
+    Case("void hides every GPU", "h100", (), env={names.ENV_NVML_VISIBLE_DEVICES: "void"}),
+    Case("NONE is case-insensitive", "a100", (), env={names.ENV_NVML_VISIBLE_DEVICES: "NONE"}),
+    Case("all wins over a partial device tree", "a100", _seen(A100, *ALL8),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "all"}, dev_nodes=(3,)),
+    Case("index list renumbers from 0", "a100", _seen(A100, 1, 3),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "1,3"}),
+    Case("list order does not reorder GPUs", "a100", _seen(A100, 1, 3),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "3,1"}),
+    Case("a repeated index is one GPU", "a100", _seen(A100, 0),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "0,0"}),
+    Case("index and lower-case UUID mixed, spaces ignored", "h100", _seen(H100, 2, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: " 2 , gpu-01000100-0000-0000-0000-000000000005"},
+         fabric=PROFILE_FABRIC),
+    Case("a UUID prefix selects every GPU it starts", "a100", _seen(A100, *ALL8),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "GPU-12345678-1234"}),
+    Case("leading zeros are the same index", "a100", _seen(A100, 7),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "007"}),
+    Case("unknown index, UUID and words hide those", "a100", (),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "8,GPU-ffff,abc,-1"}),
+    Case("a partial device tree shows only those", "h100", _seen(H100, 0, 7),
+         dev_nodes=(0, 7), fabric=PROFILE_FABRIC),
+    Case("a full device tree shows every GPU", "a100", _seen(A100, *ALL8), dev_nodes=ALL8),
+    Case("topology gives this node its clique and domain", "gb300", _seen(GB300, *ALL8),
+         env={names.ENV_NODE_NAME: "worker-3"}, topology=TOPOLOGY, fabric=("completed", 7, RACK_A)),
+    Case("topology for a node in clique 0", "gb300", _seen(GB300, 0, 1),
+         env={names.ENV_NODE_NAME: "worker-1", names.ENV_NVML_VISIBLE_DEVICES: "0,1"},
+         topology=TOPOLOGY, fabric=("completed", 0, RACK_A)),
+    Case("topology without this node keeps the profile", "gb300", _seen(GB300, *ALL8),
+         env={names.ENV_NODE_NAME: "worker-9"}, topology=TOPOLOGY, fabric=PROFILE_FABRIC),
+    Case("topology without NODE_NAME is ignored", "gb300", _seen(GB300, *ALL8),
+         topology=TOPOLOGY, fabric=PROFILE_FABRIC),
+    Case("topology never adds fabric to a profile without it", "a100", _seen(A100, *ALL8),
+         env={names.ENV_NODE_NAME: "worker-3"}, topology=TOPOLOGY),
+    Case("fabric auto waits for the fabricmanager marker", "h100", _seen(H100, *ALL8),
+         fabricmanager_ready=False, fabric=("in_progress", 0, "00000000-0000-0000-0000-000000000001")),
+    Case("fabric auto is completed with the marker", "h100", _seen(H100, *ALL8),
+         fabricmanager_ready=True, fabric=PROFILE_FABRIC),
+    Case("overrides: devices by physical index beat all", "h100", _seen(H100, 2, 3, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2,3,5"}, overrides=OVERRIDES_CLIQUES,
+         fabric={0: ("completed", 4, "00000000-0000-0000-0000-000000000001"),
+                 1: ("completed", 9, "00000000-0000-0000-0000-000000000001"),
+                 2: ("completed", 9, "00000000-0000-0000-0000-000000000001")},
+         names={0: "NVIDIA H100 80GB HBM3", 2: "Renamed GPU"}),
+    Case("overrides win over the topology document", "gb300", _seen(GB300, 2),
+         env={names.ENV_NODE_NAME: "worker-3", names.ENV_NVML_VISIBLE_DEVICES: "2"},
+         topology=TOPOLOGY, overrides=OVERRIDES_CLIQUES, fabric=("completed", 4, RACK_A)),
+]
+
+IDS = [c.id for c in CASES]
+
+
+def fabric_of(case: Case, index: int):
+    """The expected (state, clique, cluster) of visible GPU `index`, or None."""
+    if isinstance(case.fabric, dict):
+        return case.fabric.get(index)
+    return case.fabric
+
+
+def stage(case: Case, root: str) -> dict:
+    """Write the case's files under root; return the environment a process gets."""
+    from mokka.core import compile as comp
+    from mokka.core import flatstate
+    from mokka.core import profile as prof
+    from mokka.core import yamlio
+
+    config_dir = os.path.join(root, "config")
+    dev_root = os.path.join(root, "devroot")
+    os.makedirs(os.path.join(dev_root, "dev"), exist_ok=True)
+    os.makedirs(config_dir, exist_ok=True)
+    loaded = prof.load(case.profile)
+    state = comp.compile_profile(loaded)
+    config = os.path.join(config_dir, names.PROFILE_FILE)
+    _write(config, loaded.text)
+    _write(os.path.join(config_dir, names.STATE_FILE), comp.dumps(state).encode())
+    _write(flatstate.companion_path(config), flatstate.state_companion(state))
+    for minor in case.dev_nodes:
+        _write(os.path.join(dev_root, "dev", names.gpu_node_name(minor)), b"")
+    env = {names.ENV_NVML_CONFIG: config, names.ENV_DEV_ROOT: dev_root}
+    if case.topology is not None:
+        path = os.path.join(root, names.TOPOLOGY_FILE)
+        text = case.topology.encode()
+        _write(path, text)
+        _write(flatstate.companion_path(path), flatstate.topology_companion(yamlio.safe_load(text), text))
+        env[names.ENV_TOPOLOGY_CONFIG] = path
+    if case.fabricmanager_ready is not None:
+        fm = os.path.join(root, "fabricmanager")
+        os.makedirs(fm, exist_ok=True)
+        if case.fabricmanager_ready:
+            _write(os.path.join(fm, names.FABRICMANAGER_READY), b"")
+        env[names.ENV_FABRICMANAGER_STATE_DIR] = fm
+    if case.overrides is not None:
+        write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE), case.overrides)
+    env.update(case.env)
+    return env
+
+
+def write_overrides(path: str, text: str) -> None:
+    """overrides.yaml and its companion, each by atomic rename (companion first)."""
+    from mokka.core import flatstate
+    from mokka.core import yamlio
+
+    data = text.encode()
+    _write(flatstate.companion_path(path), flatstate.overrides_companion(yamlio.safe_load(data), data))
+    _write(path, data)
+
+
+def _write(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)

@@ -1,0 +1,86 @@
+"""NVIDIA's nvidia-smi inside a real containerd container whose image has glibc
+but no Python (Debian's libc6 and busybox-static): the NRI plugin gives it the
+overlay, and the staged binary loads the mock NVML library through its RUNPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from mokka.core.overlay import Overlay
+from tests.integration import runtime as rt
+from tests.integration.conftest import mokka_env
+from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.peers import peer
+
+IMAGE = "docker.io/library/mokka-glibc:test"
+PROFILE = "t4"
+
+
+@pytest.fixture(scope="module")
+def nvml_node(tmp_path_factory):
+    """A t4 node staged with NVIDIA's nvidia-smi and the mock library."""
+    build = subprocess.run([sys.executable, os.path.join(os.path.dirname(rt.__file__), "..", "..",
+                                                         "native", "build.py"),
+                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    root = str(tmp_path_factory.mktemp("nvml-node"))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
+             "--health-addr", "", "--log-format", "plain", "--nvidia-smi", peer("NVIDIA_SMI")]
+    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+
+
+@pytest.fixture
+def glibc_containerd(containerd, tmp_path):
+    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=IMAGE,
+                                   extra_root=peer("LIBC6_ROOT"))
+    containerd.import_image(image, IMAGE)
+    return containerd
+
+
+@pytest.fixture
+def plugin(glibc_containerd, zipapp, nvml_node):
+    root, overlay = nvml_node
+    started = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root).start()
+    yield started
+    started.stop()
+
+
+def uuids(node_overlay: Overlay) -> list[str]:
+    import json
+    with open(os.path.join(node_overlay.driver_config, names.STATE_FILE)) as f:
+        return [g["uuid"] for g in json.load(f)["gpus"]]
+
+
+def test_no_python_image_lists_every_gpu(glibc_containerd, plugin, nvml_node):
+    _, overlay = nvml_node
+    cri = glibc_containerd.client()
+    _, cid, _ = make(cri, "glibc-all", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE)
+    rt.start_container(cri, cid)
+    assert rt.exec_sync(cri, cid, ["sh", "-c", "command -v python3"]).exit_code != 0
+    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    assert result.exit_code == 0, result
+    want = [f"GPU {i}: NVIDIA T4 (UUID: {u})" for i, u in enumerate(uuids(overlay))]
+    assert result.stdout.splitlines() == want
+    assert len(want) == 4
+
+
+def test_a_container_given_only_nvidia2_lists_only_that_gpu(glibc_containerd, plugin, nvml_node):
+    _, overlay = nvml_node
+    cri = glibc_containerd.client()
+    # What a device plugin's DeviceSpecs give: one node.
+    _, cid, _ = make(cri, "glibc-one", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE,
+                     devices=[{"host_path": overlay.gpu_node(2), "container_path": "/dev/nvidia2",
+                               "permissions": "rw"}])
+    rt.start_container(cri, cid)
+    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    assert result.exit_code == 0, result
+    assert result.stdout.splitlines() == [f"GPU 0: NVIDIA T4 (UUID: {uuids(overlay)[2]})"]

@@ -1,0 +1,31 @@
+"""The shared engine corpus (tests/corpus/engine_cases.py) through the mock libnvidia-ml.so.1.
+
+The C library cannot say which physical GPU a handle is; the built-in
+profiles give GPU n the minor number n, so the minor stands in for it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.corpus import engine_cases as corpus
+from tests.native.conftest import run_probe
+
+
+@pytest.mark.parametrize("case", corpus.CASES, ids=corpus.IDS)
+def test_c_library_sees_what_the_corpus_says(case, nvml_lib, tmp_path):
+    env = corpus.stage(case, str(tmp_path))
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert seen["init"] == 0, stderr
+    assert [(g["uuid"], g["index"], g["minor"]) for g in seen["gpus"]] == list(case.visible)
+    for gpu in seen["gpus"]:
+        want = corpus.fabric_of(case, gpu["index"])
+        got = gpu["fabric"]
+        if want is None:
+            assert got == ["err", 3], gpu["index"]          # NVML_ERROR_NOT_SUPPORTED
+        else:
+            assert got[:3] == list(want), gpu["index"]
+            assert got[3] == 0                               # status NVML_SUCCESS
+    for index, name in case.names.items():
+        assert seen["gpus"][index]["name"] == name
+    assert stderr == ""

@@ -1,0 +1,145 @@
+"""Error paths: no profile, a YAML without (or with a stale) companion, struct versions,
+bad arguments, the init reference count, and the warnings that keep the profile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from mokka.core import flatstate
+from mokka.core import names
+from tests.corpus import engine_cases as corpus
+from tests.native.conftest import run_probe
+
+DRIVER_NOT_LOADED = 9
+
+
+def _stage(tmp_path, profile="h100", **kw):
+    return corpus.stage(corpus.Case("errors", profile, (), **kw), str(tmp_path))
+
+
+def test_no_profile_anywhere_is_one_line_and_driver_not_loaded(nvml_lib, tmp_path):
+    for fixed in (names.CDI_CONFIG_MOUNT, names.OVERLAY_MOUNT_PATH, names.OVERLAY_HOST_PATH):
+        if os.path.exists(fixed):
+            pytest.skip(f"this host has {fixed}")
+    seen, stderr = run_probe(nvml_lib, {names.ENV_DEV_ROOT: str(tmp_path)}, "init")
+    assert seen == {"init": DRIVER_NOT_LOADED}
+    assert stderr.count("\n") == 1
+    assert stderr.startswith("mock NVML: no GPU profile found: set MOCK_NVML_CONFIG ")
+
+
+def test_config_that_does_not_exist(nvml_lib, tmp_path):
+    seen, stderr = run_probe(nvml_lib, {names.ENV_NVML_CONFIG: str(tmp_path / "nope.yaml")}, "init")
+    assert seen == {"init": DRIVER_NOT_LOADED}
+    assert stderr.count("\n") == 1 and f"MOCK_NVML_CONFIG={tmp_path}/nope.yaml does not exist" in stderr
+
+
+def _no_companion_line(config: str) -> str:
+    stem = config[: -len(".yaml")]
+    return (f"mock NVML: {config} has no compiled state ({stem}.nvml missing or stale): "
+            f"run 'mokka compile --companion {config}'\n")
+
+
+def test_yaml_without_companion_names_the_path_and_the_command(nvml_lib, tmp_path):
+    env = _stage(tmp_path)
+    config = env[names.ENV_NVML_CONFIG]
+    os.unlink(flatstate.companion_path(config))
+    seen, stderr = run_probe(nvml_lib, env, "init")
+    assert seen == {"init": DRIVER_NOT_LOADED}
+    assert stderr == _no_companion_line(config)
+
+
+@pytest.mark.parametrize("spoil", ["yaml edited after compiling", "companion of another profile",
+                                   "companion of another kind", "companion cut short after the digest",
+                                   "companion keys out of order"])
+def test_stale_or_broken_companion_is_refused(nvml_lib, tmp_path, spoil):
+    env = _stage(tmp_path)
+    config = env[names.ENV_NVML_CONFIG]
+    companion = flatstate.companion_path(config)
+    text = open(companion, "rb").read()
+    if spoil == "yaml edited after compiling":
+        with open(config, "ab") as f:
+            f.write(b"# edited\n")
+    elif spoil == "companion of another profile":
+        shutil.copy(corpus.stage(corpus.Case("other", "a100", ()), str(tmp_path / "other"))[names.ENV_NVML_CONFIG]
+                    .replace(".yaml", ".nvml"), companion)
+    elif spoil == "companion of another kind":
+        open(companion, "wb").write(text.replace(b"# mokka-nvml state 1", b"# mokka-nvml overrides 1", 1))
+    elif spoil == "companion cut short after the digest":
+        open(companion, "wb").write(b"\n".join(text.split(b"\n")[:2]) + b"\ngarbage-without-a-value\n")
+    else:
+        lines = text.split(b"\n")
+        lines[5], lines[6] = lines[6], lines[5]
+        open(companion, "wb").write(b"\n".join(lines))
+    seen, stderr = run_probe(nvml_lib, env, "init")
+    assert seen == {"init": DRIVER_NOT_LOADED}
+    assert stderr == _no_companion_line(config)
+
+
+def test_positive_control_state_json_names_the_config_beside_it(nvml_lib, tmp_path):
+    env = _stage(tmp_path)
+    env[names.ENV_NVML_CONFIG] = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.STATE_FILE)
+    seen, stderr = run_probe(nvml_lib, env, "init")
+    assert seen == {"init": 0, "count": 8} and stderr == ""
+
+
+def test_library_in_the_overlay_finds_its_config(nvml_lib, tmp_path):
+    root = tmp_path / "overlay"
+    lib_dir = root / names.DRIVER_LIB_DIR
+    cfg_dir = root / names.DRIVER_CONFIG_DIR
+    lib_dir.mkdir(parents=True)
+    shutil.copy(os.path.join(nvml_lib, names.NVML_LIB_FILE), lib_dir)
+    env = _stage(tmp_path / "src", "t4")
+    shutil.copytree(os.path.dirname(env.pop(names.ENV_NVML_CONFIG)), cfg_dir)
+    seen, stderr = run_probe(str(lib_dir), env, "init")
+    assert seen == {"init": 0, "count": 4} and stderr == ""      # t4: four GPUs
+
+
+def test_return_codes_of_the_error_paths(nvml_lib, tmp_path):
+    seen, stderr = run_probe(nvml_lib, _stage(tmp_path), "errors")
+    assert stderr == ""
+    assert seen == {
+        "count before init": 1, "shutdown before init": 1, "init": 0, "init again": 0,
+        "handle 0": 0, "handle 99": 2, "count NULL": 2,
+        "name NULL handle": 2, "name bogus handle": 2, "name 4 bytes": 7, "name NULL buffer": 2,
+        "memory v2 bare 2": 25, "memory v2 0x2000028": 0, "memory v2 v1 size": 25,
+        "pci ext 0x1000040": 0, "pci ext bare 1": 25,
+        "fabric v2": 0, "fabric bare 2": 25,
+        "driver version 3 bytes": 7, "uuid 96 bytes": 0,
+        "by uuid": 0, "by uuid same": True, "by uuid unknown": 6,
+        "by bus id long": [0, True], "by bus id legacy": [0, True], "by bus id short": [0, True],
+        "by bus id no function": [0, True], "by bus id garbage": 2,
+        "shutdown 1": 0, "query after one shutdown": 0, "shutdown 2": 0,
+        "query after last shutdown": 1, "shutdown 3": 1,
+    }
+
+
+def test_topology_without_companion_warns_once_and_keeps_the_profile(nvml_lib, tmp_path):
+    env = _stage(tmp_path, "gb300", topology=corpus.TOPOLOGY, env={names.ENV_NODE_NAME: "worker-3"})
+    topology = env[names.ENV_TOPOLOGY_CONFIG]
+    os.unlink(flatstate.companion_path(topology))
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert {tuple(g["fabric"][:3]) for g in seen["gpus"]} == {corpus.PROFILE_FABRIC}
+    assert stderr == (f"mock NVML: ignoring topology document {topology}: {topology[:-5]}.nvml missing or "
+                      f"stale: run 'mokka compile --companion {topology}'\n")
+
+
+def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
+    env = _stage(tmp_path, "a100", overrides='version: 1\nall:\n  name: Overridden\n')
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    with open(overrides, "a") as f:
+        f.write("# edited without compiling\n")
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert {g["name"] for g in seen["gpus"]} == {"NVIDIA A100-SXM4-40GB"}
+    assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml missing or stale: "
+                      f"run 'mokka compile --companion {overrides}'\n")
+
+
+def test_blank_overrides_without_companion_are_silent(nvml_lib, tmp_path):
+    env = _stage(tmp_path, "a100")
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    open(overrides, "w").write("  \n")
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert len(seen["gpus"]) == 8 and stderr == ""

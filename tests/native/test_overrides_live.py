@@ -1,0 +1,69 @@
+"""An override written while a process runs is seen within a second, and goes away with the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+
+from mokka.core import names
+from tests.corpus import engine_cases as corpus
+from tests.native.conftest import start_probe
+
+
+def _lines(proc) -> queue.Queue:
+    q: queue.Queue = queue.Queue()
+
+    def pump():
+        for line in proc.stdout:
+            q.put((time.monotonic(), json.loads(line)))
+    threading.Thread(target=pump, daemon=True).start()
+    return q
+
+
+def test_override_written_while_running_is_seen_within_a_second(nvml_lib, tmp_path):
+    case = corpus.Case("live", "h100", ())
+    env = corpus.stage(case, str(tmp_path))
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    proc = start_probe(nvml_lib, env, "watch", "1", "Back Again")
+    try:
+        lines = _lines(proc)
+        _, ready = lines.get(timeout=30)
+        assert ready == ["ready", "NVIDIA H100 80GB HBM3"]
+        for name in ("Live Name", "Second Name"):
+            written = time.monotonic()
+            corpus.write_overrides(overrides, 'version: 1\ndevices:\n  "1":\n    name: %s\n' % name)
+            seen_at, line = lines.get(timeout=5)
+            assert line == ["name", name]
+            assert seen_at - written < 1.0
+        written = time.monotonic()
+        corpus.write_overrides(overrides, "version: 1\nall:\n  name: Back Again\n")
+        seen_at, line = lines.get(timeout=5)
+        assert line == ["name", "Back Again"] and seen_at - written < 1.0
+        proc.wait(timeout=30)
+        assert proc.returncode == 0
+        assert proc.stderr.read() == ""
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_removing_the_overrides_file_restores_the_profile(nvml_lib, tmp_path):
+    case = corpus.Case("live", "a100", (), overrides='version: 1\ndevices:\n  "0":\n    name: Overridden\n')
+    env = corpus.stage(case, str(tmp_path))
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    proc = start_probe(nvml_lib, env, "watch", "0", "NVIDIA A100-SXM4-40GB")
+    try:
+        lines = _lines(proc)
+        _, ready = lines.get(timeout=30)
+        assert ready == ["ready", "Overridden"]
+        written = time.monotonic()
+        os.unlink(overrides)
+        seen_at, line = lines.get(timeout=5)
+        assert line == ["name", "NVIDIA A100-SXM4-40GB"] and seen_at - written < 1.0
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
