@@ -77,15 +77,19 @@ def fetched(key: str) -> str:
     raise SystemExit(f"{key} missing from {runtime}/paths.env: run bash .ci/fetch-runtime.sh")
 
 
+def agent(root: str, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
+                    "--health-addr", "", "--log-level", "error", *args],
+                   check=True, env=dict(os.environ, PYTHONPATH=REPO))
+
+
 def stage(tmp: str, count: int, nvidia_smi: str) -> str:
     _, text = prof.read("h100")
     path = os.path.join(tmp, f"h100x{count}.yaml")
     with open(path, "wb") as f:
         f.write(ds.with_num_devices(text, count))
     root = os.path.join(tmp, f"node{count}")
-    subprocess.run([sys.executable, "-m", "mokka", "node-agent", "--once", "--host-root", root,
-                    "--profile", path, "--health-addr", "", "--nvidia-smi", nvidia_smi,
-                    "--log-level", "error"], check=True, env=dict(os.environ, PYTHONPATH=REPO))
+    agent(root, "--once", "--profile", path, "--nvidia-smi", nvidia_smi)
     return os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))
 
 
@@ -96,6 +100,24 @@ def init_cost(driver: str, overlay: str, env: dict, runs: int) -> float:
     return statistics.median(samples)
 
 
+def measure(tmp: str, nvidia_smi: str, runs: int):
+    overlays = {n: stage(tmp, n, nvidia_smi) for n in (8, 64)}
+    dev_root = os.path.join(tmp, "devroot")
+    os.makedirs(dev_root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
+    env[names.ENV_DEV_ROOT] = dev_root
+    driver = os.path.join(tmp, "init-driver")
+    with open(driver + ".c", "w") as f:
+        f.write(DRIVER)
+    subprocess.run(["cc", "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
+    base = statistics.median(time_command([fresh_venv_python(), "-c", "pass"], runs, env=env))
+    smi = {n: statistics.median(time_command([os.path.join(o, names.DRIVER_BIN_DIR, "nvidia-smi"), "-L"],
+                                             runs, env=env))
+           for n, o in overlays.items()}
+    init = {n: init_cost(driver, o, env, runs) for n, o in overlays.items()}
+    return base, smi, init
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
@@ -104,20 +126,12 @@ def main() -> int:
                     "--arch", os.uname().machine], check=True)
     nvidia_smi = fetched("NVIDIA_SMI")
     with tempfile.TemporaryDirectory(prefix="mokka-bench-nvml-") as tmp:
-        overlays = {n: stage(tmp, n, nvidia_smi) for n in (8, 64)}
-        dev_root = os.path.join(tmp, "devroot")
-        os.makedirs(dev_root)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
-        env[names.ENV_DEV_ROOT] = dev_root
-        driver = os.path.join(tmp, "init-driver")
-        with open(driver + ".c", "w") as f:
-            f.write(DRIVER)
-        subprocess.run(["cc", "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
-        base = statistics.median(time_command([fresh_venv_python(), "-c", "pass"], opts.runs, env=env))
-        smi = {n: statistics.median(time_command([os.path.join(o, names.DRIVER_BIN_DIR, "nvidia-smi"), "-L"],
-                                                 opts.runs, env=env))
-               for n, o in overlays.items()}
-        init = {n: init_cost(driver, o, env, opts.runs) for n, o in overlays.items()}
+        try:
+            base, smi, init = measure(tmp, nvidia_smi, opts.runs)
+        finally:                      # the agent bind-mounts /run/nvidia/driver: undo it
+            for count in (8, 64):
+                if os.path.isdir(os.path.join(tmp, f"node{count}")):
+                    agent(os.path.join(tmp, f"node{count}"), "--teardown")
     ok = True
     print(f"{opts.runs} warm runs each, medians")
     print(f"  fresh venv python -c pass            {base:7.2f} ms")

@@ -34,8 +34,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+from mokka.core import names  # noqa: E402  (stdlib only: no install needed)
+
 SRC = os.path.join(HERE, "nvml")
-LIBRARY = "libnvidia-ml.so.1"
+LIBRARY = names.NVML_LIB_FILE
 ARCHES = ("x86_64", "aarch64")
 GLIBC = "2.17"
 PINS = os.path.join(HERE, "requirements.txt")

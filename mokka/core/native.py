@@ -3,14 +3,16 @@
 Two homes, in this order: the package's own ``mokka/_native/<arch>/`` (the
 zipapp and an installed package carry it there: ./shivfile puts it in), then the
 work tree's ``build/native/<arch>/`` (what ``python3 native/build.py`` writes).
-Import-light on purpose (os only): the agent asks once at start.
+Import-light on purpose (os and names only): the agent asks once at start.
 """
 
 from __future__ import annotations
 
 import os
 
-LIBRARY = "libnvidia-ml.so.1"
+from mokka.core import names
+
+LIBRARY = names.NVML_LIB_FILE
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../mokka
 _REPO = os.path.dirname(_PACKAGE)
