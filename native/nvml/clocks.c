@@ -23,7 +23,7 @@ static const char *domain_name(nvmlClockType_t type)
 }
 
 /* clocks.<domain>_<what>: current, max, app, app_default. */
-static nvmlReturn_t clock(nvmlDevice_t device, nvmlClockType_t type, const char *what, unsigned int *mhz)
+static nvmlReturn_t clock_value(nvmlDevice_t device, nvmlClockType_t type, const char *what, unsigned int *mhz)
 {
     nvmlReturn_t ret = mock_check_device(device);
     if (ret != NVML_SUCCESS)
@@ -36,26 +36,26 @@ static nvmlReturn_t clock(nvmlDevice_t device, nvmlClockType_t type, const char 
     return api_u32(device, key, mhz);
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock_)
+nvmlReturn_t DECLDIR nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    return clock(device, type, "current", clock_);
+    return clock_value(device, type, "current", clock);
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock_)
+nvmlReturn_t DECLDIR nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    return clock(device, type, "max", clock_);
+    return clock_value(device, type, "max", clock);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                     unsigned int *clockMHz)
 {
-    return clock(device, clockType, "app", clockMHz);
+    return clock_value(device, clockType, "app", clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                            unsigned int *clockMHz)
 {
-    return clock(device, clockType, "app_default", clockMHz);
+    return clock_value(device, clockType, "app_default", clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType, nvmlClockId_t clockId,
@@ -63,11 +63,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clo
 {
     switch (clockId) {
     case NVML_CLOCK_ID_CURRENT:
-        return clock(device, clockType, "current", clockMHz);
+        return clock_value(device, clockType, "current", clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_TARGET:
-        return clock(device, clockType, "app", clockMHz);
+        return clock_value(device, clockType, "app", clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
-        return clock(device, clockType, "app_default", clockMHz);
+        return clock_value(device, clockType, "app_default", clockMHz);
     case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: {       /* nvidia-smi prints N/A */
         nvmlReturn_t ret = mock_check_device(device);
         return ret != NVML_SUCCESS ? ret : NVML_ERROR_NOT_SUPPORTED;

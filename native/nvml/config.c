@@ -79,13 +79,14 @@ void mock_warn_once(const char *fmt, ...)
         emit(line);
 }
 
-void mock_say_no_companion(const char *yaml, const char *companion, int once)
+void mock_say_no_companion(const char *ignoring, const char *yaml, const char *companion)
 {
-    const char *fmt = "%s has no compiled state (%s missing or stale): run '" COMPILE_HINT " %s'";
-    if (once)
-        mock_warn_once(fmt, yaml, companion, yaml);
+    if (!ignoring)
+        mock_say("%s has no compiled state (%s missing or stale): run '" COMPILE_HINT " %s'",
+                 yaml, companion, yaml);
     else
-        mock_say(fmt, yaml, companion, yaml);
+        mock_warn_once("ignoring %s %s: %s missing or stale: run '" COMPILE_HINT " %s'",
+                       ignoring, yaml, companion, yaml);
 }
 
 static int exists(const char *path)
@@ -153,10 +154,13 @@ static int beside_library(const char *lib, char *out, size_t size)
     return join(out, size, dir, MOKKA_DRIVER_CONFIG_DIR, MOKKA_PROFILE_FILE) && exists(out);
 }
 
+/* Any object of this library tells dladdr which file it came from. */
+static const char here_in_the_library = 0;
+
 static int from_library_path(char *out, size_t size)
 {
     Dl_info info;
-    if (!dladdr((void *)&config_locate, &info) || !info.dli_fname)
+    if (!dladdr(&here_in_the_library, &info) || !info.dli_fname)
         return 0;
     if (beside_library(info.dli_fname, out, size))
         return 1;

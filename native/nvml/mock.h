@@ -68,8 +68,10 @@ void config_overrides_path(const char *config_yaml, char *out, size_t size);
 void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, but a line already printed by this process is not repeated. */
 void mock_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The one wording of "this YAML has no usable companion". */
-void mock_say_no_companion(const char *yaml, const char *companion, int once);
+/* The one wording of "this YAML has no usable companion": for the profile
+ * (ignoring NULL: nvmlInit fails), or a document that is ignored ("overrides",
+ * "topology document": a warning, printed once). */
+void mock_say_no_companion(const char *ignoring, const char *yaml, const char *companion);
 
 /* --- node.c -------------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "mock.h"
@@ -56,8 +57,7 @@ static void apply_topology(struct mock_node *n)
     config_companion_path(path, companion, sizeof companion);
     struct flat doc;
     if (flat_load(path, companion, "topology", &doc) != FLAT_OK) {
-        mock_warn_once("ignoring topology document %s: %s missing or stale: run "
-                       "'mokka compile --companion %s'", path, companion, path);
+        mock_say_no_companion("topology document", path, companion);
         return;
     }
     char key[MOCK_VALUE_MAX];
@@ -239,7 +239,7 @@ nvmlReturn_t node_build(struct mock_node **out)
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     if (st != FLAT_OK) {
-        mock_say_no_companion(n->config_yaml, companion, 0);
+        mock_say_no_companion(NULL, n->config_yaml, companion);
         free(n);
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }

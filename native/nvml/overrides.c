@@ -5,7 +5,8 @@
  * under the lock; readers hold a reference, so the old one is freed only when
  * the last reader lets go. A companion that does not match its YAML is given
  * GRACE_MS to catch up (the writer renames the two files one after the
- * other) before it is reported, once, and the overrides are ignored.
+ * other): only a mismatching pair that stays unchanged that long is reported,
+ * once, and the overrides ignored.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -42,6 +43,7 @@ struct mock_overrides {
     long long next_check_ms;
     struct file_id seen_yaml, seen_nvml;
     int seen_valid;
+    struct file_id bad_yaml, bad_nvml;     /* the mismatching pair being waited on */
     long long mismatch_since_ms;
 };
 
@@ -119,12 +121,16 @@ static void reload(struct mock_overrides *o, long long now, int first)
             free(l);
             l = NULL;
             if (st != FLAT_YAML_MISSING && !blank_file(o->yaml)) {
-                if (!first && o->mismatch_since_ms == 0)
+                if (!first && (o->mismatch_since_ms == 0 || !same_id(&y, &o->bad_yaml) ||
+                               !same_id(&c, &o->bad_nvml))) {
+                    o->bad_yaml = y;              /* a new pair: the writer may be between renames */
+                    o->bad_nvml = c;
                     o->mismatch_since_ms = now;
+                    return;
+                }
                 if (!first && now - o->mismatch_since_ms < GRACE_MS)
-                    return;                       /* the writer may be between renames */
-                mock_warn_once("ignoring overrides %s: %s missing or stale: run "
-                               "'mokka compile --companion %s'", o->yaml, o->nvml, o->yaml);
+                    return;
+                mock_say_no_companion("overrides", o->yaml, o->nvml);
             }
         }
     }

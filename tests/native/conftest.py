@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROBE = os.path.join(HERE, "probe.py")
 _STRIP = ("MOCK_", "NODE_NAME", "LD_PRELOAD", "LD_LIBRARY_PATH")
+SANITIZER_PRELOAD = "MOKKA_NVML_TEST_PRELOAD"
 
 
 def _build_module():
@@ -47,6 +48,10 @@ def clean_env(lib_dir: str, env: dict) -> dict:
     full = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
     full["LD_LIBRARY_PATH"] = lib_dir
     full["PYTHONPATH"] = REPO
+    # test_sanitized.py reruns these tests over the ASan build: its runtime must be preloaded.
+    preload = os.environ.get(SANITIZER_PRELOAD)
+    if preload:
+        full["LD_PRELOAD"] = preload
     full.update(env)
     return full
 

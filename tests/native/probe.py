@@ -306,6 +306,29 @@ def errors():
     return out
 
 
+def extra():
+    """Processes from the state, the GPU set of a CPU, the GPUs near one."""
+    n.nvmlInit()
+    h = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
+    index = lambda hs: sorted(n.nvmlDeviceGetIndex(x) for x in hs)   # noqa: E731
+    out = {
+        "compute": [[p.pid, p.usedGpuMemory, p.gpuInstanceId] for p in n.nvmlDeviceGetComputeRunningProcesses(h[0])],
+        "compute v1": [[p.pid, p.usedGpuMemory] for p in n.nvmlDeviceGetComputeRunningProcesses_v2(h[0])],
+        "graphics": [p.pid for p in n.nvmlDeviceGetGraphicsRunningProcesses(h[0])],
+        "mps": [p.pid for p in n.nvmlDeviceGetMPSComputeRunningProcesses(h[0])],
+        "name 4242": call(n.nvmlSystemGetProcessName, 4242),
+        "name 1": call(n.nvmlSystemGetProcessName, 1),
+        "gpu set cpu 0": index(n.nvmlSystemGetTopologyGpuSet(0)),
+        "gpu set cpu 60": index(n.nvmlSystemGetTopologyGpuSet(60)),
+        "near 0 hostbridge": index(n.nvmlDeviceGetTopologyNearestGpus(h[0], 30)),
+        "near 0 node": index(n.nvmlDeviceGetTopologyNearestGpus(h[0], 40)),
+        "near 0 system": index(n.nvmlDeviceGetTopologyNearestGpus(h[0], 50)),
+        "memory affinity 5": call(n.nvmlDeviceGetMemoryAffinity, h[5], 1, 0),
+    }
+    n.nvmlShutdown()
+    return out
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "visible":
@@ -322,6 +345,8 @@ def main(argv):
             print(json.dumps({"init": 0, "count": n.nvmlDeviceGetCount()}))
         except n.NVMLError as exc:
             print(json.dumps({"init": exc.value}))
+    elif cmd == "extra":
+        print(json.dumps(extra()))
     elif cmd == "watch":
         watch(int(argv[2]), argv[3])
     elif cmd == "threads":

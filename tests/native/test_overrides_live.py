@@ -67,3 +67,26 @@ def test_removing_the_overrides_file_restores_the_profile(nvml_lib, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_overrides_left_stale_while_running_warn_once_and_are_dropped(nvml_lib, tmp_path):
+    case = corpus.Case("live", "a100", (), overrides='version: 1\ndevices:\n  "0":\n    name: Overridden\n')
+    env = corpus.stage(case, str(tmp_path))
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    proc = start_probe(nvml_lib, env, "watch", "0", "NVIDIA A100-SXM4-40GB")
+    try:
+        lines = _lines(proc)
+        _, ready = lines.get(timeout=30)
+        assert ready == ["ready", "Overridden"]
+        written = time.monotonic()
+        with open(overrides, "a") as f:              # edited by hand, never compiled
+            f.write("# edited\n")
+        seen_at, line = lines.get(timeout=5)
+        assert line == ["name", "NVIDIA A100-SXM4-40GB"]
+        assert 0.9 < seen_at - written < 2.0         # a writer gets a second to rename the pair
+        proc.wait(timeout=30)
+        assert proc.stderr.read() == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml "
+                                      f"missing or stale: run 'mokka compile --companion {overrides}'\n")
+    finally:
+        proc.kill()
+        proc.wait()
