@@ -15,7 +15,7 @@
 #include "mock.h"
 
 #define SAY_PREFIX "mock NVML: "
-#define COMPILE_HINT "mokka compile --companion"
+#define COMPILE_HINT MOKKA_COMPANION_COMMAND     /* mokka/core/names.py */
 
 static void vsay(const char *fmt, va_list ap, char *line, size_t size)
 {

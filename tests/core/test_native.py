@@ -7,6 +7,7 @@ import os
 import pytest
 
 from mokka.core import native
+from tests.conftest import REPO
 
 
 def _lib(root, *parts):
@@ -50,11 +51,12 @@ def test_defaults_to_this_machines_arch(homes):
     assert native.nvml_library() == carried
 
 
-def test_imports_nothing_but_os():
-    import ast
-    with open(native.__file__, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"os", "__future__"}
+def test_import_is_light():
+    """The agent and render-cdi ask once at start: no YAML, click, json or subprocess."""
+    import subprocess
+    import sys
+    code = ("import sys; import mokka.core.native; "
+            "print(sorted({'yaml', 'click', 'json', 'subprocess'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout
+    assert out.strip() == "[]"
