@@ -216,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.where}: {m.what}")
         print(f"{total} mutants")
         return 0
+    rng = random.Random(args.seed)
     if args.sample and args.sample < total:
-        mutants = sorted(random.Random(args.seed).sample(mutants, args.sample),
-                         key=lambda m: (m.path, m.line, m.col, m.what))
+        mutants = rng.sample(mutants, args.sample)
+    # Run in a random order, so a budget that runs out leaves a fair sample of every file.
+    order = rng.sample(mutants, len(mutants))
+    mutants.sort(key=lambda m: (m.path, m.line, m.col, m.what))
     print(f"{len(mutants)} of {total} mutants over {len(files)} files, {args.jobs} jobs", flush=True)
 
     started = time.monotonic()
@@ -239,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
 
         free = list(trees)
         mu = threading.Lock()
+        stopping = threading.Event()
         results: dict[Mutant, str] = {}
 
         def run(m: Mutant) -> None:
-            if args.budget and time.monotonic() - started > args.budget:
+            if stopping.is_set() or (args.budget and time.monotonic() - started > args.budget):
                 return
             with mu:
                 tree = free.pop()
@@ -266,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"({took:.1f}s)", flush=True)
 
         with ThreadPoolExecutor(max_workers=len(trees)) as pool:
-            list(pool.map(run, mutants))
+            try:
+                list(pool.map(run, order))
+            except KeyboardInterrupt:
+                stopping.set()                # let the running mutants finish; start no more
+                print("interrupted: reporting what ran", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -279,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"killed {killed}, survived {len(survivors)}, score {score:.1f}% "
           f"({ran} run of {total} mutants"
           + (f", sampled with seed {args.seed}" if args.sample and args.sample < total else "")
-          + (f", {not_run} not run: budget spent" if not_run else "")
+          + (f", {not_run} not run: budget spent or interrupted" if not_run else "")
           + f"; {time.monotonic() - started:.0f}s)")
     if survivors:
         print("survivors:")
