@@ -62,6 +62,7 @@ VISIBILITY_CASES = [
     ("a UUID prefix, any case", "gpu-BBBC", (), [2]),
     ("a shorter prefix selects every GPU it starts", "GPU-bbb", (), [1, 2]),
     ("a full UUID selects its GPU", "GPU-cccc0000-1111-2222-3333-444455556666", (), [3]),
+    ("an empty entry selects nothing: '1,' is GPU 1", "1,", (), [1]),
 ]
 
 
