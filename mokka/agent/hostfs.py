@@ -84,13 +84,6 @@ class HostFS:
         dropped = self._remove(self.manifest.paths(owner))
         self.manifest.settle(owner, (), dropped)
 
-    def sweep(self) -> None:
-        """Teardown's last step: every created directory, deepest first, if empty."""
-        for d in sorted(self.manifest.dirs(), key=lambda p: p.count(os.sep), reverse=True):
-            if d == os.path.dirname(self.manifest.path):
-                continue                      # the manifest's own directory goes last
-            _rmdir(d)
-
     def clean_temps(self) -> int:
         """Remove temp files a killed writer left in directories the agent created.
 

@@ -120,7 +120,7 @@ class Reconciler:
 
         Waits at most half of ``timeout`` for the staging lock, then tears down
         without it: a plugin holding it shared must not keep the node staged.
-        ``after`` runs last (still under the lock), e.g. the manifest sweep.
+        ``after`` runs last (still under the lock), e.g. ``loop.finish``.
         """
         deadline = self.clock() + timeout
         self.stop.set()

@@ -33,6 +33,19 @@ def test_the_manifest_survives_a_restart_and_discard_uses_it(tmp_path):
     assert not (tmp_path / "ov" / "x").exists()
 
 
+def test_teardown_never_removes_an_empty_directory_the_host_had(tmp_path):
+    (tmp_path / "ov" / "etc" / "empty").mkdir(parents=True)     # the host's, and empty
+    fs = fs_at(tmp_path)
+    fs.converge("o", {str(tmp_path / "ov" / "etc" / "empty" / "f"): File(b"1"),
+                      str(tmp_path / "ov" / "made" / "deep" / "g"): File(b"2")})
+    fs.converge("o", {str(tmp_path / "ov" / "made" / "deep" / "g"): File(b"2")})
+    assert (tmp_path / "ov" / "etc" / "empty").is_dir()       # emptied by convergence: kept
+    fs.remove_owner("o")
+    assert (tmp_path / "ov" / "etc" / "empty").is_dir()       # emptied by teardown: kept
+    assert os.listdir(tmp_path / "ov" / "etc" / "empty") == []
+    assert not (tmp_path / "ov" / "made").exists()             # the agent's own: gone
+
+
 def test_without_mknod_device_paths_are_empty_files_logged_once(tmp_path, monkeypatch, caplog):
     def denied(*a, **k):
         raise PermissionError(1, "Operation not permitted")

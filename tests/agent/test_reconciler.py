@@ -139,20 +139,28 @@ def test_a_failing_revoke_does_not_stop_discard(tmp_path, desired):
     assert health.stagedz()[0] == 503
 
 
-def test_teardown_waits_at_most_half_the_timeout_for_the_lock(tmp_path, desired):
+def test_teardown_waits_at_most_half_the_timeout_for_the_lock(tmp_path, monkeypatch):
     import fcntl
-    calls = []
-    rec, _ = make(tmp_path, [FakeSim("s", calls)])
-    path = os.path.join(tmp_path, "staging.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    from types import SimpleNamespace
+    from mokka.agent import lock as lockmod
+
+    # A fake clock that moves only when the lock sleeps between polls.
+    now = [100.0]
+    monkeypatch.setattr(lockmod, "time", SimpleNamespace(sleep=lambda s: now.__setitem__(0, now[0] + s)))
+    clock = lambda: now[0]                                       # noqa: E731
+    calls, after = [], []
+    health = Health(readiness=lambda: iter(()), now=lambda: 1_700_000_000)
+    lock = StagingLock(os.path.join(tmp_path, "staging.lock"), clock=clock)
+    rec = Reconciler([FakeSim("s", calls)], health, lock, mlog.get("test"), clock=clock)
+    fd = os.open(lock.path, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_SH)                               # the NRI plugin, stuck
     try:
-        clock = [0.0]
-        rec.lock._clock = lambda: clock.__setitem__(0, clock[0] + 0.25) or clock[0]
-        rec.teardown(timeout=2.0)
-        assert ("discard", "s") in calls                          # tore down anyway
+        assert rec.teardown(timeout=10.0, after=lambda: after.append(now[0])) is True
     finally:
         os.close(fd)
+    assert after == [pytest.approx(105.0, abs=0.05)]             # gave up after 5 of the 10 s
+    assert ("discard", "s") in calls                             # and tore down anyway
+    assert not lock.held
 
 
 def test_readyz_names_the_simulator_that_is_not_ready(tmp_path):

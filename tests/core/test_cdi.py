@@ -6,7 +6,7 @@ import yaml
 from mokka.core import cdi, names
 from mokka.core.compile import compile_profile
 from mokka.core.overlay import host_overlay
-from mokka.core.profile import load
+from mokka.core.profile import load, parse
 from tests.conftest import run_mokka
 from tests.integration.runtime import runtime_paths, validate_cdi_spec
 
@@ -95,3 +95,37 @@ def test_render_cdi_out_writes_both_files(tmp_path):
                                      str(tmp_path / names.CDI_SPEC_MOCK_FILE)]
     doc = yaml.safe_load((tmp_path / names.CDI_SPEC_MOCK_FILE).read_text())
     assert doc["kind"] == names.CDI_KIND_MOCK
+
+
+def test_a_profile_whose_minors_differ_from_its_indices_names_devices_by_index():
+    doc = yaml.safe_load(load("t4").text)
+    for entry, minor in zip(doc["devices"], (13, 12, 11, 10)):
+        entry["minor_number"] = minor
+    state = compile_profile(parse(yaml.safe_dump(doc).encode(), source="t4-minors"))
+    specs = cdi.specs(state, host_overlay("/node"))
+    toolkit, mock = specs["nvidia.yaml"], specs["nvml-mock-nri.yaml"]
+    assert [d["name"] for d in mock["devices"]] == ["0", "1", "2", "3", "all"]
+    assert [d["name"] for d in toolkit["devices"]] == [
+        "0", "GPU-00000074-0000-0000-0000-000000000000", "1", "GPU-00000074-0000-0000-0000-000000000001",
+        "2", "GPU-00000074-0000-0000-0000-000000000002", "3", "GPU-00000074-0000-0000-0000-000000000003",
+        "all"]
+    for spec in (toolkit, mock):
+        assert nodes_of(spec, "0") == ["/dev/nvidia13"]
+        assert nodes_of(spec, "3") == ["/dev/nvidia10"]
+
+
+def test_device_nodes_are_character_devices_opened_read_write():
+    state = compile_profile(load("t4"))
+    specs = cdi.specs(state, host_overlay("/node"))
+    toolkit = specs["nvidia.yaml"]
+    assert toolkit["devices"][0]["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/nvidia0", "hostPath": "/node/var/lib/nvml-mock/driver/dev/nvidia0",
+         "type": "c", "major": 195, "minor": 0, "permissions": "rw"}]
+    assert toolkit["containerEdits"]["deviceNodes"][0] == {
+        "path": "/dev/nvidiactl", "hostPath": "/node/var/lib/nvml-mock/driver/dev/nvidiactl",
+        "type": "c", "major": 195, "minor": 255, "permissions": "rw"}
+    every = [n for spec in (*specs.values(), cdi.management_spec(state, host_overlay("/node")))
+             for d in [*spec["devices"], spec] for n in (d.get("containerEdits") or {}).get("deviceNodes", [])]
+    # toolkit: by index, by UUID, all, control; mock: by index, all + control; management: all + control
+    assert len(every) == (4 + 4 + 4 + 3) + (4 + 7) + 7
+    assert {n["permissions"] for n in every} == {"rw"}

@@ -19,6 +19,18 @@ def test_recompiling_gives_identical_bytes(name):
     assert comp.dumps(compiled(name)) == comp.dumps(compiled(name))
 
 
+#: nvidia-smi's Board ID of each GPU: (domain << 16) | (bus << 8) | (device << 3) | function.
+BOARD_IDS = {
+    "a100": [0x700, 0xF00, 0x4700, 0x4E00, 0x8700, 0x9000, 0xB700, 0xBD00],
+    "h100": [0x1A00, 0x1B00, 0x4A00, 0x4B00, 0x8A00, 0x8B00, 0xCA00, 0xCB00],
+    "b200": [0x1A00, 0x1B00, 0x4A00, 0x4B00, 0x8A00, 0x8B00, 0xCA00, 0xCB00],
+    "gb200": [0xA00, 0xB00, 0x4A00, 0x4B00, 0x8A00, 0x8B00, 0xCA00, 0xCB00],
+    "gb300": [0xA00, 0xB00, 0x4A00, 0x4B00, 0x8A00, 0x8B00, 0xCA00, 0xCB00],
+    "l40s": [0x1700, 0x3100, 0xB100, 0xCA00, 0x1800, 0x3200, 0xB200, 0xCB00],
+    "t4": [0x3B00, 0x8600, 0xAF00, 0xD800],
+}
+
+
 @pytest.mark.parametrize("name", names.BUILTIN_PROFILES)
 def test_state_carries_what_consumers_read(name):
     p = load(name)
@@ -37,8 +49,7 @@ def test_state_carries_what_consumers_read(name):
         assert gpu["numa_node"] >= 0 and gpu["root_complex"].startswith("pci")
         assert gpu["memory"]["total_bytes"] == p.devices[i]["memory"]["total_bytes"]
     assert len({g["uuid"] for g in state["gpus"]}) == p.count
-    assert len({g["board_id"] for g in state["gpus"]}) == p.count
-    assert all(g["board_id"] > 0 for g in state["gpus"])
+    assert [g["board_id"] for g in state["gpus"]] == BOARD_IDS[name]
 
 
 NVLINK_CASES = [
@@ -70,21 +81,103 @@ def with_count(name, n):
     return parse(yaml.safe_dump(doc).encode(), source=f"{name}x{n}")
 
 
+def with_devices(name, n, devices):
+    """Profile ``name`` with ``n`` GPUs, its device list replaced by ``devices``."""
+    doc = yaml.safe_load(load(name).text)
+    doc["system"]["num_devices"] = n
+    doc["devices"] = devices
+    return parse(yaml.safe_dump(doc).encode(), source=f"{name}x{n}")
+
+
+GB300_LISTED = [
+    {"index": i, "uuid": f"GPU-b300b300-0000-0000-0000-00000000000{i}", "minor_number": i,
+     "pci": {"bus_id": bus}}
+    for i, bus in enumerate(["0000:0A:00.0", "0000:0B:00.0", "0000:4A:00.0", "0000:4B:00.0",
+                             "0000:8A:00.0", "0000:8B:00.0", "0000:CA:00.0"])
+] + [
+    # GPU 7 takes the UUID and the minor the synthesizer would give GPU 48 (0x30).
+    {"index": 7, "uuid": "GPU-b300b300-0000-0000-0000-000000000030", "minor_number": 48,
+     "pci": {"bus_id": "0000:CB:00.0"}},
+]
+
+SYNTHESIZED_64 = [
+    # index, uuid, minor number, bus id, board id
+    (7, "GPU-b300b300-0000-0000-0000-000000000030", 48, "00000000:CB:00.0", 0xCB00),    # listed
+    (8, "GPU-b300b300-0000-0000-0000-000000000008", 8, "00000000:01:00.0", 0x100),       # first free bus
+    (16, "GPU-b300b300-0000-0000-0000-000000000010", 16, "00000000:09:00.0", 0x900),
+    (17, "GPU-b300b300-0000-0000-0000-000000000011", 17, "00000000:0C:00.0", 0xC00),     # skips 0A, 0B
+    (47, "GPU-b300b300-0000-0000-0000-00000000002f", 47, "00000000:2A:00.0", 0x2A00),
+    (48, "GPU-b300b300-0000-0000-0000-000000001030", 49, "00000000:2B:00.0", 0x2B00),    # both taken
+    (63, "GPU-b300b300-0000-0000-0000-00000000003f", 64, "00000000:3A:00.0", 0x3A00),
+]
+
+
 def test_synthesizes_up_to_64_gpus_deterministically():
-    a = comp.compile_profile(with_count("gb300", 64))
-    b = comp.compile_profile(with_count("gb300", 64))
+    a = comp.compile_profile(with_devices("gb300", 64, GB300_LISTED))
+    b = comp.compile_profile(with_devices("gb300", 64, GB300_LISTED))
     assert comp.dumps(a) == comp.dumps(b)
     gpus = a["gpus"]
     assert len(gpus) == 64
+    # never a synthesized identity that collides with a listed one
     assert len({g["uuid"] for g in gpus}) == 64
+    assert len({g["minor_number"] for g in gpus}) == 64
     assert len({g["pci"]["bus_id"] for g in gpus}) == 64
-    assert sorted(g["minor_number"] for g in gpus) == list(range(64))
+    assert len({g["board_id"] for g in gpus}) == 64
     # the listed eight keep their profile identity
-    listed = load("gb300").devices
-    assert [g["uuid"] for g in gpus[:8]] == [d["uuid"] for d in listed]
+    assert [g["uuid"] for g in gpus[:8]] == [d["uuid"] for d in GB300_LISTED]
+    assert [g["minor_number"] for g in gpus[:8]] == [0, 1, 2, 3, 4, 5, 6, 48]
+    got = [(g["index"], g["uuid"], g["minor_number"], g["pci"]["bus_id"], g["board_id"])
+           for g in gpus if g["index"] in {row[0] for row in SYNTHESIZED_64}]
+    assert got == SYNTHESIZED_64
     # every synthesized GPU is placed under a root complex
     placed = {bdf for r in a["pcie_topology"]["root_complexes"] for bdf in r["devices"]}
     assert {g["pci"]["bdf"] for g in gpus} <= placed
+
+
+IDENTITY_CASES = [
+    # id, index, uuid, minor number, bus id, board id. GPU 0 is listed with the
+    # UUID GPU 2 would get, minor 3 and bus 02, device 3, function 1, domain 1;
+    # GPUs 1-3 are synthesized around it.
+    ("listed: kept; board id packs domain, bus, device and function", 0,
+     "GPU-00000074-0000-0000-0000-000000000002", 3, "00000001:02:03.1", 0x10219),
+    ("synthesized: index UUID and minor, first free bus 01", 1,
+     "GPU-00000074-0000-0000-0000-000000000001", 1, "00000000:01:00.0", 0x100),
+    ("synthesized: UUID taken, moved up 0x1000; bus 02 taken, 03", 2,
+     "GPU-00000074-0000-0000-0000-000000001002", 2, "00000000:03:00.0", 0x300),
+    ("synthesized: minor 3 taken, the next free one", 3,
+     "GPU-00000074-0000-0000-0000-000000000003", 4, "00000000:04:00.0", 0x400),
+]
+
+
+@pytest.mark.parametrize("index, uuid, minor, bus_id, board_id", [c[1:] for c in IDENTITY_CASES],
+                         ids=[c[0] for c in IDENTITY_CASES])
+def test_identity_synthesis(index, uuid, minor, bus_id, board_id):
+    listed = [{"index": 0, "uuid": "GPU-00000074-0000-0000-0000-000000000002", "minor_number": 3,
+               "pci": {"bus_id": "0001:02:03.1"}}]
+    gpu = comp.compile_profile(with_devices("t4", 4, listed))["gpus"][index]
+    assert (gpu["uuid"], gpu["minor_number"], gpu["pci"]["bus_id"], gpu["board_id"]) == (
+        uuid, minor, bus_id, board_id)
+
+
+def with_infiniband(name, **block):
+    doc = yaml.safe_load(load(name).text)
+    doc["infiniband"] = block
+    return parse(yaml.safe_dump(doc).encode(), source=f"{name}+ib")
+
+
+HCA_CASES = [
+    # id, infiniband block, HCAs of an 8-GPU h100
+    ("one HCA per GPU by default", {"enabled": True}, 8),
+    ("hcas_per_gpu: 1", {"enabled": True, "hcas_per_gpu": 1}, 8),
+    ("hcas_per_gpu: 2 doubles the HCAs", {"enabled": True, "hcas_per_gpu": 2}, 16),
+    ("hca_count wins over hcas_per_gpu", {"enabled": True, "hcas_per_gpu": 2, "hca_count": 3}, 3),
+    ("disabled: none, whatever the count", {"enabled": False, "hcas_per_gpu": 2, "hca_count": 3}, 0),
+]
+
+
+@pytest.mark.parametrize("block, hcas", [c[1:] for c in HCA_CASES], ids=[c[0] for c in HCA_CASES])
+def test_hca_count(block, hcas):
+    assert comp.compile_profile(with_infiniband("h100", **block))["infiniband"]["hca_count"] == hcas
 
 
 def test_fewer_devices_than_listed_keeps_the_first():

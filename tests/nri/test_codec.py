@@ -17,6 +17,13 @@ def h(text: str) -> bytes:
     return bytes.fromhex(text.replace(" ", ""))
 
 
+MIB = 1024 * 1024
+#: The limits, spelled out here rather than read from the codec: Go ttrpc's
+#: messageLengthLimit (4 MiB) and the multiplexer's frame payload (16 MiB).
+TTRPC_LIMIT = 4 * MIB
+FRAME_LIMIT = 16 * MIB
+
+
 # Hand-encoded oracles: frame header (conn, length) + ttrpc header (length,
 # stream, type, flags) + protobuf envelope, spelled out field by field.
 REGISTER_PAYLOAD = h("0a05") + b"mokka" + h("1202") + b"10"      # plugin_name, plugin_idx
@@ -146,17 +153,26 @@ def test_frames_for_unknown_connections_are_discarded():
     assert feed(wire, None) == [CASES[1][1]]
 
 
+def test_a_frame_of_exactly_16_mib_is_accepted():
+    reader = FrameReader()
+    reader.receive_data(h("00000001 01000000"))               # length 16 MiB, on the limit
+    assert reader.next_frame() is NEED_DATA
+    reader.receive_data(b"\x5a" * FRAME_LIMIT)
+    frame = reader.next_frame()
+    assert frame.conn_id == 1 and len(frame.payload) == FRAME_LIMIT
+
+
 def test_a_frame_over_16_mib_is_a_protocol_error_and_stays_one():
     reader = FrameReader()
-    reader.receive_data(h("00000001") + (mux.MAX_FRAME_PAYLOAD + 1).to_bytes(4, "big"))
+    reader.receive_data(h("00000001 01000001"))               # length 16 MiB + 1
     for _ in range(2):
         with pytest.raises(ProtocolError):
             reader.next_frame()
 
 
 def test_an_oversized_request_is_answered_resource_exhausted_and_skipped():
-    big = ttrpc.encode_header(ttrpc.Header(ttrpc.MAX_PAYLOAD + 1, 1, ttrpc.TYPE_REQUEST))
-    body = b"\0" * (ttrpc.MAX_PAYLOAD + 1)
+    big = h("00400001 00000001 01 00")                    # length 4 MiB + 1, stream 1, request
+    body = b"\0" * (TTRPC_LIMIT + 1)
     after = ttrpc.encode_request(3, PLUGIN_SERVICE, "Shutdown")
     reader = MessageReader(1)
     reader.receive_data(big)
@@ -202,9 +218,22 @@ def test_data_messages_are_ignored():
     assert isinstance(reader.next_event(), RequestReceived)
 
 
-def test_the_writer_refuses_a_payload_over_4_mib():
+def test_a_message_of_exactly_4_mib_is_accepted():
+    # A Response envelope of exactly 4 MiB: field 2 (payload), a 4-byte varint
+    # length (4 MiB - 5), then the payload bytes.
+    payload = b"\x5a" * (TTRPC_LIMIT - 5)
+    envelope = h("12") + h("fbffff01") + payload
+    assert len(envelope) == TTRPC_LIMIT
+    reader = MessageReader(1)
+    reader.receive_data(h("00400000 00000001 02 00") + envelope)
+    assert reader.next_event() == ResponseReceived(1, 1, payload=payload)
+
+
+def test_the_writer_takes_4_mib_and_refuses_a_byte_more():
+    wire = ttrpc.encode_message(1, ttrpc.TYPE_RESPONSE, b"\0" * TTRPC_LIMIT)
+    assert wire[:10] == h("00400000 00000001 02 00") and len(wire) == 10 + TTRPC_LIMIT
     with pytest.raises(ProtocolError):
-        ttrpc.encode_message(1, ttrpc.TYPE_RESPONSE, b"\0" * (ttrpc.MAX_PAYLOAD + 1))
+        ttrpc.encode_message(1, ttrpc.TYPE_RESPONSE, b"\0" * (TTRPC_LIMIT + 1))
 
 
 def test_header_round_trip():

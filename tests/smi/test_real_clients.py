@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -65,10 +66,20 @@ def test_clients_follow_partial_dev_nodes_and_visible_none(staged, dev_root):
     assert got["gputil"] == [] or got["gputil"].startswith("error")
 
 
+def htop_script() -> str | None:
+    """nvidia-htop.py as installed for the test interpreter, never a PATH lookup:
+    a pyenv shim of that name on PATH is a shell script, not the Python one."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        candidate = Path(folder) / "nvidia-htop.py"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
 def _htop(ov, dev_root, **env):
-    script = shutil.which("nvidia-htop.py")
+    script = htop_script()
     if script is None:
-        pytest.skip("nvidia-htop is not installed")
+        pytest.skip("nvidia-htop is not installed beside the test interpreter")
     return subprocess.run([sys.executable, script], env=ov.env(str(dev_root), **env),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 

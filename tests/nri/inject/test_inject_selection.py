@@ -111,3 +111,24 @@ def test_configured_annotation_keys(field, default_key):
     cfg = config(**{field: "example.com/custom"})
     assert adjust(cfg, pod("example.com/custom"), plain(), full_view()).adjustment is not None
     assert adjust(cfg, pod(default_key), plain(), full_view()).adjustment is None
+
+
+REASON_CASES = [
+    # id, container allocated, pod annotation keys, Decision.reason
+    ("allocation alone", True, (), "selected: gpu (allocation)"),
+    ("devices annotation alone", False, (names.ANNOTATION_DEVICES,), "selected: gpu (devices annotation)"),
+    ("allocated and annotated: the allocation is named once, alone",
+     True, (names.ANNOTATION_DEVICES,), "selected: gpu (allocation)"),
+    ("allocated, annotated, infiniband and imex",
+     True, (names.ANNOTATION_DEVICES, names.ANNOTATION_INFINIBAND, names.ANNOTATION_IMEX_CHANNELS),
+     "selected: gpu (allocation), infiniband, imex"),
+    ("infiniband and imex without a GPU", False,
+     (names.ANNOTATION_INFINIBAND, names.ANNOTATION_IMEX_CHANNELS), "selected: infiniband, imex"),
+]
+
+
+@pytest.mark.parametrize("is_allocated, keys, reason", [c[1:] for c in REASON_CASES],
+                         ids=[c[0] for c in REASON_CASES])
+def test_the_reason_names_each_selection_once(is_allocated, keys, reason):
+    container = allocated() if is_allocated else plain()
+    assert adjust(config(), pod(*keys), container, full_view()).reason == reason

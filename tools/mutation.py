@@ -1,0 +1,300 @@
+"""A small mutation runner: does a test fail when the code it covers is wrong?
+
+    python3 tools/mutation.py                     # every mutant of the default targets
+    python3 tools/mutation.py --list              # the mutants, without running anything
+    python3 tools/mutation.py --sample 60 --seed 1 --budget 1500 --jobs 2
+    python3 tools/mutation.py mokka/core/cdi.py   # one file (its tests come from TARGETS)
+
+Each mutant is one small change to one expression: a comparison operator
+(``>`` to ``>=``, ``==`` to ``!=``, ``in`` to ``not in``, ...), ``and`` to
+``or``, one sub-condition of an ``and``/``or`` dropped (not a literal default
+as in ``x or {}``), an integer constant
+plus one, ``True``/``False`` swapped, ``not`` dropped, ``+``/``-`` and
+``<<``/``>>`` swapped, ``s.startswith(x)`` to ``s == x``. It is applied to a
+private copy of the tree (the work tree is never written), then the file's
+unit tests run with ``-x -q`` and a timeout. A failing (or timing-out) run
+kills the mutant; a passing one lets it survive, and every survivor is a
+behaviour no test pins. Standard library only; not run in CI (it takes
+minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_SMI = ["tests/smi", "--ignore=tests/smi/test_python_versions.py",
+        "--ignore=tests/smi/test_startup.py"]
+_CORE = ["tests/core/test_compile.py", "tests/core/test_cdi.py",
+         "tests/core/test_profile_merge.py", "tests/core/test_profile_errors.py"]
+_CODEC = ["tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py", "tests/nri/test_plugin.py"]
+
+#: Source file -> the unit tests that cover it, fastest first (-x stops at the first failure).
+TARGETS = {
+    "mokka/core/compile.py": _CORE + _SMI,
+    "mokka/core/cdi.py": ["tests/core/test_cdi.py"],
+    "mokka/smi/engine.py": _SMI,
+    "mokka/nri/codec/conn.py": _CODEC,
+    "mokka/nri/codec/mux.py": _CODEC,
+    "mokka/nri/codec/ttrpc.py": _CODEC,
+}
+
+_COMPARE_SWAPS = {
+    ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE, ast.LtE: ast.Lt,
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+    ast.In: ast.NotIn, ast.NotIn: ast.In,
+}
+_BINOP_SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.LShift: ast.RShift, ast.RShift: ast.LShift}
+_SYMBOL = {
+    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.And: "and",
+    ast.Or: "or", ast.Add: "+", ast.Sub: "-", ast.LShift: "<<", ast.RShift: ">>",
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str          # relative to ROOT
+    line: int
+    col: int
+    what: str          # "'>' -> '>='"
+    source: str        # the mutated file's full text
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}:{self.col + 1}"
+
+
+# --- finding mutants -------------------------------------------------------------
+
+def _sites(tree: ast.AST):
+    """(node, description, replacement node) for every mutation of every expression."""
+    in_fstring = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr)
+                  for n in ast.walk(j)}
+    for node in ast.walk(tree):
+        if id(node) in in_fstring or not hasattr(node, "end_col_offset"):
+            continue
+        if isinstance(node, ast.Compare):
+            for i, op in enumerate(node.ops):
+                swap = _COMPARE_SWAPS.get(type(op))
+                if swap is not None:
+                    ops = list(node.ops)
+                    ops[i] = swap()
+                    yield node, f"'{_SYMBOL[type(op)]}' -> '{_SYMBOL[swap]}'", \
+                        ast.Compare(node.left, ops, node.comparators)
+        elif isinstance(node, ast.BoolOp):
+            other = ast.Or if isinstance(node.op, ast.And) else ast.And
+            yield node, f"'{_SYMBOL[type(node.op)]}' -> '{_SYMBOL[other]}'", \
+                ast.BoolOp(other(), node.values)
+            for i, value in enumerate(node.values):
+                if isinstance(value, (ast.Constant, ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                    continue                  # "x or {}": a default, not a condition
+                rest = node.values[:i] + node.values[i + 1:]
+                kept = rest[0] if len(rest) == 1 else ast.BoolOp(node.op, rest)
+                yield node, f"drop sub-condition {ast.unparse(value)!r}", kept
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                yield node, f"{node.value} -> {not node.value}", ast.Constant(not node.value)
+            elif isinstance(node.value, int):
+                yield node, f"{node.value} -> {node.value + 1}", ast.Constant(node.value + 1)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            yield node, f"drop 'not' in {ast.unparse(node)!r}", node.operand
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINOP_SWAPS:
+            swap = _BINOP_SWAPS[type(node.op)]
+            yield node, f"'{_SYMBOL[type(node.op)]}' -> '{_SYMBOL[swap]}'", \
+                ast.BinOp(node.left, swap(), node.right)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith") and len(node.args) == 1
+              and not node.keywords and not isinstance(node.args[0], ast.Tuple)):
+            yield node, f"{node.func.attr} -> '=='", \
+                ast.Compare(node.func.value, [ast.Eq()], [node.args[0]])
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return lines
+
+
+def _replace(text: str, node: ast.AST, new: ast.AST) -> str:
+    """``text`` with the span of ``node`` replaced by ``new``, parenthesized."""
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode()))
+    data = text.encode()
+    start = offsets[node.lineno - 1] + node.col_offset            # col offsets are in bytes
+    end = offsets[node.end_lineno - 1] + node.end_col_offset
+    return (data[:start] + f"({ast.unparse(new)})".encode() + data[end:]).decode()
+
+
+def mutants_of(path: str) -> list[Mutant]:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        text = f.read()
+    tree = ast.parse(text)
+    skip = _docstring_lines(tree)
+    out, seen = [], set()
+    for node, what, new in _sites(tree):
+        if node.lineno in skip:
+            continue
+        source = _replace(text, node, new)
+        try:
+            compile(source, path, "exec")
+        except SyntaxError:
+            continue
+        if source in seen:
+            continue
+        seen.add(source)
+        out.append(Mutant(path, node.lineno, node.col_offset, what, source))
+    out.sort(key=lambda m: (m.path, m.line, m.col, m.what))
+    return out
+
+
+# --- running them ----------------------------------------------------------------
+
+def _copy_tree(dest: str) -> None:
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis", "dist", "build"))
+
+
+def _pytest(tree: str, tests: list[str], timeout: float) -> tuple[str, float]:
+    """'passed', 'failed' or 'timeout', and the seconds taken."""
+    env = dict(os.environ, PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED="0")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+           "--basetemp", os.path.join(tree, ".mutation-tmp"), *tests]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)       # the run we started, and its children
+        proc.wait()
+        return "timeout", time.monotonic() - start
+    return ("passed" if code == 0 else "failed"), time.monotonic() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help=f"source files (default: {', '.join(TARGETS)})")
+    ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    ap.add_argument("--sample", type=int, default=0, help="run only N mutants, chosen at random")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--timeout", type=float, default=0,
+                    help="seconds per mutant (default: 10x the file's clean run, at least 60)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="stop starting mutants after this many seconds (0: no limit)")
+    args = ap.parse_args(argv)
+
+    files = args.files or list(TARGETS)
+    for f in files:
+        if f not in TARGETS:
+            ap.error(f"{f}: no tests are mapped to it in TARGETS")
+    mutants = [m for f in files for m in mutants_of(f)]
+    total = len(mutants)
+    if args.list:
+        for m in mutants:
+            print(f"{m.where}: {m.what}")
+        print(f"{total} mutants")
+        return 0
+    rng = random.Random(args.seed)
+    if args.sample and args.sample < total:
+        mutants = rng.sample(mutants, args.sample)
+    # Run in a random order, so a budget that runs out leaves a fair sample of every file.
+    order = rng.sample(mutants, len(mutants))
+    mutants.sort(key=lambda m: (m.path, m.line, m.col, m.what))
+    print(f"{len(mutants)} of {total} mutants over {len(files)} files, {args.jobs} jobs", flush=True)
+
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="mokka-mutation-")
+    trees = [os.path.join(work, f"tree{i}") for i in range(max(args.jobs, 1))]
+    for t in trees:
+        _copy_tree(t)
+    try:
+        # Baselines: every file's tests must pass on the unmutated copy.
+        timeouts = {}
+        for f in files:
+            result, took = _pytest(trees[0], TARGETS[f], timeout=600)
+            if result != "passed":
+                print(f"baseline: the tests of {f} do not pass unmutated ({result}); stopping")
+                return 2
+            timeouts[f] = args.timeout or max(60.0, 10 * took)
+            print(f"baseline {f}: passed in {took:.1f}s", flush=True)
+
+        free = list(trees)
+        mu = threading.Lock()
+        stopping = threading.Event()
+        results: dict[Mutant, str] = {}
+
+        def run(m: Mutant) -> None:
+            if stopping.is_set() or (args.budget and time.monotonic() - started > args.budget):
+                return
+            with mu:
+                tree = free.pop()
+            target = os.path.join(tree, m.path)
+            with open(os.path.join(ROOT, m.path), encoding="utf-8") as f:
+                original = f.read()
+            try:
+                with open(target, "w", encoding="utf-8") as f:
+                    f.write(m.source)
+                result, took = _pytest(tree, TARGETS[m.path], timeouts[m.path])
+            finally:
+                with open(target, "w", encoding="utf-8") as f:
+                    f.write(original)
+                with mu:
+                    free.append(tree)
+            verdict = "SURVIVED" if result == "passed" else "killed" + (
+                " (timeout)" if result == "timeout" else "")
+            with mu:
+                results[m] = verdict
+                print(f"[{len(results)}/{len(mutants)}] {verdict:17} {m.where}: {m.what} "
+                      f"({took:.1f}s)", flush=True)
+
+        with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+            try:
+                list(pool.map(run, order))
+            except KeyboardInterrupt:
+                stopping.set()                # let the running mutants finish; start no more
+                print("interrupted: reporting what ran", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    killed = sum(1 for v in results.values() if v.startswith("killed"))
+    survivors = [m for m in mutants if results.get(m) == "SURVIVED"]
+    not_run = len(mutants) - len(results)
+    ran = killed + len(survivors)
+    score = 100.0 * killed / ran if ran else 0.0
+    print()
+    print(f"killed {killed}, survived {len(survivors)}, score {score:.1f}% "
+          f"({ran} run of {total} mutants"
+          + (f", sampled with seed {args.seed}" if args.sample and args.sample < total else "")
+          + (f", {not_run} not run: budget spent or interrupted" if not_run else "")
+          + f"; {time.monotonic() - started:.0f}s)")
+    if survivors:
+        print("survivors:")
+        for m in survivors:
+            print(f"  {m.where}: {m.what}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
