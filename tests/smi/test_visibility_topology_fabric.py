@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from mokka.core import names
-from mokka.smi import engine
 
 
 def _uuids(res) -> list:
@@ -51,37 +50,8 @@ def test_visible_none_reports_no_devices(staged, dev_root, args, code, text):
     assert res.stdout.strip() == text
 
 
-VISIBILITY_GPUS = [
-    {"index": 0, "minor_number": 0, "uuid": "GPU-aaaa0000-1111-2222-3333-444455556666"},
-    {"index": 1, "minor_number": 1, "uuid": "GPU-bbbb0000-1111-2222-3333-444455556666"},
-    {"index": 2, "minor_number": 2, "uuid": "GPU-bbbc0000-1111-2222-3333-444455556666"},
-    {"index": 3, "minor_number": 3, "uuid": "GPU-cccc0000-1111-2222-3333-444455556666"},
-]
-
-VISIBILITY_CASES = [
-    # id, MOCK_NVML_VISIBLE_DEVICES (None: unset), /dev/nvidiaN present, visible indices
-    ("unset: the device nodes", None, (1, 3), [1, 3]),
-    ("empty: falls back to the device nodes", "", (1, 3), [1, 3]),
-    ("blank: falls back to the device nodes", "  ", (1, 3), [1, 3]),
-    ("void hides every GPU", "void", (0, 1, 2, 3), []),
-    ("VOID hides every GPU", "VOID", (0, 1, 2, 3), []),
-    ("a UUID prefix selects its GPU", "GPU-bbbb", (), [1]),
-    ("a UUID prefix, any case", "gpu-BBBC", (), [2]),
-    ("a shorter prefix selects every GPU it starts", "GPU-bbb", (), [1, 2]),
-    ("a full UUID selects its GPU", "GPU-cccc0000-1111-2222-3333-444455556666", (), [3]),
-    ("an empty entry selects nothing: '1,' is GPU 1", "1,", (), [1]),
-]
-
-
-@pytest.mark.parametrize("wanted, nodes, visible", [c[1:] for c in VISIBILITY_CASES],
-                         ids=[c[0] for c in VISIBILITY_CASES])
-def test_visible_devices_value(dev_root, wanted, nodes, visible):
-    dev_root.touch(*nodes)
-    environ = {"MOCK_NVML_DEV_ROOT": str(dev_root)}
-    if wanted is not None:
-        environ["MOCK_NVML_VISIBLE_DEVICES"] = wanted
-    gpus = [dict(g) for g in VISIBILITY_GPUS]
-    assert [g["index"] for g in engine.select_visible(gpus, environ)] == visible
+# The value rules of MOCK_NVML_VISIBLE_DEVICES are rows of the shared corpus
+# (tests/corpus/engine_cases.py) that the Python engine and the C library both pass.
 
 
 def test_no_state_is_a_clear_error_not_a_traceback(staged, dev_root, tmp_path):
