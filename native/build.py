@@ -138,25 +138,13 @@ def generate(gen_dir: str, header: str, src: str = SRC) -> None:
         sys.path.insert(0, REPO)
     names = _load(os.path.join(HERE, "gen_names.py"), "mokka_gen_names")
     stubs = _load(os.path.join(src, "gen_stubs.py"), "mokka_gen_stubs")
-    _write_if_changed(os.path.join(gen_dir, "mokka_names.h"), names.render())
+    write = stubs.write_if_changed          # one writer for every generated file
+    write(os.path.join(gen_dir, "mokka_names.h"), names.render())
     with open(header, encoding="utf-8") as f:
         functions = stubs.parse_header(f.read())
     text = stubs.render(functions, stubs.handwritten(hand_written_sources(src)))
-    _write_if_changed(os.path.join(gen_dir, "stubs.c"), text)
-    _write_if_changed(os.path.join(gen_dir, "exports.map"), VERSION_SCRIPT)
-
-
-def _write_if_changed(path: str, text: str) -> None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except FileNotFoundError:
-        pass
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write(os.path.join(gen_dir, "stubs.c"), text)
+    write(os.path.join(gen_dir, "exports.map"), VERSION_SCRIPT)
 
 
 # --------------------------------------------------------------------------- compile

@@ -78,18 +78,25 @@ def reset(path: str, physical_indices: list) -> bool:
 
 
 def write(path: str, doc: dict, mode: int = 0o644) -> None:
-    """Write an overrides document and its compiled companion (``overrides.nvml``).
+    """Write an overrides document and its compiled companion (``overrides.nvml``)."""
+    import yaml
+
+    write_text(path, yaml.safe_dump(doc, sort_keys=False).encode(), doc, mode)
+
+
+def write_text(path: str, text: bytes, doc: dict | None = None, mode: int = 0o644) -> None:
+    """Write overrides YAML as given, and its compiled companion, in one step.
 
     Every writer goes through here: the mock NVML library reads only the
     companion, and ignores one whose digest no longer matches the YAML. The
     companion is renamed into place first, the YAML last, so a reader never sees
     a new YAML next to an old companion for longer than one rename.
     """
-    import yaml
-
     from mokka.core import flatstate
     from mokka.core.fsutil import atomic_write  # tempfile: only when writing
 
-    text = yaml.safe_dump(doc, sort_keys=False).encode()
+    if doc is None:
+        from mokka.core import yamlio
+        doc = yamlio.safe_load(text)
     atomic_write(flatstate.companion_path(path), flatstate.overrides_companion(doc, text), mode)
     atomic_write(path, text, mode)

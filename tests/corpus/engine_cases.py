@@ -181,13 +181,10 @@ def stage(case: Case, root: str) -> dict:
 
 
 def write_overrides(path: str, text: str) -> None:
-    """overrides.yaml and its companion, each by atomic rename (companion first)."""
-    from mokka.core import flatstate
-    from mokka.core import yamlio
+    """overrides.yaml and its companion, through the product's one writer."""
+    from mokka.smi import overrides
 
-    data = text.encode()
-    _write(flatstate.companion_path(path), flatstate.overrides_companion(yamlio.safe_load(data), data))
-    _write(path, data)
+    overrides.write_text(path, text.encode())
 
 
 def _write(path: str, data: bytes) -> None:
