@@ -21,8 +21,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-fabric": ("mokka.cmd.check_fabric:main", "print each GPU's NVLink fabric state"),
     "mock-ib": ("mokka.cmd.mock_ib:main", "the mock InfiniBand daemon"),
     "fabricmanager": ("mokka.cmd.fabricmanager:main", "the nv-fabricmanager stand-in"),
+    "ctl": ("mokka.cmd.ctl:main", "change a running node's GPU readings (runtime overrides)"),
 }
-ALIASES = {"nv-fabricmanager": "fabricmanager", "nri": "nri-plugin", "agent": "node-agent"}
+ALIASES = {"nv-fabricmanager": "fabricmanager", "nvml-mock-ctl": "ctl", "nri": "nri-plugin", "agent": "node-agent"}
 PROGRAM = "mokka"
 
 

@@ -7,6 +7,8 @@ visibility renumbering.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 
 
@@ -58,23 +60,68 @@ def apply(gpu: dict, doc: dict) -> None:
             deep_merge(gpu, own)
 
 
+@contextlib.contextmanager
+def locked(path: str):
+    """Serialize every read-modify-write of one overrides file.
+
+    The lock is the directory itself (flock on a directory fd): no lock file to
+    leave behind on the host, and it works inside a container through the
+    writable config bind.
+    """
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def reset(path: str, physical_indices: list) -> bool:
     """Drop the named GPUs' buckets; write atomically. True if the file changed."""
-    doc = read(path)
-    if not doc or not isinstance(doc.get("devices"), dict):
-        return False
-    devices = doc["devices"]
-    removed = False
-    for idx in physical_indices:
-        for key in (str(idx), idx):
-            if key in devices:
-                del devices[key]
-                removed = True
-    if not removed:
-        return False
-    doc.setdefault("version", 1)
-    write(path, doc, os.stat(path).st_mode & 0o7777)
-    return True
+    with locked(path):
+        doc = read(path)
+        if not doc or not isinstance(doc.get("devices"), dict):
+            return False
+        devices = doc["devices"]
+        removed = False
+        for idx in physical_indices:
+            for key in (str(idx), idx):
+                if key in devices:
+                    del devices[key]
+                    removed = True
+        if not removed:
+            return False
+        doc.setdefault("version", 1)
+        write(path, doc, os.stat(path).st_mode & 0o7777)
+        return True
+
+
+def update(path: str, physical_index: int, change: dict) -> None:
+    """Deep-merge ``change`` into GPU ``physical_index``'s bucket, under the lock."""
+    with locked(path):
+        try:
+            doc = read(path) or {}
+        except OverridesError:
+            doc = {}                       # a broken file is replaced, as a fresh start
+        doc["version"] = doc.get("version", 1)
+        devices = doc.get("devices") if isinstance(doc.get("devices"), dict) else {}
+        doc["devices"] = devices
+        key = str(physical_index)
+        own = devices.pop(physical_index, None) or devices.get(key) or {}
+        devices[key] = deep_merge(own if isinstance(own, dict) else {}, change)
+        write(path, doc)
+
+
+def clear(path: str) -> None:
+    """Every override gone: the overrides file and its companion."""
+    from mokka.core import flatstate
+
+    with locked(path):
+        for name in (path, flatstate.companion_path(path)):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
 
 
 def write(path: str, doc: dict, mode: int = 0o644) -> None:

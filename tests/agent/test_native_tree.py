@@ -49,8 +49,9 @@ def test_nvidia_binary_replaces_only_the_python_nvidia_smi(tmp_path):
     h = host(tmp_path, NativeFiles(nvml_library=LIB, nvidia_smi=SMI))
     tree = gpudriver.tree(desired("t4"), h)
     assert tree[str(tmp_path / "var/lib/nvml-mock/driver/usr/bin/nvidia-smi")] == File(SMI, 0o755)
-    assert gpudriver.launcher_commands(h) == ("check-fabric",)
-    assert gpudriver.launcher_commands(host(tmp_path, NativeFiles())) == ("nvidia-smi", "check-fabric")
+    assert gpudriver.launcher_commands(h) == ("check-fabric", "nvml-mock-ctl")
+    assert gpudriver.launcher_commands(host(tmp_path, NativeFiles())) == ("nvidia-smi", "check-fabric",
+                                                                     "nvml-mock-ctl")
 
 
 @pytest.mark.parametrize("native, mounted", [(NativeFiles(nvml_library=LIB), True),
