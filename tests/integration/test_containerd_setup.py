@@ -44,14 +44,17 @@ def host_config(instance: rt.Containerd) -> str:
     return COMMENT + instance.config_text() + MIRROR
 
 
-def make_setup(instance: rt.Containerd, runtime, spec_dir: str, nri_socket: str):
+def make_setup(instance: rt.Containerd, runtime, spec_dir: str, nri_socket: str,
+               which=lambda _: None, runner=None):
     folder = instance.workdir
     settings = Settings(config=str(instance.config_path), config_dir=str(folder / "conf.d"),
                         cdi_spec_dir=spec_dir, nri_socket=nri_socket)
     log = mlog.get("mokka.test.containerd")
     fs = HostFS(Manifest(str(folder / "manifest.json"), log), log)
+    toolkit = Toolkit("/", log, which=which, **({"runner": runner} if runner else {}))
+    toolkit.root = str(folder / "toolkit-root")      # installs there, not in the real /usr
     return ContainerdSetup("/", settings, fs, log, Restarter(names.RESTART_MODE_NONE, log),
-                           Toolkit("/", log, which=lambda _: None),
+                           toolkit,
                            path_dirs=(os.path.dirname(runtime.containerd),)), settings
 
 
@@ -87,6 +90,8 @@ def test_dump_has_cdi_and_nri_on_every_host_setting_unchanged_and_revoke_restore
         assert edited.startswith(COMMENT) and "# the host's mirror" in edited
         after = tomllib.loads(dump(runtime, instance.config_path))
         old = tomllib.loads(before)
+        assert old["plugins"][CRI]["enable_cdi"] is False     # the host had both off
+        assert old["plugins"][NRI]["disable"] is True
         assert after["plugins"][CRI]["enable_cdi"] is True
         assert after["plugins"][CRI]["cdi_spec_dirs"] == [str(instance.workdir / "cdi"),
                                                           "/var/run/mokka-cdi"]
@@ -133,3 +138,60 @@ def test_containerd_started_with_the_setup_runs_nri_and_cdi(containerd_factory, 
         assert {f"/dev/nvidia{i}" for i in range(4)} <= paths
     finally:
         plugin.stop()
+
+
+def test_a_version_1_host_config_keeps_its_cri_settings(runtime, tmp_path):
+    """containerd 1.7 still reads version 1 (plugins under short names): copied across."""
+    instance = rt.Containerd(runtime, tmp_path / "host", start=False)
+    try:
+        original = COMMENT + '[plugins.cri]\n  sandbox_image = "registry.example/pause:1"\n'
+        instance.config_path.write_text(original)
+        setup, _ = make_setup(instance, runtime, "/var/run/mokka-cdi", "/run/mokka-nri.sock")
+        setup.apply()
+        after = tomllib.loads(dump(runtime, instance.config_path))
+        assert after["plugins"][CRI]["sandbox_image"] == "registry.example/pause:1"
+        assert after["plugins"][CRI]["enable_cdi"] is True
+        assert after["plugins"][NRI]["disable"] is False
+        setup.revoke()
+        assert instance.config_path.read_text() == original
+    finally:
+        instance.stop()
+
+
+HANDLER = f"""version = 2
+[plugins."{CRI}".containerd]
+  default_runtime_name = "nvidia"
+  [plugins."{CRI}".containerd.runtimes.nvidia]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."{CRI}".containerd.runtimes.nvidia.options]
+      BinaryName = "/usr/bin/nvidia-container-runtime"
+"""
+
+
+def test_the_toolkit_handler_from_a_stand_in_nvidia_ctk_is_what_containerd_reads(runtime, tmp_path):
+    release = tmp_path / "release"
+    release.mkdir()
+    for binary in names.TOOLKIT_BINARIES:
+        (release / binary).write_text("#!/bin/sh\nexit 0\n")
+        (release / binary).chmod(0o755)
+
+    def nvidia_ctk(argv):                # writes the handler table, as nvidia-ctk does
+        out = next(a.split("=", 1)[1] for a in argv if a.startswith("--drop-in-config="))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(HANDLER)
+        return 0, ""
+
+    instance = rt.Containerd(runtime, tmp_path / "host", nri=False, start=False)
+    try:
+        instance.config_path.write_text(host_config(instance))
+        setup, _ = make_setup(instance, runtime, "/var/run/mokka-cdi", "/run/mokka-nri.sock",
+                              which=lambda name: str(release / name), runner=nvidia_ctk)
+        setup.apply()
+        cri = tomllib.loads(dump(runtime, instance.config_path))["plugins"][CRI]
+        assert cri["containerd"]["default_runtime_name"] == "nvidia"
+        assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == \
+            "/usr/bin/nvidia-container-runtime"
+        assert cri["enable_cdi"] is True
+    finally:
+        instance.stop()

@@ -125,14 +125,17 @@ def cri_plugin(version: int) -> str:
     return names.CONTAINERD_CRI_PLUGIN_V3 if version >= 3 else names.CONTAINERD_CRI_PLUGIN_V2
 
 
+def plugin_key(plugin: str, version: int) -> str:
+    """A plugin's key in a file of ``version``: version 1 names plugins by short id."""
+    return names.CONTAINERD_V1_PLUGIN_NAMES.get(plugin, plugin) if version == 1 else plugin
+
+
 def host_table(docs: list[dict], plugin: str) -> dict:
     """The table containerd would use for ``plugin``: the last file's that sets it."""
     found: dict = {}
     for doc in docs:
         plugins = doc.get("plugins") or {}
-        key = plugin
-        if doc.get("version", 1) == 1:
-            key = names.CONTAINERD_V1_PLUGIN_NAMES.get(plugin, plugin)
+        key = plugin_key(plugin, doc.get("version", 1))
         if isinstance(plugins.get(key), dict):
             found = plugins[key]
     return copy.deepcopy(found)
@@ -143,12 +146,15 @@ def drop_in(sources: list[tuple[str, str]], s: Settings, handler: str | None = N
     file it imports, in containerd's order, Mokka's own left out. ``handler``: the file
     nvidia-ctk wrote, whose tables (the ``nvidia`` handler) are kept."""
     docs = [load(text, path) for path, text in sources]
+    # The host's version: containerd 1.7 refuses a version 2 import into a version 1
+    # main file ('invalid plugin key URI "cri"'), so Mokka's file follows the host's.
     version = version_of(docs[0], sources[0][0]) if docs else 2
     plugins: dict = {}
     if handler is not None:
         plugins = copy.deepcopy(load(handler, "nvidia-ctk's output").get("plugins") or {})
-    cri_key = cri_plugin(version)
-    cri = plugins.pop(cri_key, None) or host_table(docs, cri_key)
+    cri_plugin_id = cri_plugin(version)
+    cri_key = plugin_key(cri_plugin_id, version)
+    cri = plugins.pop(cri_key, None) or host_table(docs, cri_plugin_id)
     cri["enable_cdi"] = True
     spec_dirs = list(cri.get("cdi_spec_dirs") or names.CONTAINERD_DEFAULT_CDI_SPEC_DIRS)
     if s.cdi_spec_dir not in spec_dirs:
@@ -156,13 +162,14 @@ def drop_in(sources: list[tuple[str, str]], s: Settings, handler: str | None = N
     cri["cdi_spec_dirs"] = spec_dirs
     out = {cri_key: cri, **plugins}
     if s.nri_socket:
-        nri = out.pop(names.CONTAINERD_NRI_PLUGIN, None) or host_table(docs, names.CONTAINERD_NRI_PLUGIN)
+        nri_key = plugin_key(names.CONTAINERD_NRI_PLUGIN, version)
+        nri = out.pop(nri_key, None) or host_table(docs, names.CONTAINERD_NRI_PLUGIN)
         nri["disable"] = False
         nri["socket_path"] = s.nri_socket
-        out[names.CONTAINERD_NRI_PLUGIN] = nri
+        out[nri_key] = nri
     doc = tomlkit.document()
     for line in HEADER.splitlines():
         doc.add(tomlkit.comment(line))
-    doc.add("version", 3 if version >= 3 else 2)
+    doc.add("version", version)
     doc.add("plugins", out)
     return tomlkit.dumps(doc)
