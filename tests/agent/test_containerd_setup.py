@@ -157,6 +157,21 @@ def test_reapply_rederives_from_the_hosts_original_not_from_our_edit(host):
     assert first.count("conf.d/*.toml") == 1
 
 
+def test_another_writers_change_to_config_toml_is_kept_by_apply_and_revoke(host):
+    setup, _, log = make(host)
+    setup.apply()
+    config = host / "etc/containerd/config.toml"
+    theirs = config.read_text() + "\n[debug]\n  level = \"debug\" # config management\n"
+    config.write_text(theirs)
+    setup.apply()
+    assert config.read_text() == theirs             # already imports the dir: left as written
+    assert log.said("changed by another writer") == 1
+    assert drop_in(host)["plugins"][CRI]["sandbox_image"] == "registry.example/pause:3.9"
+    setup.revoke()
+    assert config.read_text() == theirs
+    assert not (host / "etc/containerd/.config.toml.mokka-orig").exists()
+
+
 def test_restarts_changed_once_unchanged_none_new_agent_once(host):
     setup, runner, _ = make(host)
     setup.apply()                                   # changed (and agent start): one

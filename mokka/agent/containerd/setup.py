@@ -20,6 +20,7 @@ from mokka.agent.containerd.restart import Restarter
 from mokka.agent.containerd.toolkit import Toolkit
 from mokka.agent.hostfs import File, HostFS
 from mokka.core import names
+from mokka.core.fsutil import atomic_write
 from mokka.core.overlay import under
 
 OWNER = "cri:containerd"
@@ -64,14 +65,31 @@ class ContainerdSetup:
         return None
 
     def original_config(self) -> str | None:
-        """config.toml as the host had it before Mokka edited it (None: it had none)."""
+        """config.toml as the host had it before Mokka edited it (None: it had none).
+
+        If something else rewrote the file since Mokka's edit (config management, an
+        admin), that file is the host's now: it replaces the moved-aside original, so
+        neither this Apply nor Revoke throws the other writer's change away.
+        """
         path = self.host(self.settings.config)
         backup = self.fs.manifest.backup_of(path)
         if backup is not None and os.path.lexists(backup):
-            return _read(backup)
+            original, live = _read(backup), _read(path)
+            if live is None or live == self._edited(original):
+                return original
+            atomic_write(backup, live, self._mode())
+            self.log.warning("config.toml was changed by another writer since Mokka edited it: "
+                             "taking that as the host's configuration", config=self.settings.config)
+            return live
         if self.fs.manifest.owned(path):
             return None                  # Mokka created it: the host had none
         return _read(path)
+
+    def _edited(self, original: str | None) -> str | None:
+        try:
+            return cc.edit_main(original, self.settings)
+        except cc.ConfigError:
+            return None
 
     def sources(self, main: str | None) -> list[tuple[str, str]]:
         """The host's files in containerd's merge order, Mokka's own left out."""
