@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
 
+from mokka.agent.containerd import restart
+from mokka.agent.containerd.config import Settings
+from mokka.agent.containerd.restart import Restarter
+from mokka.agent.containerd.setup import ContainerdSetup
+from mokka.agent.containerd.toolkit import Toolkit
 from mokka.agent.health import Health
 from mokka.agent.hostfs import HostFS
 from mokka.agent import native
@@ -39,6 +45,11 @@ class AgentConfig:
     imex_channels: int = 0
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
+    container_runtime: str = names.CONTAINER_RUNTIME_CONTAINERD
+    restart_mode: str = names.RESTART_MODE_SYSTEMD
+    containerd_config: str = names.CONTAINERD_CONFIG
+    containerd_config_dir: str = names.CONTAINERD_CONFIG_DIR
+    nri_socket_path: str = names.NRI_SOCKET_PATH   # "" leaves containerd's NRI as it is
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -49,14 +60,25 @@ def build_host(cfg: AgentConfig, log) -> Host:
                 native=native.load(cfg.nvidia_smi))
 
 
-def simulators(host: Host) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host)]
+def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
+                      which=shutil.which) -> ContainerdSetup | None:
+    if cfg.container_runtime == names.CONTAINER_RUNTIME_NONE:
+        return None
+    settings = Settings(config=cfg.containerd_config, config_dir=cfg.containerd_config_dir,
+                        cdi_spec_dir=cfg.cdi_spec_dir, nri_socket=cfg.nri_socket_path)
+    return ContainerdSetup(host.root, settings, host.fs, host.log,
+                           Restarter(cfg.restart_mode, host.log, runner),
+                           Toolkit(host.root, host.log, which=which, runner=runner))
+
+
+def simulators(host: Host, runtime: ContainerdSetup | None = None) -> list:
+    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host, runtime)]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
-    sims = simulators(host)
+    sims = simulators(host, container_runtime(cfg, host))
     health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims))
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,

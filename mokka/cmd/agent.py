@@ -44,6 +44,28 @@ ENV = "MOKKA_AGENT_"
               help="NVIDIA's own nvidia-smi binary to stage in the overlay (it loads the mock "
                    "NVML library); without it the Python nvidia-smi is staged. "
                    "Env MOKKA_AGENT_NVIDIA_SMI.")
+@click.option("--container-runtime", envvar=ENV + "CONTAINER_RUNTIME",
+              type=click.Choice(names.CONTAINER_RUNTIMES), default=names.CONTAINER_RUNTIME_CONTAINERD,
+              show_default=True, help="Set up the node's container runtime for the CDI specs and "
+                                      "the NRI plugin (containerd), or leave it alone (none). "
+                                      "Env MOKKA_AGENT_CONTAINER_RUNTIME.")
+@click.option("--restart-mode", envvar=ENV + "RESTART_MODE", type=click.Choice(names.RESTART_MODES),
+              default=names.RESTART_MODE_SYSTEMD, show_default=True,
+              help="Restart containerd through the host's systemd when its configuration changed "
+                   "and once at start (systemd), or only log that a restart is pending (none). "
+                   "Env MOKKA_AGENT_RESTART_MODE.")
+@click.option("--containerd-config", envvar=ENV + "CONTAINERD_CONFIG", default=names.CONTAINERD_CONFIG,
+              show_default=True, help="containerd's main configuration, which gets an import of "
+                                      "--containerd-config-dir (under --host-root). "
+                                      "Env MOKKA_AGENT_CONTAINERD_CONFIG.")
+@click.option("--containerd-config-dir", envvar=ENV + "CONTAINERD_CONFIG_DIR",
+              default=names.CONTAINERD_CONFIG_DIR, show_default=True,
+              help=f"Where Mokka's {names.CONTAINERD_DROP_IN_FILE} goes (under --host-root). "
+                   "Env MOKKA_AGENT_CONTAINERD_CONFIG_DIR.")
+@click.option("--nri-socket-path", envvar=ENV + "NRI_SOCKET_PATH", default=names.NRI_SOCKET_PATH,
+              show_default=True, help="The NRI plugin's socket, where containerd's NRI is turned on; "
+                                      "empty leaves NRI as the host has it. "
+                                      "Env MOKKA_AGENT_NRI_SOCKET_PATH.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",

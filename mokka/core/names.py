@@ -192,6 +192,48 @@ LD_PRELOAD_SHIMS = (
     f"{PRELOAD_LIB_DIR}/libmockfs.so.1",
 )
 
+# --- Container runtime setup (the cri simulator's containerd half, seed 004) ----
+
+CONTAINER_RUNTIME_CONTAINERD = "containerd"
+CONTAINER_RUNTIME_NONE = "none"
+CONTAINER_RUNTIMES = (CONTAINER_RUNTIME_CONTAINERD, CONTAINER_RUNTIME_NONE)
+RESTART_MODE_SYSTEMD = "systemd"
+RESTART_MODE_NONE = "none"
+RESTART_MODES = (RESTART_MODE_SYSTEMD, RESTART_MODE_NONE)
+#: Host paths (joined under --host-root to write them; written into containerd's
+#: configuration as they are, because containerd reads them on the host).
+CONTAINERD_CONFIG = "/etc/containerd/config.toml"
+CONTAINERD_CONFIG_DIR = "/etc/containerd/conf.d"
+#: Mokka's file in that dir; the host's config.toml imports the dir's *.toml.
+CONTAINERD_DROP_IN_FILE = "50-mokka.toml"
+CONTAINERD_IMPORT_GLOB = "*.toml"
+#: The binary whose presence on the host's PATH (DEFAULT_PATH, under --host-root)
+#: says the node runs containerd; absent: CRI-O, k3s, rke2 — left alone.
+CONTAINERD_BINARY = "containerd"
+#: How the agent restarts containerd (systemd mode), and queues a restart on Revoke.
+CONTAINERD_RESTART_COMMAND = ("systemctl", "restart", "containerd")
+CONTAINERD_QUEUE_RESTART_COMMAND = ("systemctl", "restart", "--no-block", "containerd")
+#: containerd's plugin ids: CRI (config version 2, containerd 1.7; version 3, 2.x), NRI.
+CONTAINERD_CRI_PLUGIN_V2 = "io.containerd.grpc.v1.cri"
+CONTAINERD_CRI_PLUGIN_V3 = "io.containerd.cri.v1.runtime"
+CONTAINERD_NRI_PLUGIN = "io.containerd.nri.v1.nri"
+#: What those plugins are called in a version 1 configuration (containerd 1.7 migrates).
+CONTAINERD_V1_PLUGIN_NAMES = {CONTAINERD_CRI_PLUGIN_V2: "cri", CONTAINERD_NRI_PLUGIN: "nri"}
+#: containerd's own cdi_spec_dirs when a configuration names none.
+CONTAINERD_DEFAULT_CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+#: The NVIDIA Container Toolkit release the image may carry (found as nvidia-ctk
+#: on the agent's PATH, the other two beside it), and where it is installed.
+TOOLKIT_BINARIES = ("nvidia-container-runtime", "nvidia-ctk", "nvidia-cdi-hook")
+TOOLKIT_CTK = "nvidia-ctk"
+TOOLKIT_RUNTIME = "nvidia-container-runtime"
+TOOLKIT_INSTALL_DIR = "/usr/local/nvml-mock/toolkit"
+#: The package paths: links into TOOLKIT_INSTALL_DIR. A file there that is not
+#: such a link means another installer prepared the node: left alone.
+TOOLKIT_PACKAGE_BIN_DIR = "/usr/bin"
+TOOLKIT_RUNTIME_CONFIG = "/etc/nvidia-container-runtime/config.toml"
+TOOLKIT_RUNTIME_CONFIG_FILE = "config.toml"     # in TOOLKIT_INSTALL_DIR
+TOOLKIT_HANDLER = "nvidia"
+
 # --- Feature gates -----------------------------------------------------------
 
 GATE_IMEX_DOWNLOAD = "IMEXDownload"

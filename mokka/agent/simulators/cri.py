@@ -1,15 +1,18 @@
-"""cri (CDI part): the toolkit, NRI and management CDI specs in --cdi-spec-dir.
+"""cri: the toolkit, NRI and management CDI specs in --cdi-spec-dir, and containerd.
 
 Stage withdraws the NRI plugin's spec first, so a container created while the
 tree changes gets raw device nodes rather than a spec naming nodes a smaller
-profile removed; Apply (re)publishes all three once every surface staged.
-The containerd configuration half of cri is not in this version.
+profile removed; Apply (re)publishes all three once every surface staged, then
+sets up the node's containerd (``mokka.agent.containerd.setup``: CDI and NRI on,
+the ``nvidia`` handler when the image carries a toolkit, restarts) unless
+--container-runtime=none. Revoke withdraws both halves.
 """
 
 from __future__ import annotations
 
 import os
 
+from mokka.agent.containerd.setup import ContainerdSetup
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
@@ -29,8 +32,9 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
 class Cri:
     name = OWNER
 
-    def __init__(self, host: Host):
+    def __init__(self, host: Host, runtime: ContainerdSetup | None = None):
         self.host = host
+        self.runtime = runtime
         self._readiness = Readiness("CDI specs not published yet")
         self._nri_spec = os.path.join(host.cdi_dir, names.CDI_SPEC_MOCK_FILE)
 
@@ -40,14 +44,26 @@ class Cri:
 
     def apply(self, desired: Desired) -> None:
         self.host.fs.converge(OWNER, tree(desired, self.host))
+        if self.runtime is not None:
+            try:
+                self.runtime.apply()
+            except Exception as exc:
+                self._readiness.fail(f"container runtime: {exc}")
+                self.host.log.error("container runtime setup failed", simulator=OWNER,
+                                    error=str(exc))
+                raise
         self._readiness.ok()
 
     def revoke(self) -> None:
         self._readiness.fail("revoked")
         self.host.fs.remove_owner(OWNER)
+        if self.runtime is not None:
+            self.runtime.revoke()
 
     def discard(self) -> None:
         self.host.fs.remove_owner(OWNER)
+        if self.runtime is not None:
+            self.runtime.discard()
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()

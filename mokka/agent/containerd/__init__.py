@@ -1,0 +1,1 @@
+"""The cri simulator's containerd half: config edits (pure), toolkit, restarts, setup."""
