@@ -32,7 +32,9 @@ STAGING_LOCK_PATH = "/run/mokka/staging.lock"
 
 DRIVER_DIR = "driver"
 DEV_DIR = "driver/dev"
-DRIVER_CONFIG_DIR = "driver/config"
+#: The driver root's config directory, by its name inside the driver root.
+DRIVER_CONFIG_NAME = "config"
+DRIVER_CONFIG_DIR = f"{DRIVER_DIR}/{DRIVER_CONFIG_NAME}"
 DRIVER_BIN_DIR = "driver/usr/bin"
 DRIVER_LIB_DIR = "driver/usr/lib64"
 PRELOAD_LIB_DIR = "driver/usr/local/lib"
@@ -52,6 +54,19 @@ IB_PING_SOCKET = "run/mock-ib.sock"
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
+#: The fabricmanager stand-in's state directory (``fabricmanager.ready`` in it),
+#: by its name inside the DRIVER ROOT, beside ``config/``. With no
+#: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
+#: relative to the config.yaml they read (``<driver root>/config/config.yaml`` ->
+#: ``<driver root>/fabric-state``; mokka/smi/engine.py and native/nvml/node.c), so
+#: NRI-injected containers (/opt/nvml-mock/driver/fabric-state, under the overlay
+#: mount) and processes that mount only the driver root (/run/nvidia/driver) see
+#: it with no variable. It exists only while the agent's fabricmanager daemon
+#: runs: no directory means no fabricmanager, and ``state: auto`` reads COMPLETED.
+DRIVER_FABRIC_STATE_NAME = "fabric-state"
+DRIVER_FABRIC_STATE_DIR = f"{DRIVER_DIR}/{DRIVER_FABRIC_STATE_NAME}"
+#: The Go layout's place for it (overlay root): a link to DRIVER_FABRIC_STATE_DIR,
+#: found the same way from the device plugin's ``config/config.yaml``.
 FABRIC_STATE_DIR = "fabric-state"
 
 # File names inside driver/config (and config/).
