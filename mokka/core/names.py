@@ -82,6 +82,8 @@ NVML_COMPANION_SUFFIX = ".nvml"
 COMPANION_COMMAND = "mokka compile --companion"
 
 FABRICMANAGER_READY = "fabricmanager.ready"
+#: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
+FABRICMANAGER_REASSERT_S = 2.0
 
 #: Procfs entries of the mock driver, under DRIVER_PROC_DIR.
 PROC_VERSION_FILE = "version"
@@ -133,6 +135,10 @@ ENV_GFD_MACHINE_TYPE_FILE = "GFD_MACHINE_TYPE_FILE"
 ENV_NODE_NAME = "NODE_NAME"
 ENV_TOPOLOGY_CONFIG = "MOCK_TOPOLOGY_CONFIG"
 ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
+#: ``mokka fabricmanager``'s other flags (Go Mokka's names where it had one).
+ENV_FABRICMANAGER_DELAY = "MOCK_FABRICMANAGER_INIT_DELAY_SEC"
+ENV_FABRICMANAGER_FAIL = "MOKKA_FABRICMANAGER_FAIL"
+ENV_FABRICMANAGER_INTERVAL = "MOKKA_FABRICMANAGER_INTERVAL"
 ENV_IB = "MOCK_IB"
 ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"
