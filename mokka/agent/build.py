@@ -15,6 +15,7 @@ from mokka.agent.manifest import MANIFEST_FILE, Manifest
 from mokka.agent.reconciler import Reconciler
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
+from mokka.agent.simulators.fabricmanager import FabricManager
 from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.imex import Imex
 from mokka.agent.simulators.nvlink import NvLink
@@ -39,6 +40,8 @@ class AgentConfig:
     imex_channels: int = 0
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
+    fabricmanager_delay: float = 0.0
+    fabricmanager_fail: bool = False
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -49,14 +52,15 @@ def build_host(cfg: AgentConfig, log) -> Host:
                 native=native.load(cfg.nvidia_smi))
 
 
-def simulators(host: Host) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host)]
+def simulators(host: Host, cfg: AgentConfig = AgentConfig()) -> list:
+    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host),
+            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail)]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
-    sims = simulators(host)
+    sims = simulators(host, cfg)
     health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims))
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,

@@ -44,6 +44,13 @@ ENV = "MOKKA_AGENT_"
               help="NVIDIA's own nvidia-smi binary to stage in the overlay (it loads the mock "
                    "NVML library); without it the Python nvidia-smi is staged. "
                    "Env MOKKA_AGENT_NVIDIA_SMI.")
+@click.option("--fabricmanager-delay", envvar=ENV + "FABRICMANAGER_DELAY", type=click.FloatRange(min=0),
+              default=0.0, show_default=True,
+              help="Seconds the fabricmanager daemon takes before GPUs with fabric state auto read "
+                   "COMPLETED. Env MOKKA_AGENT_FABRICMANAGER_DELAY.")
+@click.option("--fabricmanager-fail", is_flag=True, envvar=ENV + "FABRICMANAGER_FAIL",
+              help="The fabricmanager daemon never comes up (it exits; restarted with backoff; "
+                   "/readyz names it). Env MOKKA_AGENT_FABRICMANAGER_FAIL.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",
