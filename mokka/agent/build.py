@@ -18,6 +18,7 @@ from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.fabricmanager import FabricManager
 from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.imex import Imex
+from mokka.agent.simulators.kernellog import KernelLog
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
 from mokka.agent.source import FileSource
@@ -42,6 +43,7 @@ class AgentConfig:
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
     fabricmanager_delay: float = 0.0
     fabricmanager_fail: bool = False
+    kmsg_path: str = names.KMSG_PATH
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -54,7 +56,9 @@ def build_host(cfg: AgentConfig, log) -> Host:
 
 def simulators(host: Host, cfg: AgentConfig = AgentConfig()) -> list:
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host),
-            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail)]
+            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail),
+            KernelLog(host, node_name=cfg.node_name or os.uname().nodename,
+                      kmsg_path=under(cfg.host_root, cfg.kmsg_path))]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:

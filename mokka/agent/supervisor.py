@@ -76,10 +76,13 @@ class ProcessChild:
 
 
 class ThreadChild:
-    """``target(stop)`` in a thread; returning or raising before ``stop`` is set is an exit."""
+    """``target(stop)`` in a thread; returning or raising before ``stop`` is set is an exit.
+    ``wake`` (if given) is called after ``stop`` is set, to rouse a target blocked elsewhere."""
 
-    def __init__(self, name: str, target: Callable[[threading.Event], None]):
+    def __init__(self, name: str, target: Callable[[threading.Event], None],
+                 wake: Callable[[], None] | None = None):
         self.stop = threading.Event()
+        self._wake = wake
         self._reason = "returned"
         self._thread = threading.Thread(target=self._run, args=(target,), name=name, daemon=True)
         self._thread.start()
@@ -96,6 +99,8 @@ class ThreadChild:
 
     def terminate(self, timeout: float) -> None:
         self.stop.set()
+        if self._wake is not None:
+            self._wake()
         self._thread.join(timeout)
 
 

@@ -51,6 +51,9 @@ ENV = "MOKKA_AGENT_"
 @click.option("--fabricmanager-fail", is_flag=True, envvar=ENV + "FABRICMANAGER_FAIL",
               help="The fabricmanager daemon never comes up (it exits; restarted with backoff; "
                    "/readyz names it). Env MOKKA_AGENT_FABRICMANAGER_FAIL.")
+@click.option("--kmsg-path", envvar=ENV + "KMSG_PATH", default=names.KMSG_PATH, show_default=True,
+              help="Kernel log the kernellog daemon announces injected Xids on (under --host-root; "
+                   "appended to, never created). Env MOKKA_AGENT_KMSG_PATH.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",

@@ -81,6 +81,15 @@ NVML_COMPANION_SUFFIX = ".nvml"
 #: The command that writes a companion; the library names it when one is missing.
 COMPANION_COMMAND = "mokka compile --companion"
 
+#: The Xids the agent's kernellog daemon injected, beside config.yaml (so in
+#: driver/config, mounted into NRI and CDI containers alike), with its compiled
+#: companion ``xid-events.nvml`` (kind ``events``): the channel from kernellog
+#: to the mock NVML's nvmlEventSetWait (native/nvml/xid.c).
+XID_EVENTS_FILE = "xid-events.yaml"
+XID_EVENTS_KIND = "events"
+#: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
+KMSG_PATH = "/dev/kmsg"
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
