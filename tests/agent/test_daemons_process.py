@@ -41,6 +41,8 @@ def test_fabricmanager_marker_reload_kill_and_teardown(scratch):
     assert fabric_states(ov) == {"completed"}
     assert os.readlink(ov.fabric_state_link) == names.DRIVER_FABRIC_STATE_DIR
     wait_until(lambda: agent.probe("/readyz")[0] == 200, what="/readyz 200")
+    spec = open(os.path.join(root, names.CDI_SPEC_DIR.lstrip("/"), names.CDI_SPEC_GPU_FILE)).read()
+    assert f"{names.ENV_FABRICMANAGER_STATE_DIR}={ov.fabric_state}" in spec, "CDI containers get it named"
 
     with open(profile, "wb") as f:                 # a new generation: Reload, never a restart
         f.write(profile_bytes("gb300", 2))
