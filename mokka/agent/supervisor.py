@@ -182,8 +182,9 @@ def mokka_argv(command: str, *args: str) -> tuple[list[str], dict]:
     import sys
 
     import mokka
+    from mokka.core import log
 
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(mokka.__file__)))
-    env = dict(os.environ)
+    env = {**os.environ, **log.child_env()}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     return [sys.executable, "-m", "mokka", command, *args], env

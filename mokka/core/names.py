@@ -136,6 +136,9 @@ def gpu_node_name(index: int) -> str:
 
 # --- Environment variables inside containers and of the shims ---------------
 
+#: Every Mokka command's logging options (mokka/cmd/common.py); the agent passes them to its daemons.
+ENV_LOG_LEVEL = "MOKKA_LOG_LEVEL"
+ENV_LOG_FORMAT = "MOKKA_LOG_FORMAT"
 ENV_NVML_CONFIG = "MOCK_NVML_CONFIG"
 ENV_NVML_OVERRIDES = "MOCK_NVML_OVERRIDES"
 ENV_NVML_VISIBLE_DEVICES = "MOCK_NVML_VISIBLE_DEVICES"

@@ -39,6 +39,8 @@ def test_fabricmanager_marker_reload_kill_and_teardown(scratch):
     agent.wait_staged()
     first = wait_until(lambda: marker_pid(ov.fabric_ready), what="the fabricmanager marker")
     assert fabric_states(ov) == {"completed"}
+    assert any(line.get("logger") == "mokka.fabricmanager" and line.get("msg") == "fabric ready"
+               for line in agent.log_lines()), "the child logs as the agent does (JSON, same stream)"
     assert os.readlink(ov.fabric_state_link) == names.DRIVER_FABRIC_STATE_DIR
     wait_until(lambda: agent.probe("/readyz")[0] == 200, what="/readyz 200")
     spec = open(os.path.join(root, names.CDI_SPEC_DIR.lstrip("/"), names.CDI_SPEC_GPU_FILE)).read()
