@@ -21,8 +21,10 @@ from mokka.agent.manifest import MANIFEST_FILE, Manifest
 from mokka.agent.reconciler import Reconciler
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
+from mokka.agent.simulators.fabricmanager import FabricManager
 from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.imex import Imex
+from mokka.agent.simulators.kernellog import KernelLog
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
 from mokka.agent.source import FileSource
@@ -50,6 +52,9 @@ class AgentConfig:
     containerd_config: str = names.CONTAINERD_CONFIG
     containerd_config_dir: str = names.CONTAINERD_CONFIG_DIR
     nri_socket_path: str = names.NRI_SOCKET_PATH   # "" leaves containerd's NRI as it is
+    fabricmanager_delay: float = 0.0
+    fabricmanager_fail: bool = False
+    kmsg_path: str = names.KMSG_PATH
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -71,14 +76,18 @@ def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
                            Toolkit(host.root, host.log, which=which, runner=runner))
 
 
-def simulators(host: Host, runtime: ContainerdSetup | None = None) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host, runtime)]
+def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
+               runtime: ContainerdSetup | None = None) -> list:
+    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host, runtime),
+            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail),
+            KernelLog(host, node_name=cfg.node_name or os.uname().nodename,
+                      kmsg_path=under(cfg.host_root, cfg.kmsg_path))]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
-    sims = simulators(host, container_runtime(cfg, host))
+    sims = simulators(host, cfg, container_runtime(cfg, host))
     health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims))
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,

@@ -93,12 +93,23 @@ class Reconciler:
             self.lock.release()
 
     def _supervise(self, desired: Desired, result: PassResult) -> None:
+        """Start each daemon once, Reload it after. Fail open: a daemon that cannot
+        start or reload is logged (its readiness says why) and never stops the pass;
+        one that did not start is tried again on the next pass."""
         for d in self.daemons:
-            if d.name in self._started:
-                d.reload(desired)
+            verb = "reload" if d.name in self._started else "run"
+            try:
+                if verb == "reload":
+                    d.reload(desired)
+                else:
+                    d.run(desired, self.stop)
+            except Exception as exc:  # noqa: BLE001 - fail open
+                self.log.error(f"daemon {verb} failed; the node keeps serving", simulator=d.name,
+                               generation=desired.generation, error=_describe(exc))
+                continue
+            if verb == "reload":
                 result.reloaded.append(d.name)
             else:
-                d.run(desired, self.stop)
                 self._started.add(d.name)
                 result.started.append(d.name)
 

@@ -66,6 +66,16 @@ ENV = "MOKKA_AGENT_"
               show_default=True, help="The NRI plugin's socket, where containerd's NRI is turned on; "
                                       "empty leaves NRI as the host has it. "
                                       "Env MOKKA_AGENT_NRI_SOCKET_PATH.")
+@click.option("--fabricmanager-delay", envvar=ENV + "FABRICMANAGER_DELAY", type=click.FloatRange(min=0),
+              default=0.0, show_default=True,
+              help="Seconds the fabricmanager daemon takes before GPUs with fabric state auto read "
+                   "COMPLETED. Env MOKKA_AGENT_FABRICMANAGER_DELAY.")
+@click.option("--fabricmanager-fail", is_flag=True, envvar=ENV + "FABRICMANAGER_FAIL",
+              help="The fabricmanager daemon never comes up (it exits; restarted with backoff; "
+                   "/readyz names it). Env MOKKA_AGENT_FABRICMANAGER_FAIL.")
+@click.option("--kmsg-path", envvar=ENV + "KMSG_PATH", default=names.KMSG_PATH, show_default=True,
+              help="Kernel log the kernellog daemon announces injected Xids on (under --host-root; "
+                   "appended to, never created). Env MOKKA_AGENT_KMSG_PATH.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",

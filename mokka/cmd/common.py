@@ -23,9 +23,9 @@ def die(command: str, message: str) -> NoReturn:
 
 def common_options(fn):
     """--log-level, --log-format and --feature-gates with their env variables."""
-    @click.option("--log-level", envvar="MOKKA_LOG_LEVEL", default="info", show_default=True,
+    @click.option("--log-level", envvar=names.ENV_LOG_LEVEL, default="info", show_default=True,
                   help="debug, info, warn or error (warning = warn; empty = info).")
-    @click.option("--log-format", envvar="MOKKA_LOG_FORMAT", default="json", show_default=True,
+    @click.option("--log-format", envvar=names.ENV_LOG_FORMAT, default="json", show_default=True,
                   help="json or plain (empty = json).")
     @click.option("--feature-gates", envvar="MOKKA_FEATURE_GATES", default="",
                   help="Comma-separated Name=true|false pairs "

@@ -74,6 +74,17 @@ def configure(level: str | None = "info", fmt: str | None = "json", stream=None)
     root.setLevel(parse_level(level))
 
 
+def child_env() -> dict[str, str]:
+    """MOKKA_LOG_LEVEL and MOKKA_LOG_FORMAT as this process is configured, for a Mokka
+    child process (the agent's daemons) to log the same way."""
+    root = logging.getLogger()
+    fmt = "json" if any(isinstance(h.formatter, _JsonFormatter) for h in root.handlers) else "plain"
+    level = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn",
+             logging.ERROR: "error"}.get(root.level, "info")
+    from mokka.core import names
+    return {names.ENV_LOG_LEVEL: level, names.ENV_LOG_FORMAT: fmt}
+
+
 class Logger:
     """A thin wrapper that turns keyword arguments into structured fields."""
 

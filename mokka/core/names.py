@@ -32,7 +32,9 @@ STAGING_LOCK_PATH = "/run/mokka/staging.lock"
 
 DRIVER_DIR = "driver"
 DEV_DIR = "driver/dev"
-DRIVER_CONFIG_DIR = "driver/config"
+#: The driver root's config directory, by its name inside the driver root.
+DRIVER_CONFIG_NAME = "config"
+DRIVER_CONFIG_DIR = f"{DRIVER_DIR}/{DRIVER_CONFIG_NAME}"
 DRIVER_BIN_DIR = "driver/usr/bin"
 DRIVER_LIB_DIR = "driver/usr/lib64"
 PRELOAD_LIB_DIR = "driver/usr/local/lib"
@@ -52,6 +54,19 @@ IB_PING_SOCKET = "run/mock-ib.sock"
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
+#: The fabricmanager stand-in's state directory (``fabricmanager.ready`` in it),
+#: by its name inside the DRIVER ROOT, beside ``config/``. With no
+#: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
+#: relative to the config.yaml they read (``<driver root>/config/config.yaml`` ->
+#: ``<driver root>/fabric-state``; mokka/smi/engine.py and native/nvml/node.c), so
+#: NRI-injected containers (/opt/nvml-mock/driver/fabric-state, under the overlay
+#: mount) and processes that mount only the driver root (/run/nvidia/driver) see
+#: it with no variable. It exists only while the agent's fabricmanager daemon
+#: runs: no directory means no fabricmanager, and ``state: auto`` reads COMPLETED.
+DRIVER_FABRIC_STATE_NAME = "fabric-state"
+DRIVER_FABRIC_STATE_DIR = f"{DRIVER_DIR}/{DRIVER_FABRIC_STATE_NAME}"
+#: The Go layout's place for it (overlay root): a link to DRIVER_FABRIC_STATE_DIR,
+#: found the same way from the device plugin's ``config/config.yaml``.
 FABRIC_STATE_DIR = "fabric-state"
 
 # File names inside driver/config (and config/).
@@ -66,7 +81,18 @@ NVML_COMPANION_SUFFIX = ".nvml"
 #: The command that writes a companion; the library names it when one is missing.
 COMPANION_COMMAND = "mokka compile --companion"
 
+#: The Xids the agent's kernellog daemon injected, beside config.yaml (so in
+#: driver/config, mounted into NRI and CDI containers alike), with its compiled
+#: companion ``xid-events.nvml`` (kind ``events``): the channel from kernellog
+#: to the mock NVML's nvmlEventSetWait (native/nvml/xid.c).
+XID_EVENTS_FILE = "xid-events.yaml"
+XID_EVENTS_KIND = "events"
+#: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
+KMSG_PATH = "/dev/kmsg"
+
 FABRICMANAGER_READY = "fabricmanager.ready"
+#: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
+FABRICMANAGER_REASSERT_S = 2.0
 
 #: Procfs entries of the mock driver, under DRIVER_PROC_DIR.
 PROC_VERSION_FILE = "version"
@@ -110,6 +136,9 @@ def gpu_node_name(index: int) -> str:
 
 # --- Environment variables inside containers and of the shims ---------------
 
+#: Every Mokka command's logging options (mokka/cmd/common.py); the agent passes them to its daemons.
+ENV_LOG_LEVEL = "MOKKA_LOG_LEVEL"
+ENV_LOG_FORMAT = "MOKKA_LOG_FORMAT"
 ENV_NVML_CONFIG = "MOCK_NVML_CONFIG"
 ENV_NVML_OVERRIDES = "MOCK_NVML_OVERRIDES"
 ENV_NVML_VISIBLE_DEVICES = "MOCK_NVML_VISIBLE_DEVICES"
@@ -118,6 +147,10 @@ ENV_GFD_MACHINE_TYPE_FILE = "GFD_MACHINE_TYPE_FILE"
 ENV_NODE_NAME = "NODE_NAME"
 ENV_TOPOLOGY_CONFIG = "MOCK_TOPOLOGY_CONFIG"
 ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
+#: ``mokka fabricmanager``'s other flags (Go Mokka's names where it had one).
+ENV_FABRICMANAGER_DELAY = "MOCK_FABRICMANAGER_INIT_DELAY_SEC"
+ENV_FABRICMANAGER_FAIL = "MOKKA_FABRICMANAGER_FAIL"
+ENV_FABRICMANAGER_INTERVAL = "MOKKA_FABRICMANAGER_INTERVAL"
 ENV_IB = "MOCK_IB"
 ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"

@@ -98,7 +98,17 @@ class Overlay:
 
     @property
     def fabric_state(self) -> str:
+        """The fabricmanager state dir, inside the driver root (names.DRIVER_FABRIC_STATE_NAME)."""
+        return self.join(names.DRIVER_FABRIC_STATE_DIR)
+
+    @property
+    def fabric_state_link(self) -> str:
+        """The Go layout's ``fabric-state`` at the overlay root, a link to ``fabric_state``."""
         return self.join(names.FABRIC_STATE_DIR)
+
+    @property
+    def fabric_ready(self) -> str:
+        return os.path.join(self.fabric_state, names.FABRICMANAGER_READY)
 
     @property
     def topology(self) -> str:

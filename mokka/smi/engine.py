@@ -48,7 +48,7 @@ def load(environ=None, argv0: str | None = None) -> Node:
         raise EngineError(str(exc)) from None
     node = Node(state=st, config_path=config, overrides_path=overrides_path(environ, config))
     _apply_topology(node, environ)
-    _resolve_fabric(st.get("gpus") or [], environ)
+    _resolve_fabric(st.get("gpus") or [], environ, config)
     try:
         ov = ovr.read(node.overrides_path)
     except ovr.OverridesError as exc:
@@ -92,15 +92,31 @@ def _apply_topology(node: Node, environ) -> None:
 
 # --- fabric -------------------------------------------------------------------------
 
-def fabric_ready(environ) -> bool:
-    """``state: auto`` is COMPLETED unless a fabricmanager state dir says otherwise."""
-    state_dir = environ.get(names.ENV_FABRICMANAGER_STATE_DIR)
-    if not state_dir:
+def fabric_state_dir(environ, config_path: str = "") -> str | None:
+    """The fabricmanager state dir: MOCK_FABRICMANAGER_STATE_DIR, else the driver
+    root's own (``<root>/config/config.yaml`` -> ``<root>/fabric-state``) when it
+    exists; None when there is no fabricmanager (native/nvml/node.c does the same)."""
+    configured = environ.get(names.ENV_FABRICMANAGER_STATE_DIR)
+    if configured:
+        return configured
+    if not config_path:
+        return None
+    config_dir = os.path.dirname(os.path.abspath(config_path))
+    if os.path.basename(config_dir) != names.DRIVER_CONFIG_NAME:
+        return None
+    candidate = os.path.join(os.path.dirname(config_dir), names.DRIVER_FABRIC_STATE_NAME)
+    return candidate if os.path.isdir(candidate) else None
+
+
+def fabric_ready(environ, config_path: str = "") -> bool:
+    """``state: auto`` is COMPLETED unless a fabricmanager state dir lacks the marker."""
+    state_dir = fabric_state_dir(environ, config_path)
+    if state_dir is None:
         return True
     return os.path.exists(os.path.join(state_dir, names.FABRICMANAGER_READY))
 
 
-def _resolve_fabric(gpus: list, environ) -> None:
+def _resolve_fabric(gpus: list, environ, config_path: str = "") -> None:
     ready = None
     for gpu in gpus:
         fabric = gpu.get("fabric")
@@ -109,7 +125,7 @@ def _resolve_fabric(gpus: list, environ) -> None:
         state = str(fabric.get("state") or names.FABRIC_STATE_DEFAULT).lower()
         if state == names.FABRIC_STATE_AUTO:
             if ready is None:
-                ready = fabric_ready(environ)
+                ready = fabric_ready(environ, config_path)
             state = "completed" if ready else "in_progress"
         fabric["state"] = state
 

@@ -1,27 +1,40 @@
-/* Event sets: created, registered against, waited on and freed; no event ever occurs.
+/* Event sets: created, registered against, waited on and freed; Xids the node
+ * agent's kernellog daemon injects are delivered (xid.c reads them).
  *
  * nvidia-smi's table and -q create a set before they print anything and give up
  * with "Internal NVML error" if they cannot; DCGM-style monitors register
  * for what nvmlDeviceGetSupportedEventTypes reports and then wait. A wait
- * sleeps for its timeout (or until the set is freed) and answers
- * NVML_ERROR_TIMEOUT, as a healthy GPU with nothing to report does.
+ * polls the events file every POLL_MS until its timeout (or until the set is
+ * freed): an injected Xid newer than the set, on a GPU registered for
+ * nvmlEventTypeXidCriticalError in it, is returned once per set (eventData =
+ * the Xid); otherwise the wait answers NVML_ERROR_TIMEOUT, as a healthy GPU
+ * with nothing to report does. A set sees only events injected after it was
+ * created, as NVML delivers only events that occur after registration.
  *
  * Thread-safe: every live set is on one list under one mutex, so a handle is
  * checked against that list before it is used, and a freed or foreign pointer is
- * refused instead of read.
+ * refused instead of read. The file is read outside the lock.
  */
 #define _POSIX_C_SOURCE 200809L     /* clock_gettime, pthread_condattr_setclock under -std=c11 */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <nvml.h>
 
 #include "hooks.h"
+#include "mokka_names.h"
+
+#define POLL_MS 50
+#define EVENTS_PATH_MAX 4096
 
 struct nvmlEventSet_st {
     struct nvmlEventSet_st *next;          /* the list of live sets */
     unsigned long long registered;          /* union of the types registered on any device */
+    unsigned long long types[MOKKA_MAX_GPUS];   /* registered, by physical GPU */
+    unsigned long long seen;                /* the newest event sequence this set is past */
+    char events[EVENTS_PATH_MAX];           /* the Xid events file ("" when none) */
 };
 
 static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -72,6 +85,12 @@ nvmlReturn_t DECLDIR nvmlEventSetCreate(nvmlEventSet_t *set)
     struct nvmlEventSet_st *created = calloc(1, sizeof *created);
     if (created == NULL)
         return NVML_ERROR_MEMORY;
+    if (mock_xid_events_path(created->events, sizeof created->events)) {
+        struct mock_xid_event none[1];
+        unsigned long long last = 0;
+        if (mock_xid_read(created->events, ~0ull, none, 0, &last) >= 0)
+            created->seen = last;               /* only what is injected from now on */
+    }
     pthread_mutex_lock(&sets_lock);
     created->next = live_sets;
     live_sets = created;
@@ -127,11 +146,51 @@ nvmlReturn_t DECLDIR nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long
         return NVML_ERROR_INVALID_ARGUMENT;
     }
     set->registered |= eventTypes;
+    unsigned int phys;
+    if (mock_physical_of(device, &phys) && phys < MOKKA_MAX_GPUS)
+        set->types[phys] |= eventTypes;
     pthread_mutex_unlock(&sets_lock);
     return NVML_SUCCESS;
 }
 
-static nvmlReturn_t wait_for_nothing(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+static void add_ms(struct timespec *t, unsigned long long ms)
+{
+    t->tv_sec += (time_t)(ms / 1000);
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec += 1;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+static int before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* With sets_lock held: the first of `events` this set takes, or 0. Events for
+ * GPUs it did not register Xids on are passed over for good. */
+static int take(nvmlEventSet_t set, const struct mock_xid_event *events, int count, nvmlEventData_t *data)
+{
+    for (int i = 0; i < count; i++) {
+        const struct mock_xid_event *e = &events[i];
+        if (e->seq <= set->seen)
+            continue;
+        set->seen = e->seq;
+        nvmlDevice_t device = mock_handle_of_physical(e->gpu);
+        if (device == NULL || !(set->types[e->gpu] & nvmlEventTypeXidCriticalError))
+            continue;
+        data->device = device;
+        data->eventType = nvmlEventTypeXidCriticalError;
+        data->eventData = e->code;
+        data->gpuInstanceId = 0xFFFFFFFFu;     /* not a MIG event */
+        data->computeInstanceId = 0xFFFFFFFFu;
+        return 1;
+    }
+    return 0;
+}
+
+static nvmlReturn_t wait_for_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
 {
     nvmlReturn_t ret = mock_require_init();
     if (ret != NVML_SUCCESS)
@@ -142,32 +201,56 @@ static nvmlReturn_t wait_for_nothing(nvmlEventSet_t set, nvmlEventData_t *data, 
 
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeoutms / 1000;
-    deadline.tv_nsec += (long)(timeoutms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec += 1;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    add_ms(&deadline, timeoutms);
 
+    char path[EVENTS_PATH_MAX];
     pthread_mutex_lock(&sets_lock);
     if (!is_live(set)) {
         pthread_mutex_unlock(&sets_lock);
         return NVML_ERROR_INVALID_ARGUMENT;
     }
-    /* No event is ever queued: sleep out the timeout, or until the set goes away. */
-    int rc = 0;
-    while (rc == 0 && is_live(set))
-        rc = pthread_cond_timedwait(&sets_changed, &sets_lock, &deadline);
+    memcpy(path, set->events, sizeof path);
+    unsigned long long seen = set->seen;
     pthread_mutex_unlock(&sets_lock);
-    return NVML_ERROR_TIMEOUT;
+
+    struct mock_xid_event events[MOKKA_MAX_GPUS];
+    for (;;) {
+        unsigned long long last = 0;
+        int count = path[0] ? mock_xid_read(path, seen, events, MOKKA_MAX_GPUS, &last) : -1;
+        pthread_mutex_lock(&sets_lock);
+        if (!is_live(set)) {                    /* freed while we read: as before, a timeout */
+            pthread_mutex_unlock(&sets_lock);
+            return NVML_ERROR_TIMEOUT;
+        }
+        if (count > 0 && take(set, events, count, data)) {
+            pthread_mutex_unlock(&sets_lock);
+            return NVML_SUCCESS;
+        }
+        seen = set->seen;
+        struct timespec now, wake;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!before(&now, &deadline)) {
+            pthread_mutex_unlock(&sets_lock);
+            return NVML_ERROR_TIMEOUT;
+        }
+        wake = now;
+        add_ms(&wake, POLL_MS);
+        if (before(&deadline, &wake))
+            wake = deadline;
+        pthread_cond_timedwait(&sets_changed, &sets_lock, &wake);
+        int live = is_live(set);
+        pthread_mutex_unlock(&sets_lock);
+        if (!live)
+            return NVML_ERROR_TIMEOUT;
+    }
 }
 
 nvmlReturn_t DECLDIR nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms)
 {
-    return wait_for_nothing(set, data, timeoutms);
+    return wait_for_event(set, data, timeoutms);
 }
 
 nvmlReturn_t DECLDIR nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms)
 {
-    return wait_for_nothing(set, data, timeoutms);
+    return wait_for_event(set, data, timeoutms);
 }

@@ -6,6 +6,8 @@
 #ifndef MOKKA_NVML_HOOKS_H
 #define MOKKA_NVML_HOOKS_H
 
+#include <stddef.h>
+
 #include <nvml.h>
 
 /* NVML_SUCCESS while nvmlInit* holds a reference, else NVML_ERROR_UNINITIALIZED. */
@@ -19,5 +21,25 @@ nvmlReturn_t mock_check_device(nvmlDevice_t device);
 /* The number of NVLinks that join two visible devices (0 when none or when
  * a == b); what `nvidia-smi topo -m` prints as NV<n>. */
 nvmlReturn_t mock_nvlinks_between(nvmlDevice_t a, nvmlDevice_t b, unsigned int *links);
+
+/* --- xid.c: the Xid events of the kernellog daemon ---------------------------- */
+
+struct mock_xid_event {
+    unsigned long long seq;            /* never reused; a set delivers those newer than it */
+    unsigned long long code;           /* the Xid */
+    unsigned int gpu;                  /* the physical index (the state's) */
+};
+
+/* `xid-events.yaml` beside the profile this process loaded (absolute); 0 before nvmlInit. */
+int mock_xid_events_path(char *out, size_t size);
+/* The events newer than `after` (up to `max`, by sequence) and *last the newest
+ * sequence number ever written; -1 when there is no usable file (absent, or its
+ * companion missing or stale while it is being rewritten). */
+int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_event *out,
+                  unsigned int max, unsigned long long *last);
+/* The handle of physical GPU `phys` when this process sees it, else NULL. */
+nvmlDevice_t mock_handle_of_physical(unsigned int phys);
+/* The physical index of a valid handle: 1, or 0 for an invalid one. */
+int mock_physical_of(nvmlDevice_t device, unsigned int *phys);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "mock.h"
 
@@ -80,19 +81,51 @@ static void apply_topology(struct mock_node *n)
 
 /* --- fabric state auto (engine._resolve_fabric) --------------------------- */
 
-static int fabric_ready(void)
+/* The fabricmanager state dir (engine.fabric_state_dir): the variable, else
+ * `<driver root>/fabric-state` beside the `<driver root>/config/` the profile is
+ * in, when that directory exists. 0 when there is none: no fabricmanager. */
+static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
 {
     const char *dir = getenv(MOKKA_ENV_FABRICMANAGER_STATE_DIR);
-    if (!dir || !*dir)
+    if (dir && *dir) {
+        snprintf(out, size, "%s", dir);
         return 1;
-    char path[MOCK_PATH_MAX];
+    }
+    char path[2 * MOCK_PATH_MAX + 2];
+    if (n->config_yaml[0] == '/') {
+        snprintf(path, sizeof path, "%s", n->config_yaml);
+    } else {                                      /* os.path.abspath */
+        char cwd[MOCK_PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return 0;
+        snprintf(path, sizeof path, "%s/%s", cwd, n->config_yaml);
+    }
+    char *slash = strrchr(path, '/');             /* <root>/config | config.yaml */
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    slash = strrchr(path, '/');                   /* <root> | config */
+    if (!slash || strcmp(slash + 1, MOKKA_DRIVER_CONFIG_NAME) != 0)
+        return 0;
+    *slash = '\0';
+    int n_out = snprintf(out, size, "%s/%s", path, MOKKA_DRIVER_FABRIC_STATE_NAME);
+    struct stat st;
+    return n_out > 0 && (size_t)n_out < size && stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int fabric_ready(const struct mock_node *n)
+{
+    char dir[MOCK_PATH_MAX];
+    if (!fabric_state_dir(n, dir, sizeof dir))
+        return 1;
+    char path[MOCK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, MOKKA_FABRICMANAGER_READY);
     return exists(path);
 }
 
 static void resolve_fabric(struct mock_node *n)
 {
-    n->fabric_ready = fabric_ready();
+    n->fabric_ready = fabric_ready(n);
     for (unsigned int i = 0; i < n->count; i++) {
         struct mock_gpu *g = &n->gpus[i];
         if (!g->has_fabric)

@@ -117,6 +117,31 @@ def test_daemons_start_once_then_reload(tmp_path, desired):
         ("run", "fm"), ("reload", "fm"), ("reload", "fm")]
 
 
+class FlakyDaemon(FakeDaemon):
+    """Run fails the first time, Reload always: the pass goes on (fail open)."""
+
+    def run(self, desired, stop):
+        super().run(desired, stop)
+        if sum(1 for c in self.calls if c == ("run", self.name)) == 1:
+            raise OSError("port in use")
+
+    def reload(self, desired):
+        super().reload(desired)
+        raise RuntimeError("reload exploded")
+
+
+def test_a_daemon_that_cannot_start_fails_open_and_is_tried_again(tmp_path, desired):
+    calls = []
+    rec, _ = make(tmp_path, [FlakyDaemon("fm", calls), FakeApplier("a", calls)])
+    first = rec.reconcile(desired)
+    assert first.ok and first.started == [] and ("apply", "a") in calls
+    second = rec.reconcile(desired)
+    assert second.ok and second.started == ["fm"]
+    third = rec.reconcile(desired)
+    assert third.ok and third.reloaded == [] and calls.count(("apply", "a")) == 3
+    assert [c for c in calls if c[0] in ("run", "reload")] == [("run", "fm"), ("run", "fm"), ("reload", "fm")]
+
+
 def test_daemons_start_only_after_apply_order_is_stage_run_apply(tmp_path, desired):
     calls = []
     rec, _ = make(tmp_path, [FakeDaemon("fm", calls), FakeApplier("a", calls)])

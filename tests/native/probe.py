@@ -5,6 +5,8 @@
     probe.py errors             return codes of the error paths
     probe.py watch INDEX NAME   print each new name of GPU INDEX until it is NAME
     probe.py threads N ROUNDS   N threads init/query/shutdown; prints what each saw
+    probe.py xid COUNT          register Xid events on every GPU, print "ready", then one
+                                line per event from nvmlEventSetWait_v2 until COUNT came
 
 Prints one JSON document (watch: one line per change). An NVML error is
 ["err", code]. pynvml's own fabric struct (12.550.89) has a 80-byte UUID and is
@@ -259,6 +261,26 @@ def threads(count, rounds):
     return {"results": results, "after": L.nvmlShutdown()}
 
 
+def xid(count):
+    n.nvmlInit()
+    event_set = n.nvmlEventSetCreate()
+    for i in range(n.nvmlDeviceGetCount()):
+        n.nvmlDeviceRegisterEvents(n.nvmlDeviceGetHandleByIndex(i), n.nvmlEventTypeXidCriticalError, event_set)
+    print(json.dumps(["ready"]), flush=True)
+    deadline = time.monotonic() + 60
+    got = 0
+    while got < count and time.monotonic() < deadline:
+        try:
+            data = n.nvmlEventSetWait_v2(event_set, 500)
+        except n.NVMLError_Timeout:
+            continue
+        got += 1
+        print(json.dumps({"index": n.nvmlDeviceGetIndex(data.device), "type": data.eventType,
+                          "xid": data.eventData, "gi": data.gpuInstanceId}), flush=True)
+    n.nvmlEventSetFree(event_set)
+    n.nvmlShutdown()
+
+
 def errors():
     L = lib()
     out = {}
@@ -347,6 +369,8 @@ def main(argv):
             print(json.dumps({"init": exc.value}))
     elif cmd == "extra":
         print(json.dumps(extra()))
+    elif cmd == "xid":
+        xid(int(argv[2]))
     elif cmd == "watch":
         watch(int(argv[2]), argv[3])
     elif cmd == "threads":

@@ -138,3 +138,28 @@ def test_check_fabric_other_errors_exit_1(staged, dev_root, tmp_path):
     ov = staged("gb300")
     res = ov.run([], str(dev_root), exe=ov.check_fabric, MOCK_NVML_CONFIG=str(tmp_path / "nope.json"))
     assert res.returncode == 1 and "Traceback" not in res.stderr
+
+
+def test_fabric_auto_finds_the_state_dir_beside_the_driver_config(fresh, dev_root):
+    ov = fresh("h100")
+    res = ov.run([], str(dev_root), exe=ov.check_fabric)
+    assert res.stdout.count("state COMPLETED (3)") == 8, "no state dir: no fabricmanager, auto is completed"
+    state_dir = ov.root / names.DRIVER_FABRIC_STATE_DIR
+    state_dir.mkdir()
+    res = ov.run([], str(dev_root), exe=ov.check_fabric)
+    assert res.stdout.count("state IN_PROGRESS (2)") == 8 and "COMPLETED" not in res.stdout
+    (state_dir / names.FABRICMANAGER_READY).touch()
+    res = ov.run([], str(dev_root), exe=ov.check_fabric)
+    assert res.returncode == 0 and res.stdout.count("state COMPLETED (3)") == 8
+
+
+def test_fabric_state_dir_is_found_only_beside_a_config_dir(fresh, dev_root, tmp_path):
+    ov = fresh("h100")
+    (ov.root / names.DRIVER_FABRIC_STATE_DIR).mkdir()
+    elsewhere = tmp_path / "elsewhere"            # <x>/elsewhere/config.yaml: not a driver root
+    elsewhere.mkdir()
+    for name in (names.PROFILE_FILE, names.STATE_FILE):
+        (elsewhere / name).write_bytes((ov.config_dir / name).read_bytes())
+    (tmp_path / names.DRIVER_FABRIC_STATE_NAME).mkdir()
+    res = ov.run([], str(dev_root), exe=ov.check_fabric, MOCK_NVML_CONFIG=str(elsewhere / names.PROFILE_FILE))
+    assert res.returncode == 0 and res.stdout.count("state COMPLETED (3)") == 8

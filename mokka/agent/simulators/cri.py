@@ -22,8 +22,13 @@ OWNER = "cri"
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
+    # The toolkit spec mounts config.yaml's directory alone (at /etc/nvml-mock), so the
+    # fabricmanager state dir is not beside it there: the spec mounts it and names it,
+    # while the fabricmanager daemon has it (Apply runs after the daemons start).
+    fabric = host.overlay.fabric_state
     specs = dict(cdi.specs(desired.state, host.overlay,
-                           nvml_library_staged=host.native.nvml_library is not None))
+                           nvml_library_staged=host.native.nvml_library is not None,
+                           fabricmanager_state_dir=fabric if os.path.isdir(fabric) else None))
     specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
             for file, spec in specs.items()}

@@ -1,0 +1,152 @@
+"""Injected Xids: which GPU of a compiled state injects which Xid, the kernel-log
+line the driver would print for it, and the events document the mock NVML reads.
+
+Pure: the kernellog daemon (mokka/agent/simulators/kernellog.py) does the I/O.
+
+A GPU injects an Xid when its ``failure`` block names one (``xid: {code: N}``)
+or has a failing mode, which implies the Xid a real GPU would raise: 79 for
+``lost`` and ``fallen_off_bus``, 48 for ``ecc_uncorrectable``. An injection is
+identified by (GPU UUID, code): announced once while it stays in the profile,
+and again only after it left and came back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mokka.core import flatstate, names
+from mokka.core.profile import digest, parse_bus_id
+
+MODE_XIDS = {"lost": 79, "fallen_off_bus": 79, "ecc_uncorrectable": 48}
+#: The driver's own wording for the Xids a profile is likely to inject.
+XID_TEXT = {
+    13: "Graphics Engine Exception",
+    31: "MMU Fault",
+    43: "GPU stopped processing",
+    45: "Preemptive cleanup, due to previous errors",
+    48: "An uncorrectable double bit error (DBE) has been detected on GPU",
+    63: "ECC page retirement or row remapping recording event",
+    64: "ECC page retirement or row remapper recording failure",
+    74: "NVLink Error",
+    79: "GPU has fallen off the bus.",
+    92: "High single-bit ECC error rate",
+    94: "Contained ECC error",
+    95: "Uncontained ECC error",
+    119: "Timeout waiting for RPC from GSP!",
+}
+DEFAULT_TEXT = "Xid injected by Mokka"
+KMSG_PRIORITY = "<3>"          # KERN_ERR, as the driver's printk of an Xid
+
+
+@dataclass(frozen=True)
+class Injection:
+    gpu: int                   # the index in the state (the physical index)
+    uuid: str
+    bus_id: str
+    code: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.uuid, self.code
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    injection: Injection
+
+
+def _code(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip()) or None
+    return None
+
+
+def injections(state: dict) -> list[Injection]:
+    out = []
+    for gpu in state.get("gpus") or []:
+        failure = gpu.get("failure") if isinstance(gpu.get("failure"), dict) else {}
+        xid = failure.get("xid") if isinstance(failure.get("xid"), dict) else {}
+        code = _code(xid.get("code")) or MODE_XIDS.get(str(failure.get("mode") or "").lower())
+        if code:
+            out.append(Injection(int(gpu["index"]), str(gpu.get("uuid", "")),
+                                 str((gpu.get("pci") or {}).get("bus_id", "")), code))
+    return out
+
+
+def next_events(previous: list[Event], wanted: list[Injection],
+                last_seq: int = 0) -> tuple[list[Event], list[Event], int]:
+    """(every current event, the new ones to announce, the last sequence number):
+    kept injections keep their number, new ones get the next numbers (never reused,
+    so a reader's "newer than" stays true), gone ones are dropped."""
+    kept = {e.injection.key: e for e in previous}
+    seq = max([last_seq] + [e.seq for e in previous])
+    current, new = [], []
+    for inj in wanted:
+        if inj.key in kept:
+            current.append(kept[inj.key])
+            continue
+        seq += 1
+        event = Event(seq, inj)
+        current.append(event)
+        new.append(event)
+    return current, new, seq
+
+
+def kernel_pci(bus_id: str) -> str:
+    """``00000000:1A:00.0`` -> ``0000:1a:00``, as NVRM prints it."""
+    bus = parse_bus_id(bus_id)
+    if bus is None:
+        return bus_id
+    return f"{bus.domain & 0xFFFF:04x}:{bus.bus:02x}:{bus.device:02x}"
+
+
+def kmsg_line(inj: Injection, node_name: str) -> str:
+    """The driver's Xid line, then ``node=NAME``: kind nodes share one kernel log and the
+    profiles give every node the same bus ids, so the node name says whose Xid it is."""
+    text = XID_TEXT.get(inj.code, DEFAULT_TEXT)
+    return (f"NVRM: Xid (PCI:{kernel_pci(inj.bus_id)}): {inj.code}, pid='<unknown>', name=<unknown>, "
+            f"{text} node={node_name}")
+
+
+# --- the events document and its companion -------------------------------------------
+
+HEADER = (b"# Xids injected on this node, written by the node agent's kernellog daemon.\n"
+          b"# The mock NVML delivers each event newer than an event set to nvmlEventSetWait.\n")
+
+
+def render(events: list[Event], last_seq: int) -> tuple[bytes, bytes]:
+    """(the YAML, its companion), to be written companion first."""
+    events = sorted(events, key=lambda e: e.seq)
+    lines = [HEADER.decode(), "version: 1\n", f"last_seq: {last_seq}\n"]
+    if not events:
+        lines.append("events: []\n")
+    else:
+        lines.append("events:\n")
+        for e in events:
+            i = e.injection
+            lines.append(f"- {{seq: {e.seq}, gpu: {i.gpu}, uuid: '{i.uuid}', bus_id: '{i.bus_id}', "
+                         f"code: {i.code}}}\n")
+    text = "".join(lines).encode()
+    body = {"last_seq": last_seq,
+            "event": [{"seq": e.seq, "gpu": e.injection.gpu, "code": e.injection.code} for e in events]}
+    return text, flatstate.render(names.XID_EVENTS_KIND, digest(text), body)
+
+
+def parse(doc) -> tuple[list[Event], int]:
+    """The events and last_seq of a document ``render`` wrote (anything else: none)."""
+    if not isinstance(doc, dict):
+        return [], 0
+    events = []
+    for item in doc.get("events") or []:
+        try:
+            events.append(Event(int(item["seq"]), Injection(int(item["gpu"]), str(item["uuid"]),
+                                                            str(item["bus_id"]), int(item["code"]))))
+        except (KeyError, TypeError, ValueError):
+            continue
+    last = doc.get("last_seq")
+    return events, max([last if isinstance(last, int) else 0] + [e.seq for e in events])

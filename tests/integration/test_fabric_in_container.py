@@ -1,0 +1,78 @@
+"""Fabric ``state: auto`` inside a container the NRI plugin injected, in a real containerd:
+NVIDIA's nvidia-smi there finds the fabricmanager state dir through the overlay mount
+(no MOCK_FABRICMANAGER_STATE_DIR in the container contract) and reads IN_PROGRESS while
+``mokka fabricmanager`` initializes, COMPLETED once its marker exists."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from mokka.core.overlay import Overlay
+from tests.integration import runtime as rt
+from tests.integration.conftest import mokka_env
+from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.integration.test_nvml_in_container import IMAGE, glibc_containerd  # noqa: F401 (fixture)
+from tests.peers import peer
+from tests.agent.helpers import wait_until
+
+PROFILE = "gb300"
+
+
+@pytest.fixture(scope="module")
+def fabric_node(tmp_path_factory):
+    build = subprocess.run([sys.executable, os.path.join(os.path.dirname(rt.__file__), "..", "..",
+                                                         "native", "build.py"),
+                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    root = str(tmp_path_factory.mktemp("fabric-node"))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
+             "--health-addr", "", "--log-format", "plain", "--nvidia-smi", peer("NVIDIA_SMI")]
+    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+
+
+def fabricmanager(state_dir: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mokka", "fabricmanager", "--state-dir", state_dir,
+                             "--log-level", "error", *args], env=mokka_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def fabric_states(cri, cid) -> list:
+    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-q"])
+    assert result.exit_code == 0, result
+    lines = result.stdout.splitlines()
+    return [lines[i + 1].split(":")[1].strip() for i, line in enumerate(lines) if line.strip() == "Fabric"]
+
+
+def test_auto_follows_the_marker_inside_an_injected_container(glibc_containerd, zipapp, fabric_node):
+    root, overlay = fabric_node
+    procs = []
+    plugin = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root).start()
+    try:
+        procs.append(fabricmanager(overlay.fabric_state, "--delay", "600"))
+        wait_until(lambda: os.path.isdir(overlay.fabric_state), what="the state dir")
+        cri = glibc_containerd.client()
+        _, cid, _ = make(cri, "fabric", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE)
+        rt.start_container(cri, cid)
+        env = rt.exec_sync(cri, cid, ["env"]).stdout
+        assert names.ENV_FABRICMANAGER_STATE_DIR not in env
+        assert fabric_states(cri, cid) == ["In Progress"] * 8
+        procs[0].send_signal(signal.SIGTERM)
+        assert procs[0].wait(20) == 0
+        procs.append(fabricmanager(overlay.fabric_state))
+        wait_until(lambda: os.path.exists(overlay.fabric_ready), what="the marker")
+        assert fabric_states(cri, cid) == ["Completed"] * 8
+    finally:
+        for p in procs:
+            p.kill()
+        plugin.stop()
+        shutil.rmtree(overlay.fabric_state, ignore_errors=True)
