@@ -121,14 +121,18 @@ static void reload(struct mock_overrides *o, long long now, int first)
             free(l);
             l = NULL;
             if (st != FLAT_YAML_MISSING && !blank_file(o->yaml)) {
-                if (!first && (o->mismatch_since_ms == 0 || !same_id(&y, &o->bad_yaml) ||
-                               !same_id(&c, &o->bad_nvml))) {
+                /* Writers rename the companion first: a companion no older than its
+                 * YAML is a write in flight (even at nvmlInit), while a YAML newer
+                 * than its companion was edited by hand. */
+                int wait = !first || (c.present && c.mtime_ns >= y.mtime_ns);
+                if (wait && (o->mismatch_since_ms == 0 || !same_id(&y, &o->bad_yaml) ||
+                             !same_id(&c, &o->bad_nvml))) {
                     o->bad_yaml = y;              /* a new pair: the writer may be between renames */
                     o->bad_nvml = c;
                     o->mismatch_since_ms = now;
                     return;
                 }
-                if (!first && now - o->mismatch_since_ms < GRACE_MS)
+                if (wait && now - o->mismatch_since_ms < GRACE_MS)
                     return;
                 mock_say_no_companion("overrides", o->yaml, o->nvml);
             }
