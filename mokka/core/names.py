@@ -131,7 +131,10 @@ ENV_LD_PRELOAD = "LD_PRELOAD"
 ENV_NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 ENV_CDI_DEVICE_SOURCE = "NVML_MOCK_DEVICE_SOURCE"
 
+#: MOCK_IB tiers: off (the IB shims do nothing), sysfs (paths only: sysfs and
+#: /dev/infiniband rewritten into MOCK_IB_ROOT), full (also umad and verbs).
 IB_OFF = "off"
+IB_SYSFS = "sysfs"
 IB_FULL = "full"
 VISIBLE_NONE = "none"
 VISIBLE_ALL = "all"
@@ -185,12 +188,12 @@ DEVICE_INJECTION_MODES = ("raw", "cdi")
 
 #: LD_PRELOAD shims, overlay-relative, in preload order (IB umad, IB verbs,
 #: IB sysfs, then the PCI/fs shim). Only the staged ones are ever appended.
-LD_PRELOAD_SHIMS = (
-    f"{PRELOAD_LIB_DIR}/libibmockumad.so.1",
-    f"{PRELOAD_LIB_DIR}/libibmockverbs.so.1",
-    f"{PRELOAD_LIB_DIR}/libibmocksys.so.1",
-    f"{PRELOAD_LIB_DIR}/libmockfs.so.1",
-)
+IB_UMAD_LIB_FILE = "libibmockumad.so.1"
+IB_VERBS_LIB_FILE = "libibmockverbs.so.1"
+IB_SYS_LIB_FILE = "libibmocksys.so.1"
+FS_LIB_FILE = "libmockfs.so.1"
+LD_PRELOAD_SHIMS = tuple(f"{PRELOAD_LIB_DIR}/{file}" for file in (
+    IB_UMAD_LIB_FILE, IB_VERBS_LIB_FILE, IB_SYS_LIB_FILE, FS_LIB_FILE))
 
 # --- Feature gates -----------------------------------------------------------
 
