@@ -8,9 +8,10 @@ SA answers) must agree on:
   packs, in its low 32 bits, a 23-bit FNV-1a hash of the node name, the 8-bit
   HCA index and the U/L bit: clear on the node GUID, set on the port GUID;
 - a node's LIDs are one block of ``hca_count`` consecutive LIDs in
-  0x0100-0xbfff, placed by the same hash (the HCA count is the stride);
+  0x0100-0xbfff, placed by the FNV-1a 32 of the node name (the HCA count is
+  the stride); the first HCA's LID is every port's SM LID;
 - ``gids/0`` is fe80:: followed by the port GUID;
-- node_desc comes from ``node_desc_template`` ({node_name}, {idx}).
+- node_desc comes from ``node_desc_template`` ({node_name}, {idx}), at most 64 bytes.
 """
 
 from __future__ import annotations
@@ -34,13 +35,18 @@ MLX_DEVICE = 0x1021
 CAP_MASK = 0x2659E848          # an mlx5 HCA port with no SM (IsSM clear)
 
 
-def fnv1a_23(text: str) -> int:
-    """FNV-1a (32-bit) of the UTF-8 text, folded to 23 bits."""
+def fnv1a32(text: str) -> int:
+    """FNV-1a (32-bit) of the UTF-8 text."""
     h = 0x811C9DC5
     for byte in text.encode():
         h ^= byte
         h = (h * 0x01000193) & 0xFFFFFFFF
-    return (h >> 23 ^ h) & 0x7FFFFF
+    return h
+
+
+def fnv1a_23(text: str) -> int:
+    """The low 23 bits of FNV-1a 32: what a GUID packs."""
+    return fnv1a32(text) & 0x7FFFFF
 
 
 def guid_prefix(text: str) -> int:
@@ -58,7 +64,7 @@ def guid(prefix: str, node_name: str, index: int, port: bool) -> int:
 def base_lid(node_name: str, hca_count: int) -> int:
     stride = max(1, hca_count)
     blocks = (LID_MAX - LID_MIN + 1) // stride
-    return LID_MIN + (fnv1a_23(node_name) % blocks) * stride
+    return LID_MIN + (fnv1a32(node_name) % blocks) * stride
 
 
 def guid_text(value: int) -> str:
@@ -109,13 +115,21 @@ def hcas(ib: dict, node_name: str) -> list[Hca]:
             node_guid=guid(prefix, node_name, i, port=False),
             port_guid=guid(prefix, node_name, i, port=True),
             lid=base + i, sm_lid=base,
-            node_desc=template.replace("{node_name}", node_name).replace("{idx}", str(i)),
+            node_desc=_node_desc(template, node_name, i),
             port_state=state if state in PORT_STATES else "ACTIVE",
             phys_state=str(ib.get("phys_state") or "LinkUp"),
             rate_gbps=int(ib.get("rate_gbps") or 400), link_layer=link,
             fw_version=str(ib.get("fw_version") or ""), hw_rev=str(ib.get("hw_rev") or "0x0"),
             board_id=str(ib.get("board_id") or ""), hca_type=str(ib.get("hca_type") or "")))
     return out
+
+
+def _node_desc(template: str, node_name: str, index: int) -> str:
+    try:
+        text = template.format(node_name=node_name, idx=index)
+    except (KeyError, IndexError, ValueError):
+        text = f"{node_name} {HCA_PREFIX}{index}"
+    return text[:64]                  # NodeDescription is 64 bytes on the wire
 
 
 def rate_text(gbps: int) -> str:

@@ -83,10 +83,20 @@ def test_guid_layout(node, index, port, expected):
     assert ibm.guid("a088c20300ab", node, index, port) == expected
 
 
-def test_fnv1a_23_literals():
-    # FNV-1a 32 of "" is the offset basis 0x811c9dc5; folded: (h >> 23 ^ h) & 0x7fffff.
-    assert ibm.fnv1a_23("") == ((0x811C9DC5 >> 23) ^ 0x811C9DC5) & 0x7FFFFF
-    assert ibm.fnv1a_23("a") == ((0xE40C292C >> 23) ^ 0xE40C292C) & 0x7FFFFF
+def test_fnv1a_literals():
+    # FNV-1a 32 of "" is the offset basis; of "a", 0xe40c292c (the published test vector).
+    assert ibm.fnv1a32("") == 0x811C9DC5 and ibm.fnv1a32("a") == 0xE40C292C
+    assert ibm.fnv1a_23("a") == 0x0C292C
+    assert ibm.base_lid("a", 8) == 0x100 + (0xE40C292C % ((0xBFFF - 0x100 + 1) // 8)) * 8
+
+
+def test_mock_ib_daemon_derives_the_same_identities_when_present():
+    fabric = pytest.importorskip("mokka.ib.fabric")
+    d = desired("h100", "node-a")
+    mine = ibm.hcas(d.state["infiniband"], "node-a")
+    theirs = fabric.from_state(d.state, "node-a").hcas
+    assert [(h.name, h.node_guid, h.port_guid, h.lid, h.sm_lid, h.node_desc) for h in mine] == \
+           [(h.name, h.node_guid, h.port_guid, h.lid, h.sm_lid, h.node_desc) for h in theirs]
 
 
 def test_two_nodes_differ_in_guids_and_lid_blocks_and_a_node_is_stable(tmp_path):
