@@ -127,6 +127,24 @@ ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
 ENV_IB = "MOCK_IB"
 ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"
+#: mock-ib's fabric relay: comma-separated ADDR:PORT of peer relays, and the default port.
+ENV_IB_PEERS = "MOCK_IB_PEERS"
+IB_RELAY_PORT = 18515
+#: The frames of run/mock-ib.sock (libibmockumad <-> mock-ib; mokka/ib/wire.py, native/ib/umad.c):
+#: a 4-byte big-endian length, a 1-byte type, the payload. Requests, then answers.
+IB_WIRE_OPEN = 0x01
+IB_WIRE_REGISTER = 0x02
+IB_WIRE_UNREGISTER = 0x03
+IB_WIRE_SEND = 0x04
+IB_WIRE_QUERY_PORT = 0x05
+IB_WIRE_QUERY_CA = 0x06
+IB_WIRE_QUERY_CAS = 0x07
+IB_WIRE_OPENED = 0x81
+IB_WIRE_RECV = 0x84
+IB_WIRE_PORT = 0x85
+IB_WIRE_CA = 0x86
+IB_WIRE_CAS = 0x87
+IB_WIRE_MAX_FRAME = 8192
 ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
 ENV_PATH = "PATH"
 #: PATH when a container sets none: the OCI/containerd default, so an image
