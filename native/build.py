@@ -60,6 +60,8 @@ class Library(typing.NamedTuple):
 LIBRARIES: dict[str, Library] = {
     "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
                     cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
+    # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
+    "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c",)),
 }
 
 SRC = os.path.join(HERE, "nvml")
