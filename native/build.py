@@ -5,8 +5,9 @@
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 ``--lib`` names; default out: build/native in the repo, both architectures):
 the mock ``libnvidia-ml.so.1`` (native/nvml/) and the LD_PRELOAD shims
-(native/shim/ plus one file each). The compiler is PyPI's ziglang (``python -m
-ziglang cc -target <arch>-linux-gnu.2.17``), so one machine builds for x86_64
+(native/shims/: the shared interposers plus one map file each). The compiler
+is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
+one machine builds for x86_64
 and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
 PyPI's nvidia-nvml-dev-cu12 (pins: native/requirements.txt). ``--sanitize``
 builds for this machine with the system gcc under ASan and UBSan instead
@@ -55,13 +56,19 @@ class Library(typing.NamedTuple):
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
 
 
-#: The libraries, by the name --lib takes. The shims share native/shim/ (path
+#: What every path shim links: the libc interposers, the rewrite, the cached map.
+SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/map.c")
+
+#: The libraries, by the name --lib takes. The shims share native/shims/ (path
 #: rewriting and the libc interposers) and add the one file naming their prefixes.
+#: Another library: add a row (its sources, its file from names.py).
 LIBRARIES: dict[str, Library] = {
     "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
                     cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
     # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
     "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c",)),
+    "ibmocksys": Library(names.IB_SYS_LIB_FILE, SHIM + ("shims/ibsys.c",)),
+    "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
 }
 
 SRC = os.path.join(HERE, "nvml")
