@@ -18,6 +18,7 @@ from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.ib import Ib
 from mokka.agent.simulators.imex import Imex
+from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
 from mokka.agent.source import FileSource
@@ -51,7 +52,8 @@ def build_host(cfg: AgentConfig, log) -> Host:
 
 
 def simulators(host: Host) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host)]
+    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host),
+            MockIbDaemon(host)]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import struct
 
+from mokka.core import infiniband as ibm
+
 NODE_INFO_SIZE = 40
 PORT_INFO_SIZE = 64
 SM_INFO_SIZE = 24
@@ -16,11 +18,10 @@ NODE_DESC_SIZE = 64
 
 SM_STATE_MASTER = 3
 SM_PRIORITY = 14
-#: PortInfo CapabilityMask: IsSM (bit 1), IsTrapSupported (5), IsAutomaticMigrationSupported
-#: (9), IsExtendedSpeedsSupported (14), IsCapabilityMask2Supported (15),
-#: IsCommunicationManagementSupported (16), IsVendorClassSupported (19).
+#: PortInfo CapabilityMask: an mlx5 port's (the sysfs cap_mask, one home in
+#: mokka.core.infiniband), plus IsSM (bit 1) on the node's SM port.
 CAP_IS_SM = 1 << 1
-CAP_MASK = (1 << 5) | (1 << 9) | (1 << 14) | (1 << 15) | (1 << 16) | (1 << 19)
+CAP_MASK = ibm.CAP_MASK
 MTU_4096 = 5
 MTU_CAP = MTU_4096
 VL_CAP_VL0_7 = 4

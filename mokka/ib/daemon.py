@@ -26,11 +26,16 @@ class MockIb:
 
         self._thread = threading.Thread(target=serve, name="mock-ib", daemon=True)
         self._thread.start()
-        if self.relay is not None:
-            self.relay.start(self.server)
         self.server.ready.wait(timeout)
         if self.error is not None:
             raise self.error
+        if self.relay is not None:
+            try:
+                self.relay.start(self.server)
+            except BaseException:
+                self.relay = self.server.relay = None
+                self.stop(timeout)
+                raise
         return self
 
     def reload(self, fabric: Fabric) -> None:

@@ -24,10 +24,20 @@ READ_SIZE = 65536
 SOCKET_MODE = 0o666
 
 
+SUN_PATH_MAX = 107                    # sockaddr_un.sun_path, less its NUL
+
+
 def bind_unix(path: str) -> socket.socket:
-    """A listening socket at ``path``, put in place by rename (mode 0666)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    """A listening socket at ``path``, put in place by rename (mode 0666).
+
+    The temporary name is short (``.ib<pid>``) so a path that fits fits
+    while binding too; a longer path is one clear error, not a truncated bind.
+    """
+    directory = os.path.dirname(path) or "."
+    tmp = os.path.join(directory, f".ib{os.getpid()}")
+    if len(path.encode()) > SUN_PATH_MAX or len(tmp.encode()) > SUN_PATH_MAX:
+        raise OSError(errno.ENAMETOOLONG, f"socket path longer than {SUN_PATH_MAX} bytes", path)
+    os.makedirs(directory, exist_ok=True)
     try:
         os.unlink(tmp)
     except FileNotFoundError:

@@ -1,0 +1,68 @@
+"""sminfo and ibping from Debian bookworm, in the environment of an InfiniBand-selected
+container (seed 000), against a node agent serving on a scratch root."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from mokka.core import names
+from tests.ib.tools import node_env, run_tool, start_agent, umad_shim  # noqa: F401 (fixture)
+
+NODE = "node-a"
+# node-a on h100 (8 HCAs, mokka.core.infiniband): the SM is mlx5_0.
+SM_LID, LID_3, GUID_3 = 17304, 0x439B, "0xa088c203876b2607"
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("host"))
+    logs = str(tmp_path_factory.mktemp("logs"))
+    proc = start_agent(root, logs, NODE, "h100")
+    yield root, proc
+    assert proc.terminate() == 0
+    assert not os.path.exists(os.path.join(root, "var/lib/nvml-mock", names.IB_PING_SOCKET))
+
+
+def test_sminfo_reports_a_master(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("SMINFO", umad_shim, node_env(root))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == (f"sminfo: sm lid {SM_LID} sm guid 0xa088c203876b2601, activity count 0 "
+                          "priority 14 state 3 SMINFO_MASTER\n")
+
+
+def test_ibping_by_lid_gets_three_replies(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("IBPING", umad_shim, node_env(root), "-c", "3", str(LID_3))
+    assert res.returncode == 0, res.stderr
+    assert len(re.findall(rf"^Pong from {NODE} \(Lid {LID_3}\): time", res.stdout, re.M)) == 3
+    assert "3 packets transmitted, 3 received, 0% packet loss" in res.stdout
+
+
+def test_ibping_by_guid_resolves_through_the_sa(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("IBPING", umad_shim, node_env(root), "-c", "1", "-G", GUID_3)
+    assert res.returncode == 0, res.stderr
+    assert re.search(rf"^Pong from {NODE} \(Lid {LID_3}\): time", res.stdout, re.M)
+
+
+def test_ibping_to_a_lid_nobody_has_gets_no_reply(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("IBPING", umad_shim, node_env(root), "-c", "1", "-t", "100", "66")
+    assert "1 packets transmitted, 0 received, 100% packet loss" in res.stdout
+
+
+@pytest.mark.parametrize("tier", [names.IB_OFF, names.IB_SYSFS, None],
+                         ids=["MOCK_IB=off", "MOCK_IB=sysfs", "MOCK_IB unset"])
+def test_the_shim_does_nothing_unless_the_tier_is_full(agent, umad_shim, tier):
+    root, _ = agent
+    env = node_env(root)
+    if tier is None:
+        env = {}
+    else:
+        env[names.ENV_IB] = tier
+    res = run_tool("SMINFO", umad_shim, env)
+    assert res.returncode != 0 and "SMINFO_MASTER" not in res.stdout
