@@ -49,12 +49,8 @@ IB_DIR = "ib"
 #: The mock HCAs, one directory each, under IB_DIR (what ibstat enumerates).
 IB_CLASS_DIR = "ib/sys/class/infiniband"
 IB_PING_SOCKET = "run/mock-ib.sock"
-#: Under IB_DIR: libibverbs' provider config (libibmockverbs points /etc/libibverbs.d
-#: here under MOCK_IB=full), naming the mock verbs provider, which libibverbs then
-#: dlopens as lib<provider>-rdmav34.so from the library path (DRIVER_LIB_DIR).
-IB_VERBS_DRIVER_FILE = "etc/libibverbs.d/mokka.driver"
-IB_VERBS_PROVIDER = "mokka"
-IB_VERBS_PROVIDER_FILE = "libmokka-rdmav34.so"
+#: The vendor id verbs report for the mock HCAs (Mellanox's IEEE OUI, as mlx5 does).
+IB_VENDOR_OUI = 0x02C9
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"

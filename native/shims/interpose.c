@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -60,8 +61,20 @@ int eaccess(const char *, int);
 #define DECLARE(name) static __typeof__(&name) next_##name;
 FUNCTIONS(DECLARE)
 
+/* dlsym finds the oldest version of a symbol glibc defines at two (realpath:
+ * GLIBC_2.2.5 and GLIBC_2.3 on x86_64), so those name their current one. */
+static void *lookup(const char *name)
+{
+    void *sym = NULL;
+#if defined(__x86_64__)
+    if (strcmp(name, "realpath") == 0)
+        sym = dlvsym(RTLD_NEXT, name, "GLIBC_2.3");
+#endif
+    return sym != NULL ? sym : dlsym(RTLD_NEXT, name);
+}
+
 #define RESOLVE(name) \
-    __atomic_store_n(&next_##name, (__typeof__(&name))dlsym(RTLD_NEXT, #name), __ATOMIC_RELAXED);
+    __atomic_store_n(&next_##name, (__typeof__(&name))lookup(#name), __ATOMIC_RELAXED);
 
 __attribute__((constructor)) static void resolve_all(void)
 {
@@ -72,7 +85,7 @@ __attribute__((constructor)) static void resolve_all(void)
 #define NEXT(name) \
     __typeof__(&name) real = __atomic_load_n(&next_##name, __ATOMIC_RELAXED); \
     if (real == NULL) { \
-        real = (__typeof__(&name))dlsym(RTLD_NEXT, #name); \
+        real = (__typeof__(&name))lookup(#name); \
         __atomic_store_n(&next_##name, real, __ATOMIC_RELAXED); \
     } \
     if (real == NULL) { errno = ENOSYS; return FAIL; }

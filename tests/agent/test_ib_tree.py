@@ -62,7 +62,6 @@ def test_h100_mlx5_0_attributes_as_ibstat_reads_them(tmp_path):
     assert read(tree, tmp_path, f"{base}/ports/1/counters/port_rcv_data") == "0\n"
     assert read(tree, tmp_path, "sys/class/infiniband_mad/umad3/ibdev") == "mlx5_3\n"
     assert read(tree, tmp_path, "sys/class/infiniband_verbs/uverbs3/ibdev") == "mlx5_3\n"
-    assert read(tree, tmp_path, "etc/libibverbs.d/mokka.driver") == "driver mokka\n"
     assert tree[str(tmp_path / "var/lib/nvml-mock/ib/dev/infiniband/umad0")] == File(b"", 0o666)
 
 

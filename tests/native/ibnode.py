@@ -81,7 +81,8 @@ class IbNode:
             timeout: float = 60) -> subprocess.CompletedProcess:
         ib_root = peer("IB_ROOT")
         full = base_env()
-        full["LD_LIBRARY_PATH"] = os.path.join(ib_root, "usr/lib", f"{os.uname().machine}-linux-gnu")
+        triplet = f"{os.uname().machine}-linux-gnu"       # libnl-3 sits in lib/, the rest in usr/lib/
+        full["LD_LIBRARY_PATH"] = ":".join(os.path.join(ib_root, d, triplet) for d in ("usr/lib", "lib"))
         if preload:
             full["LD_PRELOAD"] = self.preload()
         full.update(env or {})

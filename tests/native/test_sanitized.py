@@ -53,7 +53,7 @@ def test_library_tests_run_clean_under_asan_and_ubsan(sanitized_lib):
     assert " passed" in done.stdout and "AddressSanitizer" not in report and "runtime error:" not in report
 
 
-SHIM_TESTS = ["test_path_shims.py"]
+SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py"]
 
 
 def test_path_shim_tests_run_clean_under_asan_and_ubsan(tmp_path_factory):
@@ -63,7 +63,8 @@ def test_path_shim_tests_run_clean_under_asan_and_ubsan(tmp_path_factory):
     assert asan, "gcc's libasan is missing (Debian: libasan8, which gcc-12 pulls in)"
     out = str(tmp_path_factory.mktemp("sanitize-shims"))
     done = subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "--sanitize",
-                           "--out", out, "-q", "--lib", "ibmocksys", "--lib", "mockfs"],
+                           "--out", out, "-q", "--lib", "ibmocksys", "--lib", "mockfs",
+                           "--lib", "ibmockverbs"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     env = dict(os.environ)

@@ -4,8 +4,7 @@
 read), ``ib/sys/class/infiniband_mad`` and ``infiniband_verbs`` (the umad and
 uverbs class entries, naming their HCA), ``ib/dev/infiniband/{umad,issm,uverbs}<n>``
 (placeholder files: never device nodes, so nothing on the host can reach a real
-HCA through them) and ``ib/etc/libibverbs.d/`` (the verbs provider config that
-libibmockverbs points libibverbs at). Identities come from
+HCA through them). Identities come from
 ``mokka.core.infiniband``, from the profile and the node name only, so the tree
 is byte-identical across restarts. An IB-off profile leaves ``ib/`` empty (no
 ``sys/class/infiniband``: the tools report no HCA, as on a host without one).
@@ -19,7 +18,6 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
 from mokka.core import infiniband as ibm
-from mokka.core import names
 
 OWNER = "ib"
 UMAD_ABI = "5"
@@ -100,7 +98,6 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
         put(f"{cls}/infiniband_verbs/uverbs{n}/abi_version", UVERBS_DEVICE_ABI)
         put(f"{cls}/infiniband_verbs/uverbs{n}/device/modalias", modalias())
         out[os.path.join(root, "dev/infiniband", f"uverbs{n}")] = File(b"", 0o666)
-    put(names.IB_VERBS_DRIVER_FILE, f"driver {names.IB_VERBS_PROVIDER}")
     return out
 
 
