@@ -41,6 +41,8 @@ class AgentConfig:
     imex_channels: int = 0
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
+    ib_relay_listen: str = ""         # mock-ib's fabric relay (127.0.0.0/8), empty for none
+    ib_relay_peers: tuple[str, ...] = ()
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -51,15 +53,15 @@ def build_host(cfg: AgentConfig, log) -> Host:
                 native=native.load(cfg.nvidia_smi))
 
 
-def simulators(host: Host) -> list:
+def simulators(host: Host, cfg: AgentConfig = AgentConfig()) -> list:
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host),
-            MockIbDaemon(host)]
+            MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
-    sims = simulators(host)
+    sims = simulators(host, cfg)
     health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims))
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
