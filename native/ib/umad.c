@@ -75,7 +75,8 @@ struct umad_reg_attr {
 /* ---------------------------------------------------------------- activation */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int active;
+static int active;             /* MOCK_IB=full and a socket named */
+static int path_too_long;      /* ... but one sun_path cannot hold: every call fails */
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 static void decide(void)
@@ -84,23 +85,17 @@ static void decide(void)
     const char *path = getenv(MOKKA_ENV_IB_PING_SOCKET);
     if (!tier || strcmp(tier, MOKKA_IB_FULL) != 0 || !path || !*path)
         return;
-    if (strlen(path) >= sizeof sock_path)
-        return;                /* cannot be reached: every call fails with ENAMETOOLONG below */
-    memcpy(sock_path, path, strlen(path) + 1);
     active = 1;
+    if (strlen(path) >= sizeof sock_path)
+        path_too_long = 1;     /* never fall through to the host's real umad */
+    else
+        memcpy(sock_path, path, strlen(path) + 1);
 }
 
 static int on(void)
 {
     pthread_once(&once, decide);
     return active;
-}
-
-static int too_long(void)
-{
-    const char *tier = getenv(MOKKA_ENV_IB);
-    const char *path = getenv(MOKKA_ENV_IB_PING_SOCKET);
-    return tier && strcmp(tier, MOKKA_IB_FULL) == 0 && path && strlen(path) >= sizeof sock_path;
 }
 
 /* The real libibumad function, or NULL when the process has none. */
@@ -228,6 +223,10 @@ static long recv_frame(int fd, uint8_t *type, void *buf, size_t cap)
 
 static int dial(void)
 {
+    if (path_too_long) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -313,11 +312,8 @@ EXPORT int umad_done(void)
 
 EXPORT int umad_open_port(const char *ca_name, int portnum)
 {
-    if (!on()) {
-        if (too_long())
-            return -ENAMETOOLONG;
+    if (!on())
         PASS(umad_open_port, ca_name, portnum);
-    }
     uint8_t req[NAME_LEN + 4], ans[4 + NAME_LEN + 4];
     put_name(req, ca_name);
     put32(req + NAME_LEN, (uint32_t)(portnum < 0 ? 0 : portnum));
