@@ -41,6 +41,7 @@ class AgentConfig:
     imex_channels: int = 0
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
+    ib_tools: str | None = None       # a root holding the IB tools to stage (mokka.agent.ibtools)
     ib_relay_listen: str = ""         # mock-ib's fabric relay (127.0.0.0/8), empty for none
     ib_relay_peers: tuple[str, ...] = ()
 
@@ -50,7 +51,7 @@ def build_host(cfg: AgentConfig, log) -> Host:
     manifest = Manifest(os.path.join(overlay.root, MANIFEST_FILE), log)
     return Host(root=cfg.host_root, overlay=overlay, fs=HostFS(manifest, log),
                 cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log,
-                native=native.load(cfg.nvidia_smi))
+                native=native.load(cfg.nvidia_smi, ib_tools=cfg.ib_tools))
 
 
 def simulators(host: Host, cfg: AgentConfig = AgentConfig()) -> list:

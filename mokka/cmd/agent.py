@@ -44,6 +44,10 @@ ENV = "MOKKA_AGENT_"
               help="NVIDIA's own nvidia-smi binary to stage in the overlay (it loads the mock "
                    "NVML library); without it the Python nvidia-smi is staged. "
                    "Env MOKKA_AGENT_NVIDIA_SMI.")
+@click.option("--ib-tools", envvar=ENV + "IB_TOOLS", default=None, metavar="ROOT",
+              help="A root holding Debian's infiniband-diags and ibverbs-utils (the image: /): "
+                   "their tools are staged in the overlay with their libraries. "
+                   "Env MOKKA_AGENT_IB_TOOLS.")
 @click.option("--ib-relay-listen", envvar=ENV + "IB_RELAY_LISTEN", default="", metavar="ADDR:PORT",
               help="mock-ib's fabric relay address on 127.0.0.0/8 (empty: no relay). "
                    "Env MOKKA_AGENT_IB_RELAY_LISTEN.")

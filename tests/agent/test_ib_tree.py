@@ -137,3 +137,25 @@ def test_agent_stages_the_hcas_an_ib_off_profile_leaves_ib_empty_and_teardown_re
     assert os.listdir(ov.ib) == []
     assert run_agent(root, "--teardown").returncode == 0
     assert not os.path.exists(ov.ib)
+
+
+def test_shims_and_tools_are_staged_under_the_driver_tree_whatever_the_profile(tmp_path):
+    from mokka.agent.native import NativeFiles
+    from mokka.agent.simulators import pcibus
+    native = NativeFiles(shims=((names.IB_UMAD_LIB_FILE, b"u"), (names.IB_VERBS_LIB_FILE, b"v"),
+                                (names.IB_SYS_LIB_FILE, b"s"), (names.FS_LIB_FILE, b"f")),
+                         ib_tools=(("driver/usr/bin/ibstat", b"\x7fELF-ibstat"),
+                                   ("driver/usr/lib64/libibumad.so.3", b"\x7fELF-umad")))
+    h = Host(root=str(tmp_path), overlay=host_overlay(str(tmp_path), "/var/lib/nvml-mock"),
+             fs=None, cdi_dir=str(tmp_path / "cdi"), log=None, native=native)
+    staged = ib.native_tree(h)
+    local = tmp_path / "var/lib/nvml-mock/driver/usr/local/lib"
+    assert staged[str(local / "libibmockumad.so.1")] == File(b"u", 0o755)
+    assert staged[str(local / "libibmockverbs.so.1")] == File(b"v", 0o755)
+    assert staged[str(local / "libibmocksys.so.1")] == File(b"s", 0o755)
+    assert str(local / "libmockfs.so.1") not in staged             # pcibus's
+    assert staged[str(tmp_path / "var/lib/nvml-mock/driver/usr/bin/ibstat")] == File(b"\x7fELF-ibstat", 0o755)
+    assert pcibus.tree(desired("t4"), h)[str(local / "libmockfs.so.1")] == File(b"f", 0o755)
+    # The staged paths are what the NRI plugin preloads, in its order.
+    assert names.LD_PRELOAD_SHIMS == tuple(f"driver/usr/local/lib/{f}" for f in (
+        "libibmockumad.so.1", "libibmockverbs.so.1", "libibmocksys.so.1", "libmockfs.so.1"))

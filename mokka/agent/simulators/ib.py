@@ -1,4 +1,5 @@
-"""ib: the mock InfiniBand sysfs and /dev tree under the overlay's ``ib/``.
+"""ib: the mock InfiniBand sysfs and /dev tree under the overlay's ``ib/``, the
+IB preload shims and the node's IB tools under the driver tree.
 
 ``ib/sys/class/infiniband/mlx5_<n>/…`` (what ibstat, ibstatus and libibumad
 read), ``ib/sys/class/infiniband_mad`` and ``infiniband_verbs`` (the umad and
@@ -18,6 +19,7 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
 from mokka.core import infiniband as ibm
+from mokka.core import names
 
 OWNER = "ib"
 UMAD_ABI = "5"
@@ -72,6 +74,23 @@ def hca_files(hca: ibm.Hca) -> dict[str, str]:
     return files
 
 
+#: The IB preload shims this simulator stages (libmockfs is pcibus's).
+IB_SHIMS = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_FILE)
+
+
+def native_tree(host: Host) -> dict[str, Entry]:
+    """The IB shims (whatever the profile: MOCK_IB decides what they do) and the
+    node's IB tools with their libraries, under the driver tree."""
+    out: dict[str, Entry] = {}
+    for file in IB_SHIMS:
+        data = host.native.shim(file)
+        if data is not None:
+            out[os.path.join(host.overlay.preload_lib, file)] = File(data, 0o755)
+    for rel, data in host.native.ib_tools:
+        out[host.overlay.join(rel)] = File(data, 0o755)
+    return out
+
+
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     """The ib/ tree for this profile and node (empty when the profile has no HCA)."""
     root = host.overlay.ib
@@ -109,7 +128,7 @@ class Ib:
         self._readiness = Readiness()
 
     def stage(self, desired: Desired) -> None:
-        self.host.fs.converge(OWNER, tree(desired, self.host))
+        self.host.fs.converge(OWNER, {**tree(desired, self.host), **native_tree(self.host)})
         os.makedirs(self.host.overlay.ib, exist_ok=True)   # IB-off: an empty ib/
         self._readiness.ok()
 
