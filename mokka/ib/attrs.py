@@ -81,6 +81,22 @@ def ext_supported(ext: int) -> int:
     return mask
 
 
+SWITCH_INFO_SIZE = 20
+LINEAR_FDB_CAP = 0xC000
+MULTICAST_FDB_CAP = 0x1000
+
+
+def switch_info(*, linear_fdb_top: int) -> bytes:
+    """SwitchInfo: a plain leaf with linear forwarding and enhanced port 0."""
+    b = bytearray(SWITCH_INFO_SIZE)
+    struct.pack_into(">HHHH", b, 0, LINEAR_FDB_CAP, 0, MULTICAST_FDB_CAP, linear_fdb_top)
+    b[11] = 18 << 3                               # LifeTimeValue
+    struct.pack_into(">HH", b, 12, 1, 32)         # LIDsPerPort, PartitionEnforcementCap
+    b[16] = 0x08                                  # EnhancedPort0
+    struct.pack_into(">H", b, 18, 0xC000)         # MulticastFDBTop (none yet)
+    return bytes(b)
+
+
 def sm_info(*, guid: int, act_count: int = 0, priority: int = SM_PRIORITY,
             state: int = SM_STATE_MASTER) -> bytes:
     return struct.pack(">QQIB", guid, 0, act_count, ((priority & 0xF) << 4) | (state & 0xF)) \

@@ -75,3 +75,48 @@ def from_state(state: dict, node_name: str | None = None) -> Fabric:
         return Fabric(node, tuple(ibm.hcas(state.get("infiniband") or {}, node)))
     except ValueError as exc:
         raise FabricError(str(exc)) from None
+
+
+# --- the node's leaf switch ------------------------------------------------------------
+#: Every HCA's port 1 is cabled to one mock leaf switch per node (switch port i + 1 to
+#: mlx5_i), so ibnetdiscover and iblinkinfo walk the node's whole fabric by directed
+#: route. mock-ib alone knows it (sysfs has no switches): its GUID packs HCA index
+#: 0xff into the node's GUID layout, its LID sits below the HCAs' range (0x0001-0x00ff).
+SWITCH_INDEX = 0xFF
+NODE_TYPE_SWITCH = 2
+SWITCH_DEVICE_ID = 0xD2F0              # a Quantum-2 class switch ASIC id
+MANAGEMENT_PORT = 0
+
+
+@dataclass(frozen=True)
+class Switch:
+    guid: int
+    lid: int
+    node_desc: str
+    ports: int                         # external ports: one per HCA
+
+
+def switch_of(fabric: Fabric) -> Switch | None:
+    if not fabric.hcas:
+        return None
+    base = fabric.hcas[0].node_guid & ~(0xFF << 1) & ~1
+    return Switch(guid=base | (SWITCH_INDEX << 1), lid=1 + ibm.fnv1a32(fabric.node_name) % 0xFF,
+                  node_desc=f"{fabric.node_name} mock leaf"[:64], ports=len(fabric.hcas))
+
+
+def walk(fabric: Fabric, local: Hca, path: bytes, hops: int):
+    """Where a directed route from ``local`` ends: (Hca or Switch, the port it came in on),
+    or None when it leaves through a port with nothing behind it."""
+    switch = switch_of(fabric)
+    here, port_in = local, 1
+    for hop in range(1, hops + 1):
+        out = path[hop] if hop < len(path) else 0
+        if isinstance(here, Hca):
+            if out != 1 or switch is None:
+                return None
+            here, port_in = switch, here.index + 1
+        else:
+            if not 1 <= out <= here.ports:
+                return None
+            here, port_in = fabric.hcas[out - 1], 1
+    return here, port_in

@@ -62,10 +62,16 @@ def answer(fabric: Fabric, local: Hca, mad: m.Mad, dlid: int,
         return Ignore(f"method 0x{mad.method:02x} expects no answer")
     if mad.mgmt_class == m.CLASS_SMI_DIRECT:
         route = m.directed_route(mad)
-        if route.hop_count != 0:
-            return Unreachable(f"directed route of {route.hop_count} hops leaves the HCA "
-                               "and no switch is modelled")
-        return Reply(_sma(fabric, local, mad), local.lid)
+        end = fab.walk(fabric, local, route.initial_path, route.hop_count)
+        if end is None:
+            return Unreachable(f"directed route of {route.hop_count} hops leads nowhere")
+        node, port_in = end
+        if isinstance(node, fab.Switch):
+            return Reply(_switch_sma(fabric, node, mad, port_in), node.lid)
+        return Reply(_sma(fabric, node, mad), node.lid)
+    switch = fab.switch_of(fabric)
+    if switch is not None and dlid == switch.lid and mad.mgmt_class == m.CLASS_SMI:
+        return Reply(_switch_sma(fabric, switch, mad, fab.MANAGEMENT_PORT), switch.lid)
     target = fabric.by_lid(dlid)
     if target is None:
         if dlid == PERMISSIVE_LID:
@@ -119,6 +125,44 @@ def _sma_attribute(fabric: Fabric, hca: Hca, attr: int, mod: int) -> bytes | int
         if hca.lid != hca.sm_lid:
             return m.STATUS_METHOD_ATTR_UNSUPPORTED
         return attrs.sm_info(guid=hca.port_guid)
+    return m.STATUS_METHOD_ATTR_UNSUPPORTED
+
+
+def _switch_sma(fabric: Fabric, switch: fab.Switch, mad: m.Mad, port_in: int) -> m.Mad:
+    if mad.class_version != 1:
+        return m.response(mad, status=m.STATUS_BAD_VERSION, method=m.METHOD_GET_RESP)
+    if mad.method not in (m.METHOD_GET, m.METHOD_SET):
+        return m.response(mad, status=m.STATUS_METHOD_UNSUPPORTED, method=m.METHOD_GET_RESP)
+    payload = _switch_attribute(fabric, switch, mad.attr_id, mad.attr_mod, port_in)
+    if isinstance(payload, int):
+        return m.response(mad, status=payload, method=m.METHOD_GET_RESP)
+    return m.with_smp_data(m.response(mad, method=m.METHOD_GET_RESP), payload)
+
+
+def _switch_attribute(fabric: Fabric, switch: fab.Switch, attr: int, mod: int,
+                      port_in: int) -> bytes | int:
+    if attr == m.ATTR_NODE_DESC:
+        return attrs.node_desc(switch.node_desc)
+    if attr == m.ATTR_NODE_INFO:
+        return attrs.node_info(node_type=fab.NODE_TYPE_SWITCH, num_ports=switch.ports,
+                               system_guid=switch.guid, node_guid=switch.guid,
+                               port_guid=switch.guid, device_id=fab.SWITCH_DEVICE_ID,
+                               revision=0, local_port=port_in, vendor_id=fab.MELLANOX_VENDOR_ID)
+    if attr == m.ATTR_SWITCH_INFO:
+        return attrs.switch_info(linear_fdb_top=max(h.lid for h in fabric.hcas))
+    if attr == m.ATTR_PORT_INFO:
+        port = mod & 0xFF
+        if port > switch.ports:
+            return m.STATUS_INVALID_ATTR_VALUE
+        rate = max(h.rate_gbps for h in fabric.hcas) if port == 0 else fabric.hcas[port - 1].rate_gbps
+        width, speed, ext = fab.rate_code(rate)
+        sm = fabric.hcas[0]
+        # LocalPortNum is the port the SMP came in on, whichever port it asks about.
+        return attrs.port_info(lid=switch.lid, sm_lid=sm.sm_lid, local_port=port_in,
+                               port_state=fab.PORT_ACTIVE,
+                               phys_state=fab.phys_state(sm) if port else 5,
+                               width=width, speed=speed, speed_ext=ext, is_sm=False,
+                               gid_prefix=fab.GID_PREFIX)
     return m.STATUS_METHOD_ATTR_UNSUPPORTED
 
 

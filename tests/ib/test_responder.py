@@ -81,9 +81,44 @@ def test_directed_route_of_zero_hops_is_the_local_port():
     assert wire[64:77] == b"node-a mlx5_1"
 
 
-def test_directed_route_beyond_the_hca_is_unreachable():
-    assert isinstance(r.answer(NODE_A, MLX5_0, dr_smp(m.ATTR_NODE_INFO, hops=1), 0xFFFF),
-                      r.Unreachable)
+def routed(hops: int, path: bytes, attr: int = m.ATTR_NODE_INFO, mod: int = 0) -> m.Mad:
+    mad = dr_smp(attr, hops=hops).with_bytes(128, path)
+    return m.Mad(**{**mad.__dict__, "attr_mod": mod})
+
+
+def test_one_hop_out_of_port_1_reaches_the_leaf_switch_on_the_hcas_port():
+    wire, slid = reply(routed(1, bytes([0, 1])), 0xFFFF, local=MLX5_1)
+    assert slid == 18                                        # the leaf's LID, below 0x0100
+    assert wire[64:101] == bytes.fromhex(
+        "01010202" "a088c203876b27fe" "a088c203876b27fe" "a088c203876b27fe"
+        "0080" "d2f0" "00000000" "02")                        # switch, 2 ports, came in on 2
+
+
+def test_two_hops_through_the_switch_reach_another_hca():
+    wire, slid = reply(routed(2, bytes([0, 1, 1]), m.ATTR_NODE_DESC), 0xFFFF, local=MLX5_1)
+    assert slid == LID_A0 and wire[64:77] == b"node-a mlx5_0"
+
+
+def test_switch_port_info_names_the_arrival_port_as_local_port():
+    wire, _ = reply(routed(1, bytes([0, 1]), m.ATTR_PORT_INFO, mod=2), 0xFFFF, local=MLX5_0)
+    pi = wire[64:128]
+    assert pi[16:20] == bytes.fromhex("00127126") and pi[28] == 1
+    assert pi[32] & 0xF == 4 and pi[33] >> 4 == 5
+
+
+def test_switch_info_and_node_description_of_the_leaf():
+    info, _ = reply(routed(1, bytes([0, 1]), m.ATTR_SWITCH_INFO), 0xFFFF)
+    assert info[64:72] == bytes.fromhex("c000" "0000" "1000" "7127")
+    desc, _ = reply(routed(1, bytes([0, 1]), m.ATTR_NODE_DESC), 0xFFFF)
+    assert desc[64:80] == b"node-a mock leaf"
+
+
+@pytest.mark.parametrize("hops, path", [(1, bytes([0, 2])), (2, bytes([0, 1, 3])),
+                                        (2, bytes([0, 1, 0]))],
+                         ids=["an HCA has no port 2", "the leaf has no port 3 with two HCAs",
+                              "port 0 leads nowhere"])
+def test_directed_routes_through_missing_ports_are_unreachable(hops, path):
+    assert isinstance(r.answer(NODE_A, MLX5_0, routed(hops, path), 0xFFFF), r.Unreachable)
 
 
 def test_path_record_by_port_gid_resolves_the_lid():

@@ -55,6 +55,30 @@ def test_ibping_to_a_lid_nobody_has_gets_no_reply(agent, umad_shim):
     assert "1 packets transmitted, 0 received, 100% packet loss" in res.stdout
 
 
+def test_ibnetdiscover_walks_the_leaf_switch_to_every_hca(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("IBNETDISCOVER", umad_shim, node_env(root))
+    assert res.returncode == 0, res.stderr
+    assert 'Switch\t8 "S-a088c203876b27fe"\t\t# "node-a mock leaf" enhanced port 0 lid 18 lmc 0' \
+        in res.stdout
+    for i in range(8):
+        guid = f"a088c203876b26{2 * i:02x}"
+        assert f'Ca\t1 "H-{guid}"\t\t# "node-a mlx5_{i}"' in res.stdout
+        assert (f'[{i + 1}]\t"H-{guid}"[1](a088c203876b26{2 * i + 1:02x}) \t\t# '
+                f'"node-a mlx5_{i}" lid {SM_LID + i} 4xNDR') in res.stdout
+
+
+def test_iblinkinfo_shows_every_hca_linked_up_to_the_leaf(agent, umad_shim):
+    root, _ = agent
+    res = run_tool("IBLINKINFO", umad_shim, node_env(root))
+    assert res.returncode == 0, res.stderr
+    assert "Switch: 0xa088c203876b27fe node-a mock leaf:" in res.stdout
+    for i in range(8):
+        assert f"CA: node-a mlx5_{i}:" in res.stdout
+        assert re.search(rf"^\s+18\s+{i + 1}\[  \] ==\( 4X\s+106.25 Gbps Active/  LinkUp\)==>"
+                         rf"\s+{SM_LID + i}\s+1\[  \] \"node-a mlx5_{i}\"", res.stdout, re.M)
+
+
 @pytest.mark.parametrize("tier", [names.IB_OFF, names.IB_SYSFS, None],
                          ids=["MOCK_IB=off", "MOCK_IB=sysfs", "MOCK_IB unset"])
 def test_the_shim_does_nothing_unless_the_tier_is_full(agent, umad_shim, tier):
