@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mokka.core import names
-from tests.ib.tools import node_env, run_tool, start_agent, umad_shim  # noqa: F401 (fixture)
+from tests.ib.tools import node_env, run_tool, start_agent, sys_shim, umad_shim  # noqa: F401
 
 NODE = "node-a"
 # node-a on h100 (8 HCAs, mokka.core.infiniband): the SM is mlx5_0.
@@ -77,6 +77,16 @@ def test_iblinkinfo_shows_every_hca_linked_up_to_the_leaf(agent, umad_shim):
         assert f"CA: node-a mlx5_{i}:" in res.stdout
         assert re.search(rf"^\s+18\s+{i + 1}\[  \] ==\( 4X\s+106.25 Gbps Active/  LinkUp\)==>"
                          rf"\s+{SM_LID + i}\s+1\[  \] \"node-a mlx5_{i}\"", res.stdout, re.M)
+
+
+def test_without_mock_ib_ibstat_falls_back_to_the_sysfs_tree(agent, umad_shim, sys_shim):
+    root, _ = agent
+    env = {**node_env(root), names.ENV_IB_PING_SOCKET: os.path.join(root, "no-such.sock")}
+    res = run_tool("IBSTAT", f"{umad_shim}:{sys_shim}", env, "mlx5_3")
+    assert res.returncode == 0, res.stderr
+    assert "\t\tBase lid: 17307\n" in res.stdout and "\t\tSM lid: 17304\n" in res.stdout
+    ping = run_tool("SMINFO", f"{umad_shim}:{sys_shim}", env)
+    assert ping.returncode != 0           # a umad port needs mock-ib: no fallback there
 
 
 @pytest.mark.parametrize("tier", [names.IB_OFF, names.IB_SYSFS, None],

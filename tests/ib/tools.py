@@ -43,18 +43,33 @@ def umad_shim(tmp_path_factory) -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def sys_shim(tmp_path_factory) -> str:
+    """libibmocksys (the sysfs path shim), for tests that need the sysfs tier beside."""
+    spec = importlib.util.spec_from_file_location("mokka_native_build_sys",
+                                                  os.path.join(REPO, "native", "build.py"))
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    if "ibmocksys" not in build.LIBRARIES:
+        pytest.skip("libibmocksys is not in native/build.py's table yet")
+    out = str(tmp_path_factory.mktemp("ibsys"))
+    [path] = build.build(out, [build.host_arch()], libraries=["ibmocksys"])
+    return path
+
+
 def node_env(root: str) -> dict:
     """Seed 000's InfiniBand variables for the node staged under ``root``."""
     return ib_env(host_overlay(root))
 
 
 def run_tool(tool: str, shim: str, env: dict, *args: str, timeout: float = 60):
+    """``shim``: one library, or several joined by ':' in preload order."""
     ib_root = peer("IB_ROOT")
     libdir = os.path.join(ib_root, "usr", "lib", f"{platform.machine()}-linux-gnu")
     full = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
     asan = os.environ.get(SANITIZER_PRELOAD)
     full.update({"LD_LIBRARY_PATH": libdir,
-                 "LD_PRELOAD": ":".join(([asan] if asan else []) + [shim])})
+                 "LD_PRELOAD": ":".join(([asan] if asan else []) + shim.split(":"))})
     full.update(env)
     return subprocess.run([peer(tool), *args], env=full, capture_output=True, text=True,
                           timeout=timeout)
