@@ -53,7 +53,7 @@ def test_library_tests_run_clean_under_asan_and_ubsan(sanitized_lib):
     assert " passed" in done.stdout and "AddressSanitizer" not in report and "runtime error:" not in report
 
 
-SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py"]
+SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.py"]
 
 
 def test_path_shim_tests_run_clean_under_asan_and_ubsan(tmp_path_factory):
