@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mokka.ib import mad as m
 from mokka.ib import wire
@@ -131,3 +133,28 @@ def test_port_query_answers_what_umad_get_port_fills():
                                    state=4, phys_state=5, rate=400, capmask=0x2659E848,
                                    gid_prefix=0xFE80000000000000, port_guid=0xA088C203876B2603,
                                    link_layer="InfiniBand")
+
+
+def test_a_node_without_infiniband_opens_no_port():
+    empty = session(fabric=NODE_A.__class__("node-c", ()))
+    assert empty.receive(wire.open_request("", 0))[0][5:9] == bytes.fromhex("ffffffed")
+    assert session(fabric=NODE_A.__class__("node-c", ())).receive(
+        wire.query_request(wire.QUERY_CAS)) == [bytes.fromhex("00000005" "87" "00000000")]
+
+
+FRAME_KINDS = st.sampled_from([wire.OPEN, wire.REGISTER, wire.UNREGISTER, wire.SEND,
+                               wire.QUERY_PORT, wire.QUERY_CA, wire.QUERY_CAS, 0x00, 0x99])
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames=st.lists(st.tuples(FRAME_KINDS, st.binary(max_size=300)), max_size=8),
+       tail=st.binary(max_size=8))
+def test_fuzz_a_session_answers_or_refuses_and_never_raises_anything_else(frames, tail):
+    s = session(directory=NODE_B.hcas)
+    data = wire.open_request("", 0) + b"".join(wire.frame(k, p) for k, p in frames) + tail
+    try:
+        out = s.receive(data)
+    except wire.WireError:
+        return
+    for item in out:
+        assert isinstance(item, (bytes, Relay))
