@@ -66,7 +66,7 @@ LIBRARIES: dict[str, Library] = {
     "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
                     cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
     # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
-    "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c",)),
+    "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c", "ib/query.c", "ib/transport.c")),
     "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/rewrite.c")),
     "ibmocksys": Library(names.IB_SYS_LIB_FILE, SHIM + ("shims/ibsys.c",)),
     "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
