@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mokka.core import infiniband as ibm
+from mokka.core import names
 from mokka.core.infiniband import Hca
 
 NODE_TYPE_CA = 1
 GID_PREFIX = 0xFE80000000000000       # link-local subnet prefix of gids/0
-MELLANOX_VENDOR_ID = 0x0002C9          # the IEEE OUI NodeInfo.VendorID carries
+MELLANOX_VENDOR_ID = names.IB_VENDOR_OUI    # NodeInfo.VendorID, as verbs reports it
 CONNECTX7_DEVICE_ID = ibm.MLX_DEVICE
 PORT_ACTIVE = ibm.PORT_STATES["ACTIVE"]
 
