@@ -9,7 +9,9 @@
 - ``Ignore``: a response or trap nobody waits for.
 
 The SMA answers NodeDescription, NodeInfo, PortInfo and, on the node's SM port,
-SMInfo (MASTER); the SA answers PathRecord Get/GetTable; every port answers the
+SMInfo (MASTER); directed routes past an HCA reach the node's leaf switch
+(``fabric.walk``), which answers NodeDescription, NodeInfo, SwitchInfo and each
+port's PortInfo; the SA answers PathRecord Get/GetTable; every port answers the
 OpenIB ping class with the node name, as an ``ibping -S`` server would.
 Anything else well-formed gets an error status, never an exception.
 """
