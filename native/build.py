@@ -5,7 +5,8 @@
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 ``--lib`` names; default out: build/native in the repo, both architectures):
 the mock ``libnvidia-ml.so.1`` (native/nvml/) and the LD_PRELOAD shims
-(native/shims/: the shared interposers plus one map file each). The compiler
+(native/shims/: the path shims share the interposers and add one map file
+each; the verbs shim; native/ib/: the umad shim). The compiler
 is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
 one machine builds for x86_64
 and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
