@@ -63,3 +63,21 @@ def test_a_profile_swap_reloads_mock_ib_and_keeps_the_open_port(tmp_path):
         client.close()
     finally:
         assert agent.terminate() == 0
+
+
+def test_a_socket_path_too_long_fails_readiness_naming_mock_ib(tmp_path):
+    root = str(tmp_path / ("h" * 60) / ("o" * 40))
+    os.makedirs(root)
+    from tests.agent.helpers import AgentProcess
+    agent = AgentProcess(root, "--profile", "h100", "--node-name", "node-a",
+                         "--resync-interval", "0", log_dir=str(tmp_path))
+    try:
+        agent.wait_staged()
+        status, body = wait_until(lambda: (lambda r: r if r[1].get("simulator") == "mock-ib"
+                                           else None)(agent.probe("/readyz")),
+                                  what="/readyz naming mock-ib")
+        assert status == 503
+        assert body["reason"].startswith("mock-ib cannot serve: [Errno 36] socket path longer "
+                                         "than 107 bytes: ")
+    finally:
+        assert agent.terminate() == 0
