@@ -185,15 +185,31 @@ EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
         errno = EINVAL;
         return -EINVAL;
     }
-    pthread_mutex_lock(&p->rlock);
-    int rc = mib_wait_readable(portid, timeout_ms);
-    if (rc < 0) {
-        pthread_mutex_unlock(&p->rlock);
-        if (rc == -ETIMEDOUT && timeout_ms == 0) {
-            errno = EWOULDBLOCK;
-            return -EWOULDBLOCK;
+    /* Wait without the read lock, so one thread blocked forever never holds up
+     * another's timeout; then take the lock and make sure the frame is still
+     * there (another reader may have taken it) before reading it. */
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int left = timeout_ms;
+        if (timeout_ms > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long spent = (now.tv_sec - start.tv_sec) * 1000L + (now.tv_nsec - start.tv_nsec) / 1000000L;
+            left = spent >= timeout_ms ? 0 : timeout_ms - (int)spent;
         }
-        return rc;
+        int rc = mib_wait_readable(portid, left);
+        if (rc < 0) {
+            if (rc == -ETIMEDOUT && timeout_ms == 0) {
+                errno = EWOULDBLOCK;
+                return -EWOULDBLOCK;
+            }
+            return rc;
+        }
+        pthread_mutex_lock(&p->rlock);
+        if (mib_wait_readable(portid, 0) == 0)
+            break;
+        pthread_mutex_unlock(&p->rlock);
     }
     uint8_t frame[MOKKA_IB_WIRE_MAX_FRAME];
     uint8_t type = 0;

@@ -30,7 +30,7 @@ def socket_path(tmp_path_factory):
     daemon.stop()
 
 
-def probe(shim: str, env: dict, threads: int, rounds: int, *lids: str) -> dict:
+def probe(shim: str, env: dict, threads, rounds: int, *lids: str) -> dict:
     libdir = os.path.join(peer("IB_ROOT"), "usr", "lib", f"{platform.machine()}-linux-gnu")
     full = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
     asan = os.environ.get(SANITIZER_PRELOAD)
@@ -67,3 +67,11 @@ def test_a_socket_path_too_long_for_sun_path_fails_with_enametoolong(umad_shim):
     out = probe(umad_shim, {names.ENV_IB: names.IB_FULL,
                             names.ENV_IB_PING_SOCKET: "/" + "x" * 200}, 1, 1, "0x7126")
     assert out["errors"] == ["open/register: -36 -22"]  # ENAMETOOLONG, then EINVAL
+
+
+def test_a_reader_blocked_forever_does_not_hold_up_another_readers_timeout(socket_path,
+                                                                           umad_shim):
+    out = probe(umad_shim, {names.ENV_IB: names.IB_FULL, names.ENV_IB_PING_SOCKET: socket_path},
+                "shared", 0, "0x7127")
+    assert out == {"timed_out": -110, "sent": 0, "alive": False,
+                   "reader": {"agent": 0, "desc": "node-a mlx5_1"}}
