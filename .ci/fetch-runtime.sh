@@ -23,6 +23,10 @@
 #   bookworm tmux                                           a terminal for nvtop
 #   bookworm libc6                                          unpacked apart in DEST/libc6-root: the glibc
 #                                                           of a no-python test image (with busybox)
+#   bookworm infiniband-diags ibverbs-utils libibverbs1     unpacked apart in DEST/ib-root: the IB tools
+#            ibverbs-providers libibumad3 libibmad5         (ibstat, ibstatus, ibv_devinfo, ibping, ...)
+#            libibnetdisc5 libnl-3-200 libnl-route-3-200    and lspci with their libraries, run over the
+#            pciutils libpci3                               shims and the staged ib/ and sys/ trees
 # At the end DEST/paths.env holds absolute paths (shell syntax KEY=VALUE, one a line).
 # Idempotent: if DEST/paths.env names files that all exist, it exits at once.
 set -euo pipefail
@@ -40,7 +44,8 @@ log() { printf 'fetch-runtime: %s\n' "$*" >&2; }
 if [[ -s "$PATHS_ENV" ]]; then
     complete=1
     for key in CONTAINERD CTR CONTAINERD_SHIM RUNC CRI_API_PROTO NRI_API_PROTO CDI_SCHEMA_DIR BUSYBOX \
-               NVIDIA_SMI REAL_NVML_LIB NVTOP TMUX LIBC6_ROOT; do
+               NVIDIA_SMI REAL_NVML_LIB NVTOP TMUX LIBC6_ROOT IB_ROOT IBSTAT IBSTATUS IBV_DEVINFO \
+               IBV_DEVICES IBPING SMINFO IBLINKINFO IBNETDISCOVER LSPCI; do
         value="$(sed -n "s/^${key}=//p" "$PATHS_ENV" | tail -n 1)"
         if [[ -z "$value" || ! -e "$value" ]]; then complete=0; break; fi
     done
@@ -68,10 +73,27 @@ PACKAGES=(
     nvtop/bookworm
     tmux/bookworm
     libc6/bookworm
+    infiniband-diags/bookworm
+    ibverbs-utils/bookworm
+    libibverbs1/bookworm
+    ibverbs-providers/bookworm
+    libibumad3/bookworm
+    libibmad5/bookworm
+    libibnetdisc5/bookworm
+    libnl-3-200/bookworm
+    libnl-route-3-200/bookworm
+    pciutils/bookworm
+    libpci3/bookworm
 )
 # Unpacked apart from ROOT (package -> folder under DEST): the real NVML must never sit on
 # a path a test might hand to the loader, and bookworm's libc must not shadow anything.
-declare -A APART=([libnvidia-ml1]=real-nvml [libc6]=libc6-root)
+# The IB tools and lspci share one folder of their own: they run with LD_LIBRARY_PATH on
+# its lib folder, and the node agent copies them from there with their library closure.
+declare -A APART=([libnvidia-ml1]=real-nvml [libc6]=libc6-root
+                  [infiniband-diags]=ib-root [ibverbs-utils]=ib-root [libibverbs1]=ib-root
+                  [ibverbs-providers]=ib-root [libibumad3]=ib-root [libibmad5]=ib-root
+                  [libibnetdisc5]=ib-root [libnl-3-200]=ib-root [libnl-route-3-200]=ib-root
+                  [pciutils]=ib-root [libpci3]=ib-root)
 
 have_all_debs() {
     local spec name
@@ -95,11 +117,13 @@ fi
 # ---- unpack -------------------------------------------------------------------------
 rm -rf "$ROOT.tmp"
 mkdir -p "$ROOT.tmp"
+for apart in $(printf '%s\n' "${APART[@]}" | sort -u); do
+    rm -rf "$DEST/$apart.tmp"
+    mkdir -p "$DEST/$apart.tmp"
+done
 for deb in "$DEST"/debs/*.deb; do
     name="$(basename "$deb")"; name="${name%%_*}"
     if [[ -n "${APART[$name]:-}" ]]; then
-        rm -rf "$DEST/${APART[$name]}.tmp"
-        mkdir -p "$DEST/${APART[$name]}.tmp"
         dpkg -x "$deb" "$DEST/${APART[$name]}.tmp"
     else
         dpkg -x "$deb" "$ROOT.tmp"
@@ -107,7 +131,7 @@ for deb in "$DEST"/debs/*.deb; do
 done
 rm -rf "$ROOT"
 mv "$ROOT.tmp" "$ROOT"
-for apart in "${APART[@]}"; do
+for apart in $(printf '%s\n' "${APART[@]}" | sort -u); do
     rm -rf "${DEST:?}/$apart"
     mv "$DEST/$apart.tmp" "$DEST/$apart"
 done
@@ -143,8 +167,19 @@ TMUX="$(find_one tmux -path '*bin/tmux' -type f)"
 REAL_NVML_LIB="$(find_one_in "$DEST/real-nvml" 'real libnvidia-ml.so' -name 'libnvidia-ml.so.[0-9]*.*' -type f)"
 LIBC6_ROOT="$DEST/libc6-root"
 find_one_in "$LIBC6_ROOT" 'libc.so.6' -name libc.so.6 -type f > /dev/null
+IB_ROOT="$DEST/ib-root"
+IBSTAT="$(find_one_in "$IB_ROOT" ibstat -path '*/sbin/ibstat' -type f)"
+IBSTATUS="$(find_one_in "$IB_ROOT" ibstatus -path '*/sbin/ibstatus' -type f)"
+IBV_DEVINFO="$(find_one_in "$IB_ROOT" ibv_devinfo -path '*/bin/ibv_devinfo' -type f)"
+IBV_DEVICES="$(find_one_in "$IB_ROOT" ibv_devices -path '*/bin/ibv_devices' -type f)"
+IBPING="$(find_one_in "$IB_ROOT" ibping -path '*/sbin/ibping' -type f)"
+SMINFO="$(find_one_in "$IB_ROOT" sminfo -path '*/sbin/sminfo' -type f)"
+IBLINKINFO="$(find_one_in "$IB_ROOT" iblinkinfo -path '*/sbin/iblinkinfo' -type f)"
+IBNETDISCOVER="$(find_one_in "$IB_ROOT" ibnetdiscover -path '*/sbin/ibnetdiscover' -type f)"
+LSPCI="$(find_one_in "$IB_ROOT" lspci -path '*bin/lspci' -type f)"
 
-for bin in "$CONTAINERD" "$CTR" "$CONTAINERD_SHIM" "$RUNC" "$BUSYBOX" "$NVIDIA_SMI" "$NVTOP" "$TMUX"; do
+for bin in "$CONTAINERD" "$CTR" "$CONTAINERD_SHIM" "$RUNC" "$BUSYBOX" "$NVIDIA_SMI" "$NVTOP" "$TMUX" \
+           "$IBSTAT" "$IBV_DEVINFO" "$IBV_DEVICES" "$IBPING" "$SMINFO" "$IBLINKINFO" "$IBNETDISCOVER" "$LSPCI"; do
     [[ -x "$bin" ]] || { log "ERROR: $bin is not executable"; exit 1; }
 done
 
@@ -162,6 +197,16 @@ REAL_NVML_LIB=$REAL_NVML_LIB
 NVTOP=$NVTOP
 TMUX=$TMUX
 LIBC6_ROOT=$LIBC6_ROOT
+IB_ROOT=$IB_ROOT
+IBSTAT=$IBSTAT
+IBSTATUS=$IBSTATUS
+IBV_DEVINFO=$IBV_DEVINFO
+IBV_DEVICES=$IBV_DEVICES
+IBPING=$IBPING
+SMINFO=$SMINFO
+IBLINKINFO=$IBLINKINFO
+IBNETDISCOVER=$IBNETDISCOVER
+LSPCI=$LSPCI
 ENV
 # nvtop and tmux run on this machine's own shared libraries (ncurses, libsystemd, libevent):
 # name any that is missing instead of failing later inside a test.

@@ -1,19 +1,24 @@
-"""Build the mock ``libnvidia-ml.so.1`` from native/nvml/: the one build entry.
+"""Build the native libraries of native/: the one build entry.
 
-    python3 native/build.py [--out DIR] [--arch x86_64|aarch64|all] [--sanitize]
+    python3 native/build.py [--out DIR] [--arch x86_64|aarch64|all] [--sanitize] [--lib NAME]...
 
-Writes ``<out>/<arch>/libnvidia-ml.so.1`` (default out: build/native in the repo,
-both architectures). The compiler is PyPI's ziglang (``python -m ziglang cc
--target <arch>-linux-gnu.2.17``), so one machine builds for x86_64 and aarch64
-against glibc 2.17 with no system toolchain; nvml.h comes from PyPI's
-nvidia-nvml-dev-cu12 (pins: native/requirements.txt). ``--sanitize`` builds for
-this machine with the system gcc under ASan and UBSan instead (ziglang ships no
-ASan runtime), into build/native-sanitize unless --out says otherwise.
+Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
+``--lib`` names; default out: build/native in the repo, both architectures):
+the mock ``libnvidia-ml.so.1`` (native/nvml/) and the LD_PRELOAD shims
+(native/shims/: the path shims share the interposers and add one map file
+each; the verbs shim; native/ib/: the umad shim). The compiler
+is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
+one machine builds for x86_64
+and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
+PyPI's nvidia-nvml-dev-cu12 (pins: native/requirements.txt). ``--sanitize``
+builds for this machine with the system gcc under ASan and UBSan instead
+(ziglang ships no ASan runtime), into build/native-sanitize unless --out says
+otherwise.
 
-Generated first, into ``<out>/gen``: ``mokka_names.h`` (native/gen_names.py)
-and ``stubs.c`` (native/nvml/gen_stubs.py). A build whose inputs (sources,
-generated files, nvml.h, flags, compiler version) hash as before is skipped:
-the hash is kept beside the library as ``libnvidia-ml.so.1.inputs``.
+Generated first, into ``<out>/gen``: ``mokka_names.h`` (native/gen_names.py),
+and for the NVML library ``stubs.c`` (native/nvml/gen_stubs.py). A build whose
+inputs (sources, generated files, nvml.h, flags, compiler version) hash as
+before is skipped: the hash is kept beside each library as ``<file>.inputs``.
 Reproducible: the same inputs give the same bytes (no paths of this machine in
 the output, no timestamps, no build id).
 """
@@ -31,12 +36,42 @@ import os
 import platform
 import subprocess
 import sys
+import typing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from mokka.core import names  # noqa: E402  (stdlib only: no install needed)
+
+
+class Library(typing.NamedTuple):
+    """One shared library: its file (also its soname) and what goes into it."""
+    file: str
+    sources: tuple[str, ...]            # globs relative to native/, in link order
+    #: Globals of the linker version script (everything else local), or () for
+    #: none: the shims export what they mark visible (MOKKA_EXPORT), unversioned.
+    exports: tuple[str, ...] = ()
+    nvml: bool = False                  # generated stubs.c and nvml.h's folder
+    cflags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ("-lpthread", "-ldl")
+
+
+#: What every path shim links: the libc interposers, the rewrite, the cached map.
+SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/map.c")
+
+#: The libraries, by the name --lib takes. The shims share native/shims/ (path
+#: rewriting and the libc interposers) and add the one file naming their prefixes.
+#: Another library: add a row (its sources, its file from names.py).
+LIBRARIES: dict[str, Library] = {
+    "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
+                    cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
+    # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
+    "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c", "ib/query.c", "ib/transport.c")),
+    "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/rewrite.c")),
+    "ibmocksys": Library(names.IB_SYS_LIB_FILE, SHIM + ("shims/ibsys.c",)),
+    "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
+}
 
 SRC = os.path.join(HERE, "nvml")
 LIBRARY = names.NVML_LIB_FILE
@@ -45,19 +80,18 @@ GLIBC = "2.17"
 PINS = os.path.join(HERE, "requirements.txt")
 
 # What the output may contain instead of this machine's paths.
-FIXED_SRC = "/mokka/native/nvml"
+FIXED_NATIVE = "/mokka/native"
 FIXED_GEN = "/mokka/native/gen"
 
 CFLAGS = [
     "-std=c11", "-O2", "-fPIC", "-fvisibility=hidden",
-    "-DNVML_NO_UNVERSIONED_FUNC_DEFS",
     "-Wall", "-Wextra", "-Werror",
 ]
 SANITIZE_CFLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
-LDFLAGS = ["-shared", f"-Wl,-soname,{LIBRARY}", "-Wl,--build-id=none"]
-LIBS = ["-lpthread", "-ldl"]
-# Only the NVML API leaves the library, and without symbol versions (as NVIDIA's).
-VERSION_SCRIPT = "{\n    global: nvml*;\n    local: *;\n};\n"
+
+
+def version_script(lib: Library) -> str:
+    return "{\n    global: " + " ".join(f"{e};" for e in lib.exports) + "\n    local: *;\n};\n"
 
 
 class BuildError(Exception):
@@ -127,31 +161,69 @@ def _load(path: str, name: str):
     return module
 
 
+def sources(lib: Library, native: str = HERE) -> list[str]:
+    """The hand-written C files of a library, in table order (each glob sorted)."""
+    found: list[str] = []
+    for pattern in lib.sources:
+        for path in sorted(glob.glob(os.path.join(native, pattern))):
+            if path not in found and os.path.basename(path) != "stubs.c":
+                found.append(path)
+    return found
+
+
 def hand_written_sources(src: str = SRC) -> list[str]:
     return sorted(p for p in glob.glob(os.path.join(src, "*.c")) if os.path.basename(p) != "stubs.c")
 
 
-def generate(gen_dir: str, header: str, src: str = SRC) -> None:
-    """mokka_names.h, stubs.c and the linker version script into gen_dir."""
+def _stem(file: str) -> str:
+    return file.split(".so", 1)[0]
+
+
+def generate(gen_dir: str, libs: list[Library], header: str | None) -> None:
+    """mokka_names.h, the NVML stubs.c and each library's version script into gen_dir."""
     os.makedirs(gen_dir, exist_ok=True)
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
-    names = _load(os.path.join(HERE, "gen_names.py"), "mokka_gen_names")
-    stubs = _load(os.path.join(src, "gen_stubs.py"), "mokka_gen_stubs")
-    write = stubs.write_if_changed          # one writer for every generated file
-    write(os.path.join(gen_dir, "mokka_names.h"), names.render())
-    with open(header, encoding="utf-8") as f:
-        functions = stubs.parse_header(f.read())
-    text = stubs.render(functions, stubs.handwritten(hand_written_sources(src)))
-    write(os.path.join(gen_dir, "stubs.c"), text)
-    write(os.path.join(gen_dir, "exports.map"), VERSION_SCRIPT)
+    names_gen = _load(os.path.join(HERE, "gen_names.py"), "mokka_gen_names")
+    _write_if_changed(os.path.join(gen_dir, "mokka_names.h"), names_gen.render())
+    for lib in libs:
+        if lib.nvml:
+            stubs = _load(os.path.join(SRC, "gen_stubs.py"), "mokka_gen_stubs")
+            with open(header, encoding="utf-8") as f:
+                functions = stubs.parse_header(f.read())
+            text = stubs.render(functions, stubs.handwritten(hand_written_sources(SRC)))
+            _write_if_changed(os.path.join(gen_dir, "stubs.c"), text)
+        if lib.exports:
+            _write_if_changed(os.path.join(gen_dir, _stem(lib.file) + ".map"), version_script(lib))
+
+
+def generated(lib: Library) -> list[str]:
+    out = ["mokka_names.h"]
+    if lib.nvml:
+        out.append("stubs.c")
+    if lib.exports:
+        out.append(_stem(lib.file) + ".map")
+    return out
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- compile
 
 
-def command(arch: str, gen_dir: str, header: str, output: str, *, sanitize: bool,
-            src: str = SRC, extra_cflags: tuple[str, ...] = ()) -> list[str]:
+def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: str, *,
+            sanitize: bool, extra_cflags: tuple[str, ...] = ()) -> list[str]:
     if sanitize:
         cc = ["gcc"]
         flags = CFLAGS + SANITIZE_CFLAGS
@@ -159,32 +231,47 @@ def command(arch: str, gen_dir: str, header: str, output: str, *, sanitize: bool
         cc = zig_command() + ["-target", f"{arch}-linux-gnu.{GLIBC}"]
         flags = CFLAGS + ["-s"]     # stripped, as NVIDIA's: the dynamic symbols are the API
     maps = []
-    for real, fixed in ((src, FIXED_SRC), (gen_dir, FIXED_GEN), (os.path.dirname(header), "/nvml/include")):
+    pairs = [(HERE, FIXED_NATIVE), (gen_dir, FIXED_GEN)]
+    if lib.nvml:
+        pairs.append((os.path.dirname(header), "/nvml/include"))
+    for real, fixed in pairs:
         maps += [f"-ffile-prefix-map={real}={fixed}", f"-fdebug-prefix-map={real}={fixed}"]
-    sources = hand_written_sources(src) + [os.path.join(gen_dir, "stubs.c")]
-    return (cc + flags + list(extra_cflags) + maps
-            + ["-I", src, "-I", gen_dir, "-I", os.path.dirname(header),
-               "-include", os.path.join(src, "visibility.h")]
-            + LDFLAGS + [f"-Wl,--version-script={os.path.join(gen_dir, 'exports.map')}"]
-            + sources + LIBS + ["-o", output])
+    includes = ["-I", HERE, "-I", gen_dir]
+    for path in sources(lib):
+        folder = os.path.dirname(path)
+        if folder not in includes:
+            includes += ["-I", folder]
+    if lib.nvml:
+        includes += ["-I", os.path.dirname(header)]
+    cflags = [os.path.join(HERE, f) if prev == "-include" else f
+              for prev, f in zip(("",) + lib.cflags, lib.cflags)]
+    link = ["-shared", f"-Wl,-soname,{lib.file}", "-Wl,--build-id=none"]
+    if lib.exports:
+        link.append(f"-Wl,--version-script={os.path.join(gen_dir, _stem(lib.file) + '.map')}")
+    srcs = sources(lib) + ([os.path.join(gen_dir, "stubs.c")] if lib.nvml else [])
+    return (cc + flags + cflags + list(extra_cflags) + maps + includes
+            + link + srcs + list(lib.libs) + ["-o", output])
 
 
-def inputs_hash(cmd: list[str], gen_dir: str, header: str, version: str, src: str = SRC) -> str:
+def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, header: str | None, version: str) -> str:
     digest = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
         digest.update(f"{label}\0{len(data)}\0".encode())
         digest.update(data)
 
-    for path in sorted(glob.glob(os.path.join(src, "*"))):
-        if os.path.isfile(path) and os.path.basename(path) != "stubs.c":
-            with open(path, "rb") as f:
-                add("src/" + os.path.basename(path), f.read())
-    for name in ("mokka_names.h", "stubs.c", "exports.map"):
+    folders = sorted({os.path.dirname(p) for p in sources(lib)})
+    for folder in folders:      # the sources and every header beside them
+        for path in sorted(glob.glob(os.path.join(folder, "*"))):
+            if os.path.isfile(path) and os.path.basename(path) != "stubs.c":
+                with open(path, "rb") as f:
+                    add(os.path.relpath(path, HERE), f.read())
+    for name in generated(lib):
         with open(os.path.join(gen_dir, name), "rb") as f:
             add("gen/" + name, f.read())
-    with open(header, "rb") as f:
-        add("nvml.h", f.read())
+    if lib.nvml:
+        with open(header, "rb") as f:
+            add("nvml.h", f.read())
     with open(os.path.abspath(__file__), "rb") as f:
         add("build.py", f.read())
     add("command", "\0".join(cmd[:-1]).encode())      # the output path is not an input
@@ -200,42 +287,48 @@ def _locked(path: str):
         yield
 
 
-def build(out: str, arches: list[str], *, sanitize: bool = False, src: str = SRC,
-          extra_cflags: tuple[str, ...] = (), log=None) -> list[str]:
-    """Build (or keep) <out>/<arch>/libnvidia-ml.so.1 for each arch; return the paths."""
+def build(out: str, arches: list[str], *, libraries: list[str] | None = None,
+          sanitize: bool = False, extra_cflags: tuple[str, ...] = (), log=None) -> list[str]:
+    """Build (or keep) <out>/<arch>/<file> for each library and arch; return the paths
+    (library-major: every arch of the first library, then the next)."""
     out = os.path.abspath(out)
-    src = os.path.abspath(src)
-    header = nvml_header()
+    chosen = list(LIBRARIES) if libraries is None else list(libraries)
+    unknown = [n for n in chosen if n not in LIBRARIES]
+    if unknown:
+        raise BuildError(f"unknown library {', '.join(unknown)} (known: {', '.join(LIBRARIES)})")
+    libs = [LIBRARIES[n] for n in chosen]
+    header = nvml_header() if any(lib.nvml for lib in libs) else None
     if not sanitize:
         zig_command()
     version = compiler_version(sanitize)
     gen_dir = os.path.join(out, "gen")
     results: list[str] = []
     with _locked(os.path.join(out, ".lock")):
-        generate(gen_dir, header, src)
+        generate(gen_dir, libs, header)
         running = []
-        for arch in arches:
-            target = os.path.join(out, arch, LIBRARY)
-            stamp = target + ".inputs"
-            tmp = os.path.join(out, arch, f".{LIBRARY}.tmp")
-            cmd = command(arch, gen_dir, header, tmp, sanitize=sanitize, src=src,
-                          extra_cflags=extra_cflags)
-            digest = inputs_hash(cmd, gen_dir, header, version, src)
-            results.append(target)
-            if os.path.isfile(target) and _read(stamp) == digest:
-                if log:
-                    log(f"up to date: {target}")
-                continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            # A fixed working directory: nothing of the caller's cwd reaches the output.
-            proc = subprocess.Popen(cmd, cwd=gen_dir, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True)
-            running.append((arch, proc, tmp, target, stamp, digest))
+        for lib in libs:
+            for arch in arches:
+                target = os.path.join(out, arch, lib.file)
+                stamp = target + ".inputs"
+                tmp = os.path.join(out, arch, f".{lib.file}.tmp")
+                cmd = command(lib, arch, gen_dir, header, tmp, sanitize=sanitize,
+                              extra_cflags=extra_cflags)
+                digest = inputs_hash(lib, cmd, gen_dir, header, version)
+                results.append(target)
+                if os.path.isfile(target) and _read(stamp) == digest:
+                    if log:
+                        log(f"up to date: {target}")
+                    continue
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                # A fixed working directory: nothing of the caller's cwd reaches the output.
+                proc = subprocess.Popen(cmd, cwd=gen_dir, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+                running.append((f"{lib.file} {arch}", proc, tmp, target, stamp, digest))
         failures = []
-        for arch, proc, tmp, target, stamp, digest in running:
+        for what, proc, tmp, target, stamp, digest in running:
             output, _ = proc.communicate()
             if proc.returncode != 0:
-                failures.append(f"--- {arch} ---\n{output}")
+                failures.append(f"--- {what} ---\n{output}")
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
                 continue
@@ -245,7 +338,7 @@ def build(out: str, arches: list[str], *, sanitize: bool = False, src: str = SRC
                 log(f"built {target}")
         if failures:
             sys.stderr.write("".join(failures))
-            raise BuildError(f"compiling {', '.join(a for a, *_ in running)} failed (output above)")
+            raise BuildError(f"compiling {', '.join(w for w, *_ in running)} failed (output above)")
     return results
 
 
@@ -274,7 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="this machine's arch, system gcc, -fsanitize=address,undefined")
     parser.add_argument("--cflag", action="append", default=[], metavar="FLAG",
                         help="an extra compiler flag (e.g. -DMOKKA_TRACE_EXPORT_TABLE); repeatable")
-    parser.add_argument("--src", default=SRC, help=argparse.SUPPRESS)
+    parser.add_argument("--lib", action="append", choices=list(LIBRARIES), metavar="NAME",
+                        help=f"build only this library ({', '.join(LIBRARIES)}); repeatable; "
+                        "default: all")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -288,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or os.path.join(REPO, "build", "native")
     log = None if args.quiet else (lambda msg: print(f"native/build.py: {msg}", file=sys.stderr))
     try:
-        build(out, arches, sanitize=args.sanitize, src=args.src,
+        build(out, arches, libraries=args.lib, sanitize=args.sanitize,
               extra_cflags=tuple(args.cflag), log=log)
     except BuildError as exc:
         print(f"native/build.py: {exc}", file=sys.stderr)

@@ -23,8 +23,10 @@ from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.fabricmanager import FabricManager
 from mokka.agent.simulators.gpudriver import GpuDriver
+from mokka.agent.simulators.ib import Ib
 from mokka.agent.simulators.imex import Imex
 from mokka.agent.simulators.kernellog import KernelLog
+from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
 from mokka.agent.source import FileSource
@@ -55,6 +57,9 @@ class AgentConfig:
     fabricmanager_delay: float = 0.0
     fabricmanager_fail: bool = False
     kmsg_path: str = names.KMSG_PATH
+    ib_tools: str | None = None       # a root holding the IB tools to stage (mokka.agent.ibtools)
+    ib_relay_listen: str = ""         # mock-ib's fabric relay (127.0.0.0/8), empty for none
+    ib_relay_peers: tuple[str, ...] = ()
 
 
 def build_host(cfg: AgentConfig, log) -> Host:
@@ -62,7 +67,7 @@ def build_host(cfg: AgentConfig, log) -> Host:
     manifest = Manifest(os.path.join(overlay.root, MANIFEST_FILE), log)
     return Host(root=cfg.host_root, overlay=overlay, fs=HostFS(manifest, log),
                 cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log,
-                native=native.load(cfg.nvidia_smi))
+                native=native.load(cfg.nvidia_smi, ib_tools=cfg.ib_tools))
 
 
 def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
@@ -78,10 +83,11 @@ def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
 
 def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
                runtime: ContainerdSetup | None = None) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host, runtime),
+    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
             FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail),
             KernelLog(host, node_name=cfg.node_name or os.uname().nodename,
-                      kmsg_path=under(cfg.host_root, cfg.kmsg_path))]
+                      kmsg_path=under(cfg.host_root, cfg.kmsg_path)),
+            MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:

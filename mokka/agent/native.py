@@ -1,5 +1,6 @@
-"""The native files the agent stages: the mock NVML library and, when the node
-provides one, NVIDIA's own nvidia-smi made to load that library.
+"""The native files the agent stages: the mock NVML library, the LD_PRELOAD
+shims, NVIDIA's own nvidia-smi made to load that library and the InfiniBand
+tools (mokka.agent.ibtools), the last two when the node provides them.
 
 Read once when the agent starts (they do not change while it runs). NVIDIA's
 binary dlopens ``libnvidia-ml.so.1`` through the normal search path; a
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from mokka.core import elf, native
+from mokka.core import elf, names, native
 
 #: Where NVIDIA's nvidia-smi, staged in driver/usr/bin, finds the library.
 NVIDIA_SMI_RUNPATH = "$ORIGIN/../lib64"
@@ -32,9 +33,20 @@ class NativeError(Exception):
 class NativeFiles:
     nvml_library: bytes | None = None     # libnvidia-ml.so for this machine, if built
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
+    shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
+    ib_tools: tuple[tuple[str, bytes], ...] = ()     # (overlay-relative path, bytes), if given
+
+    def shim(self, file: str) -> bytes | None:
+        return next((data for name, data in self.shims if name == file), None)
 
 
-def load(nvidia_smi_path: str | None, arch: str | None = None) -> NativeFiles:
+#: The preload shims, as native/build.py names them (names.LD_PRELOAD_SHIMS' files).
+SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_FILE,
+              names.FS_LIB_FILE)
+
+
+def load(nvidia_smi_path: str | None, arch: str | None = None,
+         ib_tools: str | None = None) -> NativeFiles:
     library = native.nvml_library(arch)
     lib_bytes = None
     if library:
@@ -44,7 +56,20 @@ def load(nvidia_smi_path: str | None, arch: str | None = None) -> NativeFiles:
     if smi is not None and lib_bytes is None:
         raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
                           "library to load it with; build with ./shivfile")
-    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi)
+    shims = []
+    for file in SHIM_FILES:
+        path = native.library(file, arch)
+        if path:
+            with open(path, "rb") as f:
+                shims.append((file, f.read()))
+    tools = ()
+    if ib_tools:
+        from mokka.agent import ibtools
+        try:
+            tools = ibtools.load(ib_tools, arch or os.uname().machine, _patchelf())
+        except (ibtools.ToolsError, elf.ElfError) as exc:
+            raise NativeError(str(exc)) from None
+    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=tuple(shims), ib_tools=tools)
 
 
 def load_nvidia_smi(path: str, arch: str | None = None) -> bytes:

@@ -76,6 +76,15 @@ ENV = "MOKKA_AGENT_"
 @click.option("--kmsg-path", envvar=ENV + "KMSG_PATH", default=names.KMSG_PATH, show_default=True,
               help="Kernel log the kernellog daemon announces injected Xids on (under --host-root; "
                    "appended to, never created). Env MOKKA_AGENT_KMSG_PATH.")
+@click.option("--ib-tools", envvar=ENV + "IB_TOOLS", default=None, metavar="ROOT",
+              help="A root holding Debian's infiniband-diags and ibverbs-utils (the image: /): "
+                   "their tools are staged in the overlay with their libraries. "
+                   "Env MOKKA_AGENT_IB_TOOLS.")
+@click.option("--ib-relay-listen", envvar=ENV + "IB_RELAY_LISTEN", default="", metavar="ADDR:PORT",
+              help="mock-ib's fabric relay address on 127.0.0.0/8 (empty: no relay). "
+                   "Env MOKKA_AGENT_IB_RELAY_LISTEN.")
+@click.option("--ib-relay-peers", envvar=names.ENV_IB_PEERS, default="", metavar="ADDR:PORT,...",
+              help=f"Peer nodes' relays, comma-separated. Env {names.ENV_IB_PEERS}.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",
@@ -88,6 +97,16 @@ def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> No
 
     if once and teardown:
         raise CommandError("--once and --teardown exclude each other")
+    if kwargs["ib_relay_listen"] or kwargs["ib_relay_peers"]:
+        from mokka.ib.relay import parse_addr
+        try:
+            for addr in [kwargs["ib_relay_listen"]] + kwargs["ib_relay_peers"].split(","):
+                if addr.strip():
+                    parse_addr(addr)
+        except ValueError as exc:
+            raise CommandError(str(exc))
+    kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
+                                     if p.strip())
     cfg = AgentConfig(health_addr=health_addr, **kwargs)
     try:
         agent = build_agent(cfg)

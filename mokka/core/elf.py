@@ -1,4 +1,5 @@
-"""Just enough ELF reading for Mokka: the machine and a binary's RUNPATH.
+"""Just enough ELF reading for Mokka: the machine, a binary's RUNPATH, its
+DT_NEEDED libraries and soname.
 
 Pure functions over bytes (64-bit little-endian files, which is what x86_64
 and aarch64 Linux use); no tool is needed to check a binary before staging it.
@@ -10,7 +11,7 @@ import struct
 
 MACHINES = {62: "x86_64", 183: "aarch64"}
 _PT_DYNAMIC = 2
-_DT_NULL, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 0, 5, 15, 29
+_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 14, 15, 29
 _PT_LOAD = 1
 
 
@@ -65,3 +66,36 @@ def search_path(data: bytes) -> str | None:
         start = _file_offset(data, entries[_DT_STRTAB]) + name
         return data[start:data.index(b"\0", start)].decode()
     return None
+
+
+def _dynamic(data: bytes) -> tuple[list[tuple[int, int]], int | None]:
+    """(every (tag, value) of the dynamic section, the string table's file offset)."""
+    for p_type, _, offset, _, _, filesz, _, _ in _segments(data):
+        if p_type != _PT_DYNAMIC:
+            continue
+        entries = []
+        for pos in range(offset, offset + filesz, 16):
+            tag, value = struct.unpack_from("<qQ", data, pos)
+            if tag == _DT_NULL:
+                break
+            entries.append((tag, value))
+        strtab = next((v for t, v in entries if t == _DT_STRTAB), None)
+        return entries, (_file_offset(data, strtab) if strtab is not None else None)
+    return [], None
+
+
+def _string(data: bytes, table: int, offset: int) -> str:
+    start = table + offset
+    return data[start:data.index(b"\0", start)].decode()
+
+
+def needed(data: bytes) -> list[str]:
+    """The DT_NEEDED names, in order ([] for a static binary)."""
+    entries, table = _dynamic(data)
+    return [_string(data, table, v) for t, v in entries if t == _DT_NEEDED and table is not None]
+
+
+def soname(data: bytes) -> str | None:
+    entries, table = _dynamic(data)
+    return next((_string(data, table, v) for t, v in entries if t == _DT_SONAME and table is not None),
+                None)

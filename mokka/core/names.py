@@ -51,6 +51,8 @@ IB_DIR = "ib"
 #: The mock HCAs, one directory each, under IB_DIR (what ibstat enumerates).
 IB_CLASS_DIR = "ib/sys/class/infiniband"
 IB_PING_SOCKET = "run/mock-ib.sock"
+#: The vendor id verbs report for the mock HCAs (Mellanox's IEEE OUI, as mlx5 does).
+IB_VENDOR_OUI = 0x02C9
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
@@ -154,6 +156,24 @@ ENV_FABRICMANAGER_INTERVAL = "MOKKA_FABRICMANAGER_INTERVAL"
 ENV_IB = "MOCK_IB"
 ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"
+#: mock-ib's fabric relay: comma-separated ADDR:PORT of peer relays, and the default port.
+ENV_IB_PEERS = "MOCK_IB_PEERS"
+IB_RELAY_PORT = 18515
+#: The frames of run/mock-ib.sock (libibmockumad <-> mock-ib; mokka/ib/wire.py, native/ib/umad.c):
+#: a 4-byte big-endian length, a 1-byte type, the payload. Requests, then answers.
+IB_WIRE_OPEN = 0x01
+IB_WIRE_REGISTER = 0x02
+IB_WIRE_UNREGISTER = 0x03
+IB_WIRE_SEND = 0x04
+IB_WIRE_QUERY_PORT = 0x05
+IB_WIRE_QUERY_CA = 0x06
+IB_WIRE_QUERY_CAS = 0x07
+IB_WIRE_OPENED = 0x81
+IB_WIRE_RECV = 0x84
+IB_WIRE_PORT = 0x85
+IB_WIRE_CA = 0x86
+IB_WIRE_CAS = 0x87
+IB_WIRE_MAX_FRAME = 8192
 ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
 ENV_PATH = "PATH"
 #: PATH when a container sets none: the OCI/containerd default, so an image
@@ -164,7 +184,10 @@ ENV_LD_PRELOAD = "LD_PRELOAD"
 ENV_NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 ENV_CDI_DEVICE_SOURCE = "NVML_MOCK_DEVICE_SOURCE"
 
+#: MOCK_IB tiers: off (the IB shims do nothing), sysfs (paths only: sysfs and
+#: /dev/infiniband rewritten into MOCK_IB_ROOT), full (also umad and verbs).
 IB_OFF = "off"
+IB_SYSFS = "sysfs"
 IB_FULL = "full"
 VISIBLE_NONE = "none"
 VISIBLE_ALL = "all"
@@ -218,12 +241,12 @@ DEVICE_INJECTION_MODES = ("raw", "cdi")
 
 #: LD_PRELOAD shims, overlay-relative, in preload order (IB umad, IB verbs,
 #: IB sysfs, then the PCI/fs shim). Only the staged ones are ever appended.
-LD_PRELOAD_SHIMS = (
-    f"{PRELOAD_LIB_DIR}/libibmockumad.so.1",
-    f"{PRELOAD_LIB_DIR}/libibmockverbs.so.1",
-    f"{PRELOAD_LIB_DIR}/libibmocksys.so.1",
-    f"{PRELOAD_LIB_DIR}/libmockfs.so.1",
-)
+IB_UMAD_LIB_FILE = "libibmockumad.so.1"
+IB_VERBS_LIB_FILE = "libibmockverbs.so.1"
+IB_SYS_LIB_FILE = "libibmocksys.so.1"
+FS_LIB_FILE = "libmockfs.so.1"
+LD_PRELOAD_SHIMS = tuple(f"{PRELOAD_LIB_DIR}/{file}" for file in (
+    IB_UMAD_LIB_FILE, IB_VERBS_LIB_FILE, IB_SYS_LIB_FILE, FS_LIB_FILE))
 
 # --- Container runtime setup (the cri simulator's containerd half, seed 004) ----
 

@@ -1,4 +1,4 @@
-"""Where the mock NVML library built from native/nvml/ is, for this machine.
+"""Where the native libraries built from native/ are (the mock NVML library, the shims).
 
 Two homes, in this order: the package's own ``mokka/_native/<arch>/`` (the
 zipapp and an installed package carry it there: ./shivfile puts it in), then the
@@ -20,10 +20,15 @@ _REPO = os.path.dirname(_PACKAGE)
 
 def nvml_library(arch: str | None = None) -> str | None:
     """The built library for ``arch`` (default: this machine's), or None if absent."""
+    return library(LIBRARY, arch)
+
+
+def library(file: str, arch: str | None = None) -> str | None:
+    """The built native library ``file`` (e.g. names.FS_LIB_FILE) for ``arch``, or None."""
     arch = arch or os.uname().machine
     for folder in (os.path.join(_PACKAGE, "_native", arch),
                    os.path.join(_REPO, "build", "native", arch)):
-        path = os.path.join(folder, LIBRARY)
+        path = os.path.join(folder, file)
         if os.path.isfile(path):
             return path
     return None

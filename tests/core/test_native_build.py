@@ -91,8 +91,20 @@ def test_gen_stubs_skips_hand_written_definitions_at_column_zero(gen_stubs, tmp_
     assert "nvmlGetBlacklistDeviceCount(unsigned int *deviceCount)\n{" in text
 
 
-def test_the_zipapp_carries_the_library_for_both_architectures(zipapp):
+def test_the_zipapp_carries_every_library_for_both_architectures(zipapp):
+    build = _load("mokka_native_build_unit", os.path.join(REPO, "native", "build.py"))
     with zipfile.ZipFile(zipapp) as z:
         names = set(z.namelist())
     for arch in ("x86_64", "aarch64"):
         assert f"site-packages/mokka/_native/{arch}/libnvidia-ml.so.1" in names
+        for lib in build.LIBRARIES.values():
+            assert f"site-packages/mokka/_native/{arch}/{lib.file}" in names
+
+
+def test_build_table_names_every_library_by_its_soname_and_rejects_unknown_names(tmp_path):
+    build = _load("mokka_native_build_unit", os.path.join(REPO, "native", "build.py"))
+    assert build.LIBRARIES["nvml"].file == "libnvidia-ml.so.1"
+    for lib in build.LIBRARIES.values():
+        assert build.sources(lib), lib.file
+    with pytest.raises(build.BuildError, match="unknown library nope"):
+        build.build(str(tmp_path), ["x86_64"], libraries=["nope"])

@@ -40,7 +40,7 @@ def nvml_lib(tmp_path_factory) -> str:
     build = _build_module()
     out = str(tmp_path_factory.mktemp("native"))
     arch = build.host_arch()
-    [library] = build.build(out, [arch])
+    [library] = build.build(out, [arch], libraries=["nvml"])
     return os.path.dirname(library)
 
 

@@ -1,4 +1,5 @@
-"""pcibus: the fake PCI sysfs tree; Apply writes the NFD feature file.
+"""pcibus: the fake PCI sysfs tree and the libmockfs shim that points lspci and
+friends at it; Apply writes the NFD feature file.
 
 Layout as on a real host: ``sys/bus/pci/devices/<bdf>`` links to
 ``../../../devices/<root complex>/<bdf>``, which holds the attribute files.
@@ -52,6 +53,9 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
         out[os.path.join(dev_dir, "config")] = File(
             config_header(vendor, pci.get("pci_device", 0), pci.get("subsystem_vendor", 0),
                           pci.get("subsystem_device", 0)), 0o644)
+    shim = host.native.shim(names.FS_LIB_FILE)
+    if shim is not None:
+        out[os.path.join(host.overlay.preload_lib, names.FS_LIB_FILE)] = File(shim, 0o755)
     return out
 
 

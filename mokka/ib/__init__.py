@@ -1,0 +1,1 @@
+"""mock-ib: the UMAD loopback behind libibmockumad (codec, responder, sessions, socket driver, relay)."""

@@ -1,0 +1,84 @@
+"""Debian bookworm's infiniband-diags over libibmockumad and a real node agent.
+
+    umad_shim   (session)  this machine's libibmockumad.so.1 from native/build.py
+                           (MOKKA_SHIM_LIB_DIR: a prebuilt one, e.g. the sanitizer build)
+    IbAgent     a node agent serving on a scratch root (its mock-ib daemon included)
+    run_tool(tool_key, env, *args)  the tool from paths.env with the bookworm libraries,
+                           the shim preloaded and only the given variables (seed 000)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from mokka.core.overlay import host_overlay, ib_env
+from tests.conftest import REPO
+from tests.native.conftest import SANITIZER_PRELOAD
+from tests.peers import peer
+
+_STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
+sys.path.insert(0, os.path.join(REPO, "tests", "agent"))
+
+from helpers import AgentProcess, wait_until  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def umad_shim(tmp_path_factory) -> str:
+    prebuilt = os.environ.get("MOKKA_SHIM_LIB_DIR")
+    if prebuilt:
+        return os.path.join(prebuilt, names.IB_UMAD_LIB_FILE)
+    spec = importlib.util.spec_from_file_location("mokka_native_build_umad",
+                                                  os.path.join(REPO, "native", "build.py"))
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    out = str(tmp_path_factory.mktemp("umad"))
+    [path] = build.build(out, [build.host_arch()], libraries=["ibmockumad"])
+    return path
+
+
+@pytest.fixture(scope="session")
+def sys_shim(tmp_path_factory) -> str:
+    """libibmocksys (the sysfs path shim), for tests that need the sysfs tier beside."""
+    spec = importlib.util.spec_from_file_location("mokka_native_build_sys",
+                                                  os.path.join(REPO, "native", "build.py"))
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    if "ibmocksys" not in build.LIBRARIES:
+        pytest.skip("libibmocksys is not in native/build.py's table yet")
+    out = str(tmp_path_factory.mktemp("ibsys"))
+    [path] = build.build(out, [build.host_arch()], libraries=["ibmocksys"])
+    return path
+
+
+def node_env(root: str) -> dict:
+    """Seed 000's InfiniBand variables for the node staged under ``root``."""
+    return ib_env(host_overlay(root))
+
+
+def run_tool(tool: str, shim: str, env: dict, *args: str, timeout: float = 60):
+    """``shim``: one library, or several joined by ':' in preload order."""
+    ib_root = peer("IB_ROOT")
+    libdir = os.path.join(ib_root, "usr", "lib", f"{platform.machine()}-linux-gnu")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
+    asan = os.environ.get(SANITIZER_PRELOAD)
+    full.update({"LD_LIBRARY_PATH": libdir,
+                 "LD_PRELOAD": ":".join(([asan] if asan else []) + shim.split(":"))})
+    full.update(env)
+    return subprocess.run([peer(tool), *args], env=full, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start_agent(root: str, log_dir: str, node: str, profile: str, *args: str) -> AgentProcess:
+    agent = AgentProcess(root, "--profile", profile, "--node-name", node,
+                         "--resync-interval", "0", *args, log_dir=log_dir)
+    agent.wait_staged()
+    # Staged is before the daemons start; ready is after (mock-ib serving).
+    wait_until(lambda: agent.probe("/readyz")[0] == 200, what="/readyz (mock-ib serving)")
+    return agent

@@ -1,0 +1,88 @@
+"""InfiniBand in a real containerd container (glibc image, no IB packages): the
+NRI plugin gives a pod with the infiniband annotation the overlay, its IB env
+and the shims; bookworm's ibstat and ibv_devinfo, staged by the agent with
+their libraries, run from the overlay and see the profile's HCAs. A pod without
+the annotation sees none."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from mokka.core.overlay import Overlay
+from tests.integration import runtime as rt
+from tests.integration.conftest import mokka_env
+from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.peers import peer
+
+IMAGE = "docker.io/library/mokka-glibc:test"
+PROFILE = "h100"
+HCAS = [f"mlx5_{i}" for i in range(8)]
+
+
+@pytest.fixture(scope="module")
+def ib_node(tmp_path_factory):
+    """An h100 node staged with the shims and bookworm's IB tools."""
+    build = subprocess.run([sys.executable, os.path.join(os.path.dirname(rt.__file__), "..", "..",
+                                                         "native", "build.py"),
+                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    root = str(tmp_path_factory.mktemp("ib-node"))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
+             "--node-name", "node-c", "--health-addr", "", "--log-format", "plain",
+             "--ib-tools", peer("IB_ROOT")]
+    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+
+
+@pytest.fixture
+def glibc_containerd(containerd, tmp_path):
+    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=IMAGE,
+                                   extra_root=peer("LIBC6_ROOT"))
+    containerd.import_image(image, IMAGE)
+    return containerd
+
+
+@pytest.fixture
+def plugin(glibc_containerd, zipapp, ib_node):
+    root, overlay = ib_node
+    started = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root).start()
+    yield started
+    started.stop()
+
+
+def run_in(containerd, name: str, annotations: dict, cmd: list[str]):
+    cri = containerd.client()
+    _, cid, _ = make(cri, name, annotations, image=IMAGE)
+    rt.start_container(cri, cid)
+    return rt.exec_sync(cri, cid, cmd)
+
+
+def test_infiniband_pod_runs_ibstat_from_the_overlay_and_sees_the_hcas(glibc_containerd, plugin):
+    result = run_in(glibc_containerd, "ib", {names.ANNOTATION_INFINIBAND: "true"}, ["ibstat", "-l"])
+    assert result.exit_code == 0, result
+    assert result.stdout.splitlines() == HCAS
+
+
+def test_infiniband_pod_sees_port_active_through_verbs(glibc_containerd, plugin):
+    result = run_in(glibc_containerd, "ib-verbs", {names.ANNOTATION_INFINIBAND: "true"},
+                    ["ibv_devinfo", "-d", "mlx5_3"])
+    assert result.exit_code == 0, result
+    assert "PORT_ACTIVE (4)" in result.stdout
+
+
+def test_pod_without_the_annotation_sees_no_hca(glibc_containerd, plugin):
+    # Given GPUs but not InfiniBand: the overlay and its tools are there, MOCK_IB=off.
+    result = run_in(glibc_containerd, "gpu-only", {names.ANNOTATION_DEVICES: "true"},
+                    ["ibstat", "-l"])
+    assert (result.exit_code, result.stdout) == (0, "")
+    # Not selected at all: left as authored, no overlay, no tools.
+    result = run_in(glibc_containerd, "plain", {},
+                    ["sh", "-c", f"ls {names.OVERLAY_MOUNT_PATH} || echo absent"])
+    assert "absent" in result.stdout
