@@ -13,6 +13,7 @@ from mokka.agent.lock import StagingLock
 from mokka.agent.loop import Agent
 from mokka.agent.manifest import MANIFEST_FILE, Manifest
 from mokka.agent.reconciler import Reconciler
+from mokka.agent.rootlock import RootLock
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.gpudriver import GpuDriver
@@ -53,7 +54,12 @@ def simulators(host: Host) -> list:
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Cri(host)]
 
 
-def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
+def root_lock(cfg: AgentConfig) -> RootLock:
+    return RootLock(under(cfg.host_root, names.AGENT_LOCK_PATH))
+
+
+def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
+                held: RootLock | None = None) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
     sims = simulators(host)
@@ -62,4 +68,4 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
-                 health=health, fs=host.fs, lock=lock, log=log, clock=clock)
+                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held)

@@ -32,7 +32,7 @@ def once(agent: Agent) -> int | str:
 
 
 def teardown(agent: Agent, timeout: float) -> int | str:
-    agent.lock.open()
+    agent.prepare()           # records the locks it makes, so a clean root stays clean
     return 0 if agent.teardown(timeout) else "teardown incomplete; see the log"
 
 

@@ -116,12 +116,12 @@ class FileSource:
         topo_text = None
         if self.topology:
             try:
-                with open(self.topology, "rb") as f:
-                    topo_text = f.read()
-            except FileNotFoundError:
-                topo_text = None        # absent: the nvlink simulator removes its copies
-            except OSError as exc:
-                return self._reject((text, None), ds.DesiredError(self.topology, exc.strerror))
+                topo_text = prof.read_file(self.topology, "topology document")
+            except prof.ProfileError as exc:
+                if not os.path.exists(self.topology):
+                    topo_text = None    # absent: the nvlink simulator removes its copies
+                else:
+                    return self._reject((text, None), ds.DesiredError(self.topology, exc.message))
         inputs = (text, topo_text)
         if inputs == self._last_inputs and self.rejected is None:
             return None

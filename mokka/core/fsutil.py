@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 
@@ -59,3 +60,40 @@ def atomic_symlink(target: str, path: str) -> bool:
     os.symlink(target, tmp)
     os.replace(tmp, path)
     return True
+
+
+class ReadRefused(ValueError):
+    """The path is not something Mokka reads: not a regular file, or over the size limit."""
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, never more read.
+
+    Symlinks are followed (a ConfigMap's ``..data`` links); anything but a regular
+    file is refused without blocking: O_NONBLOCK makes opening a FIFO return at
+    once, and fstat then says what the path is. Raises OSError or ReadRefused.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise ReadRefused(f"is {kind}, not a regular file")
+        if st.st_size > limit:
+            raise ReadRefused(f"is {st.st_size} bytes, over the limit of {limit} bytes")
+        chunks, size = [], 0
+        while size <= limit:                       # the file may grow after fstat
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ReadRefused(f"is over the limit of {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -1,0 +1,95 @@
+"""One node agent per host root: an exclusive flock held for the process's whole life.
+
+Not the staging lock: that one is shared with the NRI plugin and lives in a
+per-pod emptyDir, so two agent pods (a DaemonSet rollout, a hand-run agent)
+would each hold their own. This file is at ``names.AGENT_LOCK_PATH`` under the
+host root, which every agent on the node sees. The holder writes its pid into
+it, so a refused agent can say who holds it. ``acquire`` never waits: a second
+agent, ``--once`` or ``--teardown`` refuses at once and has changed nothing.
+
+The file and the directories made for it are recorded in the agent's manifest
+like everything else it creates; teardown unlinks the file last, after the
+manifest is gone, while still holding it. An agent that opened the old inode
+just before then checks, after locking, that the path still names the inode it
+locked, and starts over if not.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from mokka.agent.manifest import missing_dirs
+
+
+class RootLockHeld(Exception):
+    def __init__(self, path: str, pid: str):
+        self.path, self.pid = path, pid
+        who = f"pid {pid}" if pid else "a process in another pid namespace"
+        super().__init__(f"another node-agent ({who}) holds {path}: one agent per host root; "
+                         "stop it first, or pass another --host-root")
+
+
+def holder_pid(fd: int) -> str:
+    """The pid holding a flock on ``fd``'s file, from /proc/locks ("" if not visible)."""
+    st = os.fstat(fd)
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == want:
+                    return "" if fields[4] in ("0", "-1") else fields[4]
+    except OSError:
+        pass
+    return ""
+
+
+class RootLock:
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+        #: Directories and file this process created (outermost first, the file last).
+        self.created: list[str] = []
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            return
+        created = missing_dirs(self.path)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        for _ in range(100):                  # each retry means the holder just unlinked it
+            existed = os.path.exists(self.path)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = holder_pid(fd)
+                os.close(fd)
+                raise RootLockHeld(self.path, pid) from None
+            try:
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            self._fd = fd
+            self.created = created + ([] if existed else [self.path])
+            return
+        raise OSError(f"{self.path}: replaced under us 100 times in a row")
+
+    def close(self) -> None:
+        """Unlock (the process's exit does the same). Teardown unlinks the file first."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def undo(self) -> None:
+        """Unlock and remove what ``acquire`` created: the agent could not start after all."""
+        for path in reversed(self.created):
+            try:
+                os.unlink(path) if path == self.path else os.rmdir(path)
+            except OSError:
+                break
+        self.created = []
+        self.close()
