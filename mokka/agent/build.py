@@ -55,7 +55,8 @@ def simulators(host: Host) -> list:
 
 
 def root_lock(cfg: AgentConfig) -> RootLock:
-    return RootLock(under(cfg.host_root, names.AGENT_LOCK_PATH))
+    return RootLock(under(cfg.host_root, names.AGENT_LOCK_PATH),
+                    homes=(host_overlay(cfg.host_root, cfg.overlay_host_path).root,))
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,

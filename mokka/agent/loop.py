@@ -45,17 +45,17 @@ class Agent:
     def prepare(self) -> None:
         """Open the lock (recording it if we made it) and clear a killed run's temp files."""
         if self.root_lock is not None:
-            self.fs.manifest.intend(ROOT_LOCK_OWNER, [self.root_lock.path], self.root_lock.created[:-1]
-                                    if self.root_lock.created[-1:] == [self.root_lock.path]
-                                    else self.root_lock.created)
+            self.fs.manifest.intend(ROOT_LOCK_OWNER, [self.root_lock.path], self.root_lock.dirs)
+        dirs, files = self.lock.plan()
+        if files:                      # write-ahead: recorded before it is made
+            self.fs.manifest.intend(LOCK_OWNER, files, dirs)
         self.lock.open()
-        if self.lock.created:
-            self.fs.manifest.intend(LOCK_OWNER, [self.lock.created[-1]], self.lock.created[:-1])
         self.fs.clean_temps()
 
-    def step(self, start_daemons: bool = True) -> PassResult | None:
+    def step(self, start_daemons: bool = True, polled=None) -> PassResult | None:
+        """Poll the source (unless ``polled`` holds what a poll just returned) and converge."""
         now = self.clock()
-        desired = self.source.poll_once(now)
+        desired = polled if polled is not None else self.source.poll_once(now)
         if self.source.rejected is not None:
             self.health.rejected(self.source.rejected.file, self.source.rejected.reason)
         else:

@@ -17,6 +17,7 @@ locked, and starts over if not.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 
 from mokka.agent.manifest import missing_dirs
@@ -46,11 +47,14 @@ def holder_pid(fd: int) -> str:
 
 
 class RootLock:
-    def __init__(self, path: str):
+    def __init__(self, path: str, homes: tuple[str, ...] = ()):
         self.path = path
+        self.homes = homes            # directories the agent will make (the overlay root)
         self._fd: int | None = None
         #: Directories and file this process created (outermost first, the file last).
         self.created: list[str] = []
+        #: Every directory an agent made for the lock or the homes, this run or an earlier one.
+        self.dirs: list[str] = []
 
     def acquire(self) -> None:
         if self._fd is not None:
@@ -75,8 +79,31 @@ class RootLock:
                 continue
             self._fd = fd
             self.created = created + ([] if existed else [self.path])
+            self._record(created)
             return
         raise OSError(f"{self.path}: replaced under us 100 times in a row")
+
+    def _record(self, created: list[str]) -> None:
+        """Write-ahead for the directories made before the manifest can exist.
+
+        The lock file holds the list (JSON) of directories agents made for it and
+        for ``homes``, written before any home is made; a run killed before its
+        first manifest save leaves them named here, and the next run adopts them.
+        """
+        try:
+            recorded = json.loads(os.pread(self._fd, 1 << 16, 0) or b"[]")
+            recorded = [d for d in recorded if isinstance(d, str)] if isinstance(recorded, list) else []
+        except ValueError:
+            recorded = []
+        wanted = list(recorded)
+        for d in created + [d for home in self.homes for d in missing_dirs(os.path.join(home, "x"))]:
+            if d not in wanted:
+                wanted.append(d)
+        if wanted != recorded:
+            data = json.dumps(wanted).encode()
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, data, 0)
+        self.dirs = wanted
 
     def close(self) -> None:
         """Unlock (the process's exit does the same). Teardown unlinks the file first."""

@@ -5,6 +5,35 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import threading
+
+from mokka.core import names
+
+
+class _Fault:
+    """The test-only fault hook (``names.ENV_FAULT_AFTER_WRITES``): read once, off unless set.
+
+    Every write of this module and of the agent's device nodes calls ``tick`` between
+    its temp file and its rename; the Nth call ends the process there with
+    ``os._exit``, so a sweep over N lands a "kill" inside every step of staging.
+    """
+
+    def __init__(self, environ=os.environ):
+        raw = environ.get(names.ENV_FAULT_AFTER_WRITES, "")
+        self.budget = int(raw) if raw.isdigit() else 0
+        self.count = 0
+        self._mu = threading.Lock()
+
+    def tick(self) -> None:
+        if not self.budget:
+            return
+        with self._mu:
+            self.count += 1
+            if self.count >= self.budget:
+                os._exit(names.FAULT_EXIT_STATUS)
+
+
+FAULT = _Fault()
 
 
 def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
@@ -33,6 +62,7 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        FAULT.tick()
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -58,6 +88,7 @@ def atomic_symlink(target: str, path: str) -> bool:
     except FileNotFoundError:
         pass
     os.symlink(target, tmp)
+    FAULT.tick()
     os.replace(tmp, path)
     return True
 

@@ -126,6 +126,10 @@ ENV_IB = "MOCK_IB"
 ENV_IB_ROOT = "MOCK_IB_ROOT"
 ENV_IB_PING_SOCKET = "MOCK_IB_PING_SOCKET"
 ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
+#: Test hook: the process exits (status FAULT_EXIT_STATUS, no cleanup, as a kill -9 would
+#: leave it) at its Nth file write, after the temp file and before the rename.
+ENV_FAULT_AFTER_WRITES = "MOKKA_TEST_FAULT_AFTER_WRITES"
+FAULT_EXIT_STATUS = 86
 ENV_PATH = "PATH"
 #: PATH when a container sets none: the OCI/containerd default, so an image
 #: relying on it keeps finding its binaries behind the overlay's.

@@ -1,0 +1,142 @@
+"""Bounded reading: special files, oversized files, alias bombs and deep nesting are refused
+with one line, exit 1, no traceback, in every command that reads a profile; memory stays low."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from tests.conftest import REPO, run_mokka
+from tests.core.test_profile_errors import BOMB, ISSUE_CASES, NESTED
+
+LIMIT_MIB = names.MAX_DOCUMENT_BYTES // (1024 * 1024)
+
+
+def special_path(tmp_path, kind: str) -> str:
+    if kind == "/dev/zero":
+        return "/dev/zero"
+    if kind == "fifo":
+        path = str(tmp_path / "fifo.yaml")
+        os.mkfifo(path)
+        return path
+    if kind == "directory":
+        path = str(tmp_path / "dir.yaml")
+        os.mkdir(path)
+        return path
+    if kind == "oversized":
+        path = str(tmp_path / "big.yaml")
+        with open(path, "wb") as f:
+            f.truncate(names.MAX_DOCUMENT_BYTES + 1)
+        return path
+    if kind == "symlink to /dev/zero":
+        path = str(tmp_path / "zero.yaml")
+        os.symlink("/dev/zero", path)
+        return path
+    if kind == "newline in the path":
+        return str(tmp_path / "no\nsuch.yaml")
+    raise AssertionError(kind)
+
+
+# (kind, words in the one line)
+SPECIAL = [
+    ("/dev/zero", "it is a character device, not a regular file"),
+    ("fifo", "it is a FIFO, not a regular file"),
+    ("directory", "it is a directory, not a regular file"),
+    ("oversized", f"over the limit of {names.MAX_DOCUMENT_BYTES} bytes; pass a regular file of "
+                  f"at most {LIMIT_MIB} MiB"),
+    ("symlink to /dev/zero", "it is a character device"),
+    ("newline in the path", "no\\nsuch.yaml: cannot read the profile: No such file or directory"),
+]
+
+
+def command_args(command: str, profile: str, root: str) -> list[str]:
+    if command == "node-agent":
+        return ["node-agent", "--once", "--host-root", root, "--health-addr", "",
+                "--log-format", "plain", "--profile", profile]
+    return [command, "--profile", profile]
+
+
+def assert_one_line_error(result, command: str, words: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    if command != "node-agent":           # the agent's log lines come first
+        assert result.stderr.strip() == last
+    assert last.startswith(f"{command}: ")
+    assert words in last
+
+
+@pytest.mark.parametrize("command", ["compile", "render-cdi", "node-agent"])
+@pytest.mark.parametrize("kind,words", SPECIAL, ids=[s[0] for s in SPECIAL])
+def test_special_files_are_refused_without_blocking(tmp_path, command, kind, words):
+    root = tmp_path / "root"
+    root.mkdir()
+    path = special_path(tmp_path, kind)
+    result = subprocess.run([sys.executable, "-m", "mokka", *command_args(command, path, str(root))],
+                            capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert_one_line_error(result, command, words)
+    if command == "node-agent":
+        assert sorted(os.listdir(root)) == []         # refused before staging anything
+
+
+@pytest.mark.parametrize("text,field,words", [c[1:] for c in ISSUE_CASES],
+                         ids=[c[0] for c in ISSUE_CASES])
+def test_issue_cases_through_compile(tmp_path, text, field, words):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    result = run_mokka("compile", "--profile", str(path))
+    assert_one_line_error(result, "compile", words)
+    assert result.stderr.startswith(f"compile: {path}: " + (f"{field}: " if field else ""))
+
+
+SOME = ["switch entry is a string", "alias inside the node it names", "10 000 nested mappings",
+        "alias bomb of nine levels of ten", "root complex id with a trailing newline"]
+
+
+@pytest.mark.parametrize("command", ["render-cdi", "node-agent"])
+@pytest.mark.parametrize("case", SOME)
+def test_issue_cases_through_render_cdi_and_the_agent(tmp_path, command, case):
+    _, text, field, words = next(c for c in ISSUE_CASES if c[0] == case)
+    root = tmp_path / "root"
+    root.mkdir()
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    result = subprocess.run([sys.executable, "-m", "mokka", *command_args(command, str(path), str(root))],
+                            capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert_one_line_error(result, command, words)
+    assert f"{path}: " + (f"{field}: " if field else "") in result.stderr
+
+
+PEAK = """
+import sys
+from mokka.core.profile import ProfileError, load
+try:
+    load(sys.argv[1])
+except ProfileError as exc:
+    print(str(exc))
+with open("/proc/self/status") as f:
+    print(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+"""
+#: Peak RSS, KiB, of refusing any of these; the interpreter, yaml and mokka need about 30 MiB.
+CEILING_KIB = 150 * 1024
+
+
+@pytest.mark.parametrize("name", ["alias bomb", "nested", "4 MiB of scalars"])
+def test_refusing_a_hostile_profile_stays_under_a_memory_ceiling(tmp_path, name):
+    path = tmp_path / "p.yaml"
+    if name == "alias bomb":
+        path.write_text(BOMB)
+    elif name == "nested":
+        path.write_text(NESTED)
+    else:
+        line = b"- 1234567\n"
+        path.write_bytes(b"x:\n" + line * ((names.MAX_DOCUMENT_BYTES - 3) // len(line)))
+    result = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True,
+                            text=True, timeout=120, cwd=REPO)
+    message, peak = result.stdout.strip().splitlines()
+    assert message.startswith(f"{path}: ")
+    assert int(peak) < CEILING_KIB, f"peak RSS {peak} KiB"
