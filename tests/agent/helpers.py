@@ -103,11 +103,12 @@ class AgentProcess:
             self.proc.wait(10)
 
 
-def run_agent(root: str, *args: str, timeout: float = 60.0,
-              cwd: str = REPO) -> subprocess.CompletedProcess:
+def run_agent(root: str, *args: str, timeout: float = 60.0, cwd: str = REPO,
+              env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--log-format", "plain",
            *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
 def unmount_under(root: str) -> None:

@@ -1,0 +1,54 @@
+"""1 000+ generated hostile profiles: each is refused with one line naming the file (and the
+field, where there is one), or it loads and every consumer of the compiled state takes it."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from mokka.cmd import compile as compile_cmd
+from mokka.cmd import render_cdi as render_cmd
+from mokka.core import cdi, flatstate
+from mokka.core import compile as comp
+from mokka.core.overlay import host_overlay
+from mokka.core.profile import ProfileError, parse
+from tests.corpus.hostile_profiles import hostile_profiles
+
+WHERE = "/profiles/hostile.yaml"
+
+
+def outcome(text: str) -> str:
+    """"ok", or the one-line error; anything else (a traceback) fails the test."""
+    try:
+        profile = parse(text.encode(), source=WHERE, path=WHERE)
+    except ProfileError as exc:
+        message = str(exc)
+        assert "\n" not in message and message.startswith(f"{WHERE}: "), message
+        return message
+    state = comp.compile_profile(profile, None, "node-1")
+    comp.dumps(state)
+    flatstate.state_companion(state)
+    for spec in cdi.specs(state, host_overlay("/"), nvml_library_staged=True).values():
+        cdi.to_yaml(spec)
+    return "ok"
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hostile_profiles())
+def test_hostile_profiles_are_refused_in_one_line_or_compile(text):
+    outcome(text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hostile_profiles())
+def test_hostile_profiles_through_compile_and_render_cdi(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("p") / "hostile.yaml"
+    path.write_text(text)
+    for name, command in (("compile", compile_cmd.command), ("render-cdi", render_cmd.command)):
+        result = CliRunner().invoke(command, ["--profile", str(path)], prog_name=f"mokka {name}")
+        assert result.exit_code in (0, 1), (name, result.output, result.exception)
+        assert result.exception is None or isinstance(result.exception, SystemExit), \
+            (name, repr(result.exception))
+        if result.exit_code == 1:
+            lines = result.stderr.strip().splitlines()
+            assert lines == [lines[0]] and lines[0].startswith(f"{name}: {path}: "), lines
