@@ -4,7 +4,10 @@ A profile is a built-in name (``mokka/core/profiles/<name>.yaml``) or the path
 of a user's file. ``load`` returns a ``Profile`` with the raw bytes (staged
 verbatim and digested), the parsed document and the per-GPU devices with
 ``device_defaults`` merged in by the Go reference's rules. Every problem is a
-``ProfileError`` naming the file, the field path and what is wrong.
+``ProfileError`` naming the file, the field path and what is wrong: types, ranges
+and patterns from ``mokka.core.schema``, what spans fields from here. A file is
+read only if it is a regular file within ``names.MAX_DOCUMENT_BYTES``, and parsed
+within the depth and alias-expansion bounds of ``mokka.core.yamlio``.
 """
 
 from __future__ import annotations

@@ -354,7 +354,23 @@ def check(doc, spec: Spec = PROFILE) -> list[str]:
     if not isinstance(doc, dict):
         raise Invalid("", f"the document must be a mapping, not {kind(doc)}")
     spec.check(doc, "", unknown)
+    _check_keys(doc)
     return unknown
+
+
+def _check_keys(doc) -> None:
+    """No key anywhere, known or not, may hold a control character: keys become the
+    ``gpu.0.<key>`` lines of the companion the C library scans, one per line."""
+    todo = [("", doc)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if _CONTROL.search(key):
+                    raise Invalid(path, f"key {_show(key)} may not contain control characters")
+                todo.append((_join(path, key), value))
+        elif isinstance(item, list):
+            todo.extend((f"{path}[{n}]", value) for n, value in enumerate(item))
 
 
 def count_nodes(value) -> int:

@@ -164,6 +164,8 @@ ISSUE_CASES = [
     ("processes is a mapping", HEAD + "device_defaults: {processes: {a: 1}}\n",
      "device_defaults.processes", "must be a list"),
     ("a device entry is empty", HEAD + "devices: [null]\n", "devices[0]", "must be a mapping"),
+    ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
+     "device_defaults.future", "key 'a\\nb' may not contain control characters"),
 ]
 CASES += ISSUE_CASES
 

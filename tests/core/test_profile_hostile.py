@@ -3,6 +3,8 @@ field, where there is one), or it loads and every consumer of the compiled state
 
 from __future__ import annotations
 
+import re
+
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
@@ -27,7 +29,9 @@ def outcome(text: str) -> str:
         return message
     state = comp.compile_profile(profile, None, "node-1")
     comp.dumps(state)
-    flatstate.state_companion(state)
+    companion = flatstate.state_companion(state)
+    # The C library scans it line by line: every line is "<key without spaces> <value>".
+    assert all(re.match(rb"[^ \n]+ ", line) for line in companion.split(b"\n")[2:-1])
     for spec in cdi.specs(state, host_overlay("/"), nvml_library_staged=True).values():
         cdi.to_yaml(spec)
     return "ok"
