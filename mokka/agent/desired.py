@@ -37,6 +37,7 @@ class Desired:
     topology_text: bytes | None = None
     topology_nvml: bytes | None = field(default=None, compare=False, repr=False)
     imex_channels: int = 0        # 0: only on fabric profiles, with the default count
+    unknown_keys: tuple = ()      # profile keys the format does not know (accepted)
 
     @property
     def digest(self) -> str:
@@ -97,4 +98,4 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
                    state_nvml=flatstate.state_companion(state), topology_text=topology_text,
                    topology_nvml=(flatstate.topology_companion(doc, topology_text)
                                   if doc is not None else None),
-                   imex_channels=imex_channels)
+                   imex_channels=imex_channels, unknown_keys=first.unknown)

@@ -136,6 +136,10 @@ class FileSource:
         self.generation += 1
         self._last_inputs = inputs
         self._accept()
+        if desired.unknown_keys:
+            self.log.warning("profile keys Mokka does not know are ignored, as the Go loader "
+                             "ignores them", file=path, keys=list(desired.unknown_keys[:20]),
+                             count=len(desired.unknown_keys), generation=self.generation)
         return desired
 
     def _accept(self) -> None:

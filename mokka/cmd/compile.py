@@ -72,7 +72,7 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
     from mokka.core.profile import ProfileError, parse, read_file, yaml_problem
 
     try:
-        text = read_file(path, "file")
+        text = read_file(path, "")
         doc = yamlio.safe_load(text)
     except ProfileError as exc:
         raise CommandError(str(exc))

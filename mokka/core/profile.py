@@ -88,6 +88,7 @@ class Profile:
     text: bytes            # the YAML exactly as read
     doc: dict              # the parsed document
     devices: tuple         # merged per-GPU dicts, index 0..count-1
+    unknown: tuple = ()    # paths of keys the format does not know (accepted, as Go does)
 
     @property
     def digest(self) -> str:
@@ -132,13 +133,14 @@ def read_file(path: str, what: str = "profile") -> bytes:
     from mokka.core.fsutil import ReadRefused, read_bounded
 
     limit = names.MAX_DOCUMENT_BYTES
+    the = f" the {what}" if what else ""
     try:
         return read_bounded(path, limit)
     except OSError as exc:
-        raise ProfileError(path, "", f"cannot read the {what}: {exc.strerror or exc}; pass a "
+        raise ProfileError(path, "", f"cannot read{the}: {exc.strerror or exc}; pass a "
                            "readable file" + (" or a built-in name" if what == "profile" else ""))
     except ReadRefused as exc:
-        raise ProfileError(path, "", f"cannot read the {what}: it {exc}; pass a regular file "
+        raise ProfileError(path, "", f"cannot read{the}: it {exc}; pass a regular file "
                            f"of at most {limit // (1024 * 1024)} MiB")
 
 
@@ -157,8 +159,9 @@ def parse(text: bytes, source: str = "<profile>", path: str | None = None) -> Pr
         raise ProfileError(where, "", yaml_problem(exc)) from None
     except (ValueError, OverflowError) as exc:   # e.g. an integer too long to convert
         raise ProfileError(where, "", f"invalid YAML: {exc}") from None
-    devices = validate_and_merge(doc, where)
-    return Profile(source=source, path=where, text=text, doc=doc, devices=tuple(devices))
+    devices, unknown = _validate(doc, where)
+    return Profile(source=source, path=where, text=text, doc=doc, devices=tuple(devices),
+                   unknown=tuple(unknown))
 
 
 def yaml_problem(exc) -> str:
@@ -190,8 +193,13 @@ def _as_int(value) -> int | None:
 
 
 def validate_and_merge(doc, where: str) -> list[dict]:
+    return _validate(doc, where)[0]
+
+
+def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
+    """(merged devices, paths of unknown keys), or a ProfileError."""
     try:
-        schema.check(doc)
+        unknown = schema.check(doc)
     except schema.Invalid as exc:
         _fail(where, exc.field, exc.message)
     system = doc["system"]
@@ -236,7 +244,7 @@ def validate_and_merge(doc, where: str) -> list[dict]:
         merged.append(merge_device(defaults, entry) if entry else
                       merge_device(defaults, {"index": idx}))
     _check_merged(where, merged, by_index, truncated=bool(system.get("num_devices")))
-    return merged
+    return merged, unknown
 
 
 def _check_memory(where: str, dev: dict, field: str) -> None:

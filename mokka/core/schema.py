@@ -148,8 +148,12 @@ class Str(Spec):
 
 
 @dataclass(frozen=True)
-class Id32(Spec):
-    """A 32-bit PCI id: an integer or a numeric string such as ``0x20B010DE``."""
+class Id(Spec):
+    """An unsigned id: an integer or a numeric string such as ``0x20B010DE``."""
+
+    maximum: int = UINT32_MAX
+    example: str = "0x20B010DE"
+    what: str = "a 32-bit PCI id"
 
     def check(self, value, path, unknown):
         number = value
@@ -159,9 +163,9 @@ class Id32(Spec):
             except ValueError:
                 number = None
         if isinstance(number, bool) or not isinstance(number, int):
-            raise Invalid(path, f"{_show(value)} is not a number (e.g. 0x20B010DE)")
-        if not 0 <= number <= UINT32_MAX:
-            raise Invalid(path, f"{_show(value)} is outside 0..0xFFFFFFFF (a 32-bit PCI id)")
+            raise Invalid(path, f"{_show(value)} is not a number (e.g. {self.example})")
+        if not 0 <= number <= self.maximum:
+            raise Invalid(path, f"{_show(value)} is outside 0..0x{self.maximum:X} ({self.what})")
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,8 @@ def bools(words: str) -> dict:
 _ECC_COUNTS = Map(ints("device_memory l1_cache l2_cache register_file texture_memory total"))
 _ECC_KIND = Map({"double_bit": _ECC_COUNTS, "single_bit": _ECC_COUNTS})
 _SRAM_COUNTS = Map(ints("correctable uncorrectable_parity uncorrectable_secded"))
+_RETIRED = Map({"count": Int(), "addresses": List(Id(2**64 - 1, "0x1234000", "a 64-bit address"),
+                                                  max_len=4096)})
 _VERSION_STR = Str(VERSION, "a version like 550.163.01", numbers=True, max_len=32)
 _BUS = Str(BUS_ID, "a PCI address like 00000000:07:00.0", max_len=32)
 
@@ -261,7 +267,7 @@ DEVICE_FIELDS = {
                              "threshold_exceeded": Bool(),
                              "uncorrectable_sources": Map(ints("l2 microcontroller other pcie "
                                                                "sm"))})}),
-    "pci": Map({"bus_id": _BUS, "device_id": Id32(), "subsystem_id": Id32()}),
+    "pci": Map({"bus_id": _BUS, "device_id": Id(), "subsystem_id": Id()}),
     "pcie": Map(ints("current_link_gen current_link_width max_link_gen max_link_width "
                      "replay_counter rx_throughput_kbps tx_throughput_kbps")),
     "platform": Map({**ints("host_id slot_number tray_index module_id", maximum=UINT32_MAX),
@@ -296,8 +302,7 @@ DEVICE_FIELDS = {
                           **bools("failure_occurred pending"),
                           "availability_histogram": Map(ints("high low max none partial"))}),
     "retired_pages": Map({**bools("pending_blacklist pending_retirement"),
-                          "double_bit_retirement": Map(ints("count")),
-                          "single_bit_retirement": Map(ints("count"))}),
+                          "double_bit_retirement": _RETIRED, "single_bit_retirement": _RETIRED}),
     "topology": Map({"default_level": Str()}),
     "virtualization": Map(strs("host_vgpu_mode mode")),
 }

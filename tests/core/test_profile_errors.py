@@ -6,6 +6,7 @@ import os
 import pytest
 import yaml
 
+from mokka.core import names
 from mokka.core.profile import ProfileError, load
 from tests.conftest import run_mokka
 
@@ -232,3 +233,15 @@ def test_render_cdi_writes_nothing_on_error(tmp_path):
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("render-cdi: ") and "version: is required" in result.stderr
     assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize("name", names.BUILTIN_PROFILES)
+def test_the_schema_declares_every_key_of_the_builtin_profiles(name):
+    assert load(name).unknown == ()
+
+
+def test_unknown_keys_are_named_not_refused(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(HEAD + "device_defaults: {shiny: 1, memory: {extra: [1]}}\nnew_top: {}\n")
+    assert load(str(path)).unknown == ("device_defaults.shiny", "device_defaults.memory.extra",
+                                       "new_top")
