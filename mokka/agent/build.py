@@ -56,7 +56,8 @@ def simulators(host: Host) -> list:
 
 def root_lock(cfg: AgentConfig) -> RootLock:
     return RootLock(under(cfg.host_root, names.AGENT_LOCK_PATH),
-                    homes=(host_overlay(cfg.host_root, cfg.overlay_host_path).root,))
+                    homes=(host_overlay(cfg.host_root, cfg.overlay_host_path).root,),
+                    anchor=cfg.host_root)
 
 
 def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,

@@ -47,8 +47,9 @@ def holder_pid(fd: int) -> str:
 
 
 class RootLock:
-    def __init__(self, path: str, homes: tuple[str, ...] = ()):
+    def __init__(self, path: str, homes: tuple[str, ...] = (), anchor: str = "/"):
         self.path = path
+        self.anchor = anchor          # the host root: exists, and is the same for every agent
         self.homes = homes            # directories the agent will make (the overlay root)
         self._fd: int | None = None
         #: Directories and file this process created (outermost first, the file last).
@@ -57,8 +58,23 @@ class RootLock:
         self.dirs: list[str] = []
 
     def acquire(self) -> None:
+        """Take the lock or raise RootLockHeld, never waiting on the other agent.
+
+        Two agents starting together on a fresh root would both see the lock's
+        directories missing, and the loser's would go unrecorded: making them,
+        opening the file and trying the lock happen under a brief flock on the
+        host root directory, which every agent shares.
+        """
         if self._fd is not None:
             return
+        anchor = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(anchor, fcntl.LOCK_EX)
+            self._acquire()
+        finally:
+            os.close(anchor)
+
+    def _acquire(self) -> None:
         created = missing_dirs(self.path)
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         for _ in range(100):                  # each retry means the holder just unlinked it

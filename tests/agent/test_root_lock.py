@@ -68,3 +68,34 @@ def test_a_refused_run_on_a_fresh_root_leaves_it_empty(tmp_path, mode):
     else:
         assert r.returncode == 0, r.stderr      # nothing staged: nothing to remove
     assert os.listdir(root) == []
+
+
+def mounts_under(root: str) -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(root.rstrip("/") + "/")]
+
+
+def test_two_once_runs_at_the_same_time_stage_one_tree(scratch):
+    """Issue 11's reproduction: two --once started together. At most one stages; the other,
+    if it overlapped, refuses with the lock line; one bind mount; teardown leaves the root."""
+    import subprocess
+    import sys
+
+    from helpers import REPO
+    root, _, _ = scratch
+    before = listing(root)
+    cmd = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--log-format",
+           "plain", "--health-addr", "", "--once", "--profile", "t4"]
+    runs = [subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(2)]
+    results = [(p.wait(60), p.stderr.read()) for p in runs]
+    assert 0 in [code for code, _ in results], results
+    for code, stderr in results:
+        if code:
+            assert code == 1 and stderr.strip().splitlines()[-1].startswith(
+                "node-agent: another node-agent (pid "), stderr
+    assert len(mounts_under(root)) <= 1
+    assert run_agent(root, "--teardown").returncode == 0
+    assert mounts_under(root) == []
+    after = listing(root)
+    assert after == before, diff(before, after)
