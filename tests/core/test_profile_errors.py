@@ -165,6 +165,12 @@ ISSUE_CASES = [
     ("processes is a mapping", HEAD + "device_defaults: {processes: {a: 1}}\n",
      "device_defaults.processes", "must be a list"),
     ("a device entry is empty", HEAD + "devices: [null]\n", "devices[0]", "must be a mapping"),
+    ("defaults copied into 64 GPUs beyond the compiled-state bound",
+     'version: "1.0"\nsystem: {driver_version: "550.1.1", num_devices: 64}\n'
+     "device_defaults: {future: [" + "0, " * 20_000 + "0]}\n",
+     "device_defaults", "copied into 64 GPUs it makes 1300200 nodes; at most 1000000"),
+    ("more than 64 device entries", HEAD + "devices: [" + ", ".join(
+        f"{{index: {i}}}" for i in range(65)) + "]\n", "devices", "lists 65 entries; at most 64"),
     ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
      "device_defaults.future", "key 'a\\nb' may not contain control characters"),
 ]
