@@ -100,8 +100,9 @@ def _refuse_tag(loader, node):
 
 class _ProfileLoader(_Loader):
     """Safe loading as the Go loader reads a profile: a mapping key is its text (``1:`` and
-    ``yes:`` are the keys "1" and "yes"), a timestamp is the string written, and the tags
-    that build sets, ordered pairs or bytes are refused."""
+    ``yes:`` are the keys "1" and "yes"), a key whose value is null is left out (Go's zero
+    value), a timestamp is the string written, and the tags that build sets, ordered pairs
+    or bytes are refused."""
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):
@@ -114,7 +115,11 @@ class _ProfileLoader(_Loader):
                 raise yaml.constructor.ConstructorError(
                     None, None, "a mapping key must be a scalar, not a list or a mapping",
                     key_node.start_mark)
-            mapping[key_node.value] = self.construct_object(value_node, deep=deep)
+            value = self.construct_object(value_node, deep=deep)
+            if value is not None:          # Go: null is the zero value, i.e. the field left out
+                mapping[key_node.value] = value
+            else:
+                mapping.pop(key_node.value, None)
         return mapping
 
 

@@ -186,6 +186,11 @@ VALID = [
     ("keys that YAML 1.1 reads as non-strings", HEAD + "device_defaults: {new: {1: a, yes: b, null: c}}\n"),
     ("a date where a string goes", 'version: 2001-12-14\nsystem: {driver_version: "550.1.1"}\n'),
     ("version as a number", 'version: 1.0\nsystem: {driver_version: "550.1.1"}\n'),
+    ("nulls anywhere are fields left out",
+     HEAD + "devices: [{index: 0, minor_number: null, uuid: null, grace_cpu_pair: null, "
+     "pci: {bus_id: null, device_id: null}, name: null, memory: null, fabric: null}]\n"
+     "device_defaults: {name: null, pci: null, platform: null, architecture: null}\n"
+     "nvlink: {switches: null, device_links: null}\ninfiniband: null\n"),
     ("pci ids as text", HEAD + "device_defaults: {pci: {device_id: '0x20B010DE', subsystem_id: 0}}\n"),
 ]
 

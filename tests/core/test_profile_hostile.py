@@ -56,3 +56,26 @@ def test_hostile_profiles_through_compile_and_render_cdi(tmp_path_factory, text)
         if result.exit_code == 1:
             lines = result.stderr.strip().splitlines()
             assert lines == [lines[0]] and lines[0].startswith(f"{name}: {path}: "), lines
+
+
+#: Every schema field set, one at a time, to each of these.
+EACH = [None, [], {}, "", "x\n", -1, 2**64, 1.5, True, [None], {"a": None}]
+
+
+def test_every_declared_field_takes_every_hostile_value():
+    import copy
+
+    import yaml
+
+    from tests.corpus.hostile_profiles import BASE, PATHS, set_path
+
+    failures = []
+    for path in PATHS:
+        for value in EACH:
+            doc = copy.deepcopy(BASE)
+            set_path(doc, path, value)
+            try:
+                outcome(yaml.safe_dump(doc))
+            except Exception as exc:  # noqa: BLE001 - collect every failure, then report
+                failures.append((path, value, f"{type(exc).__name__}: {exc}"))
+    assert failures == []
