@@ -4,6 +4,7 @@ with one line, exit 1, no traceback, in every command that reads a profile; memo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -63,9 +64,12 @@ def command_args(command: str, profile: str, root: str) -> list[str]:
 def assert_one_line_error(result, command: str, words: str) -> None:
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    if command != "node-agent":           # the agent's log lines come first
-        assert result.stderr.strip() == last
+    lines = result.stderr.strip().splitlines()
+    last = lines[-1]
+    if command != "node-agent":
+        assert lines == [last]
+    else:                                 # the agent's log records come first, one line each
+        assert all(re.match(r"\d\d:\d\d:\d\d (info|warn|error) ", line) for line in lines[:-1]), lines
     assert last.startswith(f"{command}: ")
     assert words in last
 
