@@ -108,7 +108,12 @@ class RootLock:
         """
         try:
             recorded = json.loads(os.pread(self._fd, 1 << 16, 0) or b"[]")
-            recorded = [d for d in recorded if isinstance(d, str)] if isinstance(recorded, list) else []
+            # Only directories on the way to the lock or a home: nothing else is ever ours.
+            ours = [self.path, *self.homes]
+            below = self.anchor.rstrip("/") + "/"
+            recorded = [d for d in recorded if isinstance(d, str) and d.startswith(below) and any(
+                p.startswith(d.rstrip("/") + "/") or p == d for p in ours)] \
+                if isinstance(recorded, list) else []
         except ValueError:
             recorded = []
         wanted = list(recorded)
