@@ -67,7 +67,10 @@ class RootLock:
         """
         if self._fd is not None:
             return
-        anchor = os.open(self.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        existing = self.anchor               # a host root not made yet: its nearest ancestor
+        while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+            existing = os.path.dirname(existing)
+        anchor = os.open(existing, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fcntl.flock(anchor, fcntl.LOCK_EX)
             self._acquire()
