@@ -144,3 +144,28 @@ def test_refusing_a_hostile_profile_stays_under_a_memory_ceiling(tmp_path, name)
     message, peak = result.stdout.strip().splitlines()
     assert message.startswith(f"{path}: ")
     assert int(peak) < CEILING_KIB, f"peak RSS {peak} KiB"
+
+
+TOPOLOGIES = [
+    ("nodes is a number", "domains: [{cliques: [{nodes: 5}]}]\n", "nodes: must be a list"),
+    ("a node is a list", "domains: [{cliques: [{nodes: [[1]]}]}]\n", "[1] is not a node name"),
+    ("a node name with a newline", 'domains: [{cliques: [{nodes: ["a\\nb"]}]}]\n',
+     "'a\\nb' is not a node name"),
+    ("domain name is a list", "domains: [{name: [1]}]\n", "domains[0].name: must be a plain string"),
+    ("an alias bomb", "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"a{i}: &a{i} [" + ", ".join(["*a" if i == 1 else f"*a{i - 1}"] * 10) + "]\n"
+        for i in range(1, 10)), "nodes with aliases expanded"),
+    ("a FIFO", None, "it is a FIFO, not a regular file"),
+]
+
+
+@pytest.mark.parametrize("text,words", [t[1:] for t in TOPOLOGIES], ids=[t[0] for t in TOPOLOGIES])
+def test_hostile_topology_documents_are_one_line(tmp_path, text, words):
+    path = tmp_path / "topology.yaml"
+    if text is None:
+        os.mkfifo(path)
+    else:
+        path.write_text("version: 1\n" + text)
+    result = run_mokka("compile", "--profile", "t4", "--topology", str(path), "--node-name", "a")
+    assert_one_line_error(result, "compile", words)
+    assert str(path) in result.stderr
