@@ -89,13 +89,14 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
     doc = parse_topology(topology_text, topology_path)
     try:
         state = comp.compile_profile(profile, doc, node_name)
+        state_json, state_nvml = comp.dumps(state), flatstate.state_companion(state)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # A profile the schema let through that compile cannot take is our bug, but the
         # agent still names the file and keeps the last good state rather than crash a pass.
         raise DesiredError(profile_path, f"cannot compile: {type(exc).__name__}: {exc}") from None
     return Desired(generation=generation, profile_source=profile_source, config_text=staged,
-                   state=state, state_json=comp.dumps(state),
-                   state_nvml=flatstate.state_companion(state), topology_text=topology_text,
+                   state=state, state_json=state_json, state_nvml=state_nvml,
+                   topology_text=topology_text,
                    topology_nvml=(flatstate.topology_companion(doc, topology_text)
                                   if doc is not None else None),
                    imex_channels=imex_channels, unknown_keys=first.unknown)
