@@ -19,6 +19,7 @@ from mokka.agent.lock import StagingLock
 from mokka.agent.loop import Agent
 from mokka.agent.manifest import MANIFEST_FILE, Manifest
 from mokka.agent.reconciler import Reconciler
+from mokka.agent.rootlock import RootLock
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.fabricmanager import FabricManager
@@ -90,7 +91,14 @@ def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
             MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]
 
 
-def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
+def root_lock(cfg: AgentConfig) -> RootLock:
+    return RootLock(under(cfg.host_root, names.AGENT_LOCK_PATH),
+                    homes=(host_overlay(cfg.host_root, cfg.overlay_host_path).root,),
+                    anchor=cfg.host_root)
+
+
+def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
+                held: RootLock | None = None) -> Agent:
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
     sims = simulators(host, cfg, container_runtime(cfg, host))
@@ -99,4 +107,4 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic) -> Agent:
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
-                 health=health, fs=host.fs, lock=lock, log=log, clock=clock)
+                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held)

@@ -1,13 +1,15 @@
 """Raw documents -> the desired node state every simulator stages from (pure).
 
-The staged ``config.yaml`` is the profile with ``num_devices: N`` inserted under
-``system:``; we compile THAT text so state.json's profile digest is the digest
-of the staged file, which ``mokka.core.state.load_for_config`` relies on.
+The staged ``config.yaml`` is the parsed profile with ``system.num_devices``
+set to the GPU count, written out again as plain block YAML (never an edit of
+the user's text, so flow style, JSON, anchors and merge keys stage as they
+compile). We compile THAT text, so state.json's and config.nvml's profile
+digest is the digest of the staged file, which ``mokka.core.state.load_for_config``
+and the C library rely on.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from mokka.core import compile as comp
@@ -35,6 +37,7 @@ class Desired:
     topology_text: bytes | None = None
     topology_nvml: bytes | None = field(default=None, compare=False, repr=False)
     imex_channels: int = 0        # 0: only on fabric profiles, with the default count
+    unknown_keys: tuple = ()      # profile keys the format does not know (accepted)
 
     @property
     def digest(self) -> str:
@@ -46,27 +49,18 @@ class Desired:
         return int(self.state["gpu_count"])
 
 
-_SYSTEM = re.compile(rb"^system:[ \t]*(#.*)?$", re.M)
-_NUM = re.compile(rb"^[ \t]+num_devices:.*$", re.M)
+def staged_text(doc: dict, count: int) -> bytes:
+    """The staged config.yaml: ``doc`` with ``system.num_devices: count``, re-dumped."""
+    from mokka.core import yamlio
+
+    system = dict(doc.get("system") or {})
+    system["num_devices"] = count
+    return yamlio.dump({**doc, "system": system})
 
 
 def with_num_devices(text: bytes, count: int) -> bytes:
-    """The profile bytes with ``num_devices: count`` set under ``system:`` (block style)."""
-    match = _SYSTEM.search(text)
-    if match is None:
-        sep = b"" if text.endswith(b"\n") or not text else b"\n"
-        return text + sep + b"system:\n  num_devices: %d\n" % count
-    start = match.end() + 1
-    block_end = re.compile(rb"^\S", re.M).search(text, start)
-    end = block_end.start() if block_end else len(text)
-    block = text[start:end]
-    if _NUM.search(block):      # replace rather than duplicate a key YAML would merge silently
-        block = _NUM.sub(lambda m: m.group(0).split(b"num_devices:")[0] + b"num_devices: %d" % count,
-                         block, count=1)
-        return text[:start] + block + text[end:]
-    indent = re.search(rb"^([ \t]+)\S", block, re.M)
-    pad = indent.group(1) if indent else b"  "
-    return text[:start] + pad + b"num_devices: %d\n" % count + text[start:]
+    """A profile's bytes with ``num_devices: count`` set (tests and benchmarks shape nodes so)."""
+    return staged_text(prof.parse(text).doc, count)
 
 
 def parse_topology(text: bytes | None, where: str) -> dict | None:
@@ -76,7 +70,7 @@ def parse_topology(text: bytes | None, where: str) -> dict | None:
     try:
         return topo.validate(yamlio.safe_load(text), where)
     except yamlio.YAMLError as exc:
-        raise DesiredError(where, f"invalid YAML: {str(exc).splitlines()[0]}") from None
+        raise DesiredError(where, prof.yaml_problem(exc)) from None
     except topo.TopologyError as exc:
         raise DesiredError(where, str(exc)) from None
 
@@ -87,16 +81,22 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
     """Compile one desired state; every rejection is a DesiredError naming the file."""
     try:
         first = prof.parse(profile_text, source=profile_source, path=profile_path)
-        staged = with_num_devices(profile_text, first.count)
+        staged = staged_text(first.doc, first.count)
         profile = prof.parse(staged, source=profile_source, path=profile_path)
     except prof.ProfileError as exc:
         reason = f"{exc.field}: {exc.message}" if exc.field else exc.message
         raise DesiredError(profile_path, reason) from None
     doc = parse_topology(topology_text, topology_path)
-    state = comp.compile_profile(profile, doc, node_name)
+    try:
+        state = comp.compile_profile(profile, doc, node_name)
+        state_json, state_nvml = comp.dumps(state), flatstate.state_companion(state)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        # A profile the schema let through that compile cannot take is our bug, but the
+        # agent still names the file and keeps the last good state rather than crash a pass.
+        raise DesiredError(profile_path, f"cannot compile: {type(exc).__name__}: {exc}") from None
     return Desired(generation=generation, profile_source=profile_source, config_text=staged,
-                   state=state, state_json=comp.dumps(state),
-                   state_nvml=flatstate.state_companion(state), topology_text=topology_text,
+                   state=state, state_json=state_json, state_nvml=state_nvml,
+                   topology_text=topology_text,
                    topology_nvml=(flatstate.topology_companion(doc, topology_text)
                                   if doc is not None else None),
-                   imex_channels=imex_channels)
+                   imex_channels=imex_channels, unknown_keys=first.unknown)

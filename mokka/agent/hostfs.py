@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from mokka.agent.manifest import Manifest, missing_dirs
-from mokka.core.fsutil import atomic_symlink, atomic_write
+from mokka.core.fsutil import FAULT, atomic_symlink, atomic_write
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,7 @@ class HostFS:
         if not self._mknod_ok:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dev.mode))
         os.chmod(tmp, dev.mode)               # mknod honours the umask; the contract is 0666
+        FAULT.tick()
         os.replace(tmp, path)
         return True
 

@@ -31,6 +31,12 @@ class StagingLock:
         #: Directories and file this process created, so teardown can remove them.
         self.created: list[str] = []
 
+    def plan(self) -> tuple[list[str], list[str]]:
+        """(directories, file) ``open`` would create now: recorded before it creates them."""
+        if self._fd is not None:
+            return [], []
+        return missing_dirs(self.path), ([] if os.path.exists(self.path) else [self.path])
+
     def open(self) -> None:
         if self._fd is not None:
             return

@@ -17,10 +17,12 @@ from mokka.agent.health import Health
 from mokka.agent.hostfs import HostFS
 from mokka.agent.lock import StagingLock
 from mokka.agent.reconciler import PassResult, Reconciler
+from mokka.agent.rootlock import RootLock
 from mokka.agent.simulators.publish import unmount
 from mokka.agent.source import FileSource
 
 LOCK_OWNER = "agent:lock"
+ROOT_LOCK_OWNER = "agent:root-lock"       # removed last, after the manifest (see finish)
 RETRY_MIN_S, RETRY_MAX_S = 1.0, 60.0
 
 
@@ -33,6 +35,7 @@ class Agent:
     lock: StagingLock
     log: object
     clock: object = time.monotonic
+    root_lock: RootLock | None = None       # held by the command before anything else
 
     def __post_init__(self):
         self._pending = None
@@ -41,14 +44,18 @@ class Agent:
 
     def prepare(self) -> None:
         """Open the lock (recording it if we made it) and clear a killed run's temp files."""
+        if self.root_lock is not None:
+            self.fs.manifest.intend(ROOT_LOCK_OWNER, [self.root_lock.path], self.root_lock.dirs)
+        dirs, files = self.lock.plan()
+        if files:                      # write-ahead: recorded before it is made
+            self.fs.manifest.intend(LOCK_OWNER, files, dirs)
         self.lock.open()
-        if self.lock.created:
-            self.fs.manifest.intend(LOCK_OWNER, [self.lock.created[-1]], self.lock.created[:-1])
         self.fs.clean_temps()
 
-    def step(self, start_daemons: bool = True) -> PassResult | None:
+    def step(self, start_daemons: bool = True, polled=None) -> PassResult | None:
+        """Poll the source (unless ``polled`` holds what a poll just returned) and converge."""
         now = self.clock()
-        desired = self.source.poll_once(now)
+        desired = polled if polled is not None else self.source.poll_once(now)
         if self.source.rejected is not None:
             self.health.rejected(self.source.rejected.file, self.source.rejected.reason)
         else:
@@ -88,16 +95,36 @@ class Agent:
         return self.reconciler.teardown(timeout, after=lambda: finish(self.fs))
 
 
+class Unfinished(Exception):
+    """Teardown left something the manifest names: the manifest stays for the next run."""
+
+
 def finish(fs: HostFS) -> None:
-    """After every Discard: whatever the manifest still names, then the manifest itself."""
+    """After every Discard: whatever the manifest still names, then the manifest itself.
+
+    The manifest is deleted only once nothing it names is left (every mount undone,
+    every owner's paths gone), so a teardown that cannot finish leaves it for the
+    next one. The root lock goes last, after the manifest: until then a second
+    agent is still refused.
+    """
     for target in fs.manifest.mounts():
         unmount(target)
         fs.manifest.drop_mount(target)
     for owner in fs.manifest.owners():   # owners no simulator claimed (e.g. the lock file)
-        fs.remove_owner(owner)
+        if owner != ROOT_LOCK_OWNER:
+            fs.remove_owner(owner)
     fs.clean_temps()
+    left = [o for o in fs.manifest.owners() if o != ROOT_LOCK_OWNER]
+    if left or fs.manifest.mounts():
+        raise Unfinished(f"still staged: {', '.join(left + sorted(fs.manifest.mounts()))}")
+    last = fs.manifest.paths(ROOT_LOCK_OWNER)
     dirs = fs.manifest.dirs()
     fs.manifest.delete()
+    for path in last:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
     for d in sorted(dirs, key=lambda p: p.count(os.sep), reverse=True):
         try:
             os.rmdir(d)

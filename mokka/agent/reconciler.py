@@ -143,8 +143,16 @@ class Reconciler:
         try:
             ok = self._best_effort("revoke", self.appliers, deadline)
             ok = self._best_effort("discard", self.sims, deadline) and ok
-            if after is not None and self.clock() < deadline:
-                after()
+            if after is not None:
+                if self.clock() >= deadline:
+                    ok = False
+                else:
+                    try:
+                        after()
+                    except Exception as exc:  # noqa: BLE001 - best effort: the manifest stays
+                        self.log.error("teardown could not finish; its manifest stays for the "
+                                       "next --teardown", error=_describe(exc))
+                        ok = False
             return ok
         finally:
             self.lock.release()

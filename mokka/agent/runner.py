@@ -20,10 +20,13 @@ SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def once(agent: Agent) -> int | str:
-    agent.prepare()
-    result = agent.step(start_daemons=False)
-    if agent.source.rejected is not None:
+    desired = agent.source.poll_once(agent.clock())
+    if agent.source.rejected is not None:          # refused before anything is written
+        if agent.root_lock is not None:
+            agent.root_lock.undo()
         return str(agent.source.rejected)
+    agent.prepare()
+    result = agent.step(start_daemons=False, polled=desired)
     if result is None:
         return "no desired state to converge on"
     if not result.ok:
@@ -32,7 +35,7 @@ def once(agent: Agent) -> int | str:
 
 
 def teardown(agent: Agent, timeout: float) -> int | str:
-    agent.lock.open()
+    agent.prepare()           # records the locks it makes, so a clean root stays clean
     return 0 if agent.teardown(timeout) else "teardown incomplete; see the log"
 
 

@@ -116,12 +116,12 @@ class FileSource:
         topo_text = None
         if self.topology:
             try:
-                with open(self.topology, "rb") as f:
-                    topo_text = f.read()
-            except FileNotFoundError:
-                topo_text = None        # absent: the nvlink simulator removes its copies
-            except OSError as exc:
-                return self._reject((text, None), ds.DesiredError(self.topology, exc.strerror))
+                topo_text = prof.read_file(self.topology, "topology document")
+            except prof.ProfileError as exc:
+                if not os.path.exists(self.topology):
+                    topo_text = None    # absent: the nvlink simulator removes its copies
+                else:
+                    return self._reject((text, None), ds.DesiredError(self.topology, exc.message))
         inputs = (text, topo_text)
         if inputs == self._last_inputs and self.rejected is None:
             return None
@@ -136,6 +136,10 @@ class FileSource:
         self.generation += 1
         self._last_inputs = inputs
         self._accept()
+        if desired.unknown_keys:
+            self.log.warning("profile keys Mokka does not know are ignored, as the Go loader "
+                             "ignores them", file=path, keys=list(desired.unknown_keys[:20]),
+                             count=len(desired.unknown_keys), generation=self.generation)
         return desired
 
     def _accept(self) -> None:

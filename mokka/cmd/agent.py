@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from mokka.cmd.common import CommandError, common_options
@@ -91,9 +93,10 @@ ENV = "MOKKA_AGENT_"
               help="Remove what an earlier run staged, exit. Env MOKKA_AGENT_TEARDOWN.")
 @common_options
 def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> None:
-    from mokka.agent.build import AgentConfig, build_agent
+    from mokka.agent.build import AgentConfig, build_agent, root_lock
     from mokka.agent import runner
     from mokka.agent.native import NativeError
+    from mokka.agent.rootlock import RootLockHeld
 
     if once and teardown:
         raise CommandError("--once and --teardown exclude each other")
@@ -107,12 +110,23 @@ def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> No
             raise CommandError(str(exc))
     kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
                                      if p.strip())
+    # Absolute: mount points are compared with /proc/self/mountinfo, which has no relative paths.
+    kwargs["host_root"] = os.path.abspath(kwargs["host_root"] or "/")
     cfg = AgentConfig(health_addr=health_addr, **kwargs)
+    held = root_lock(cfg)
     try:
-        agent = build_agent(cfg)
+        held.acquire()              # before anything else: a second agent changes nothing
+    except RootLockHeld as exc:
+        raise CommandError(str(exc))
     except OSError as exc:
+        raise CommandError(f"cannot start: {held.path}: {exc.strerror or exc}")
+    try:
+        agent = build_agent(cfg, held=held)
+    except OSError as exc:
+        held.undo()
         raise CommandError(f"cannot start: {exc}")
     except NativeError as exc:
+        held.undo()
         raise CommandError(str(exc))
     if teardown:
         code = runner.teardown(agent, cfg.shutdown_timeout)

@@ -17,6 +17,8 @@ class CommandError(Exception):
 
 
 def die(command: str, message: str) -> NoReturn:
+    # One line whatever a path or value held: control characters are shown escaped.
+    message = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(message))
     click.echo(f"{command}: {message}", err=True)
     sys.exit(1)
 

@@ -43,10 +43,14 @@ def command(profile: str, topology: str | None, node_name: str, companion_of: st
 def _topology(path: str) -> dict:
     from mokka.core import topology as topo
     from mokka.core import yamlio
+    from mokka.core.profile import ProfileError, read_file, yaml_problem
     try:
-        with open(path, "rb") as f:
-            return topo.validate(yamlio.safe_load(f), path)
-    except (OSError, yamlio.YAMLError, topo.TopologyError) as exc:
+        return topo.validate(yamlio.safe_load(read_file(path, "topology document")), path)
+    except ProfileError as exc:
+        raise CommandError(str(exc))
+    except yamlio.YAMLError as exc:
+        raise CommandError(f"{path}: {yaml_problem(exc)}")
+    except topo.TopologyError as exc:
         raise CommandError(f"{path}: invalid topology document: {exc}")
 
 
@@ -65,16 +69,15 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
     from mokka.core import flatstate, yamlio
     from mokka.core import topology as topo
     from mokka.core.fsutil import atomic_write
-    from mokka.core.profile import ProfileError, parse
+    from mokka.core.profile import ProfileError, parse, read_file, yaml_problem
 
     try:
-        with open(path, "rb") as f:
-            text = f.read()
+        text = read_file(path, "")
         doc = yamlio.safe_load(text)
-    except OSError as exc:
-        raise CommandError(f"{path}: cannot read: {exc.strerror}")
+    except ProfileError as exc:
+        raise CommandError(str(exc))
     except yamlio.YAMLError as exc:
-        raise CommandError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}")
+        raise CommandError(f"{path}: {yaml_problem(exc)}")
     out = flatstate.companion_path(path)
     kind = kind_of(doc)
     if kind == "topology":

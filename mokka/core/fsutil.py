@@ -3,7 +3,37 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
+import threading
+
+from mokka.core import names
+
+
+class _Fault:
+    """The test-only fault hook (``names.ENV_FAULT_AFTER_WRITES``): read once, off unless set.
+
+    Every write of this module and of the agent's device nodes calls ``tick`` between
+    its temp file and its rename; the Nth call ends the process there with
+    ``os._exit``, so a sweep over N lands a "kill" inside every step of staging.
+    """
+
+    def __init__(self, environ=os.environ):
+        raw = environ.get(names.ENV_FAULT_AFTER_WRITES, "")
+        self.budget = int(raw) if raw.isdigit() else 0
+        self.count = 0
+        self._mu = threading.Lock()
+
+    def tick(self) -> None:
+        if not self.budget:
+            return
+        with self._mu:
+            self.count += 1
+            if self.count >= self.budget:
+                os._exit(names.FAULT_EXIT_STATUS)
+
+
+FAULT = _Fault()
 
 
 def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
@@ -32,6 +62,7 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        FAULT.tick()
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -57,5 +88,43 @@ def atomic_symlink(target: str, path: str) -> bool:
     except FileNotFoundError:
         pass
     os.symlink(target, tmp)
+    FAULT.tick()
     os.replace(tmp, path)
     return True
+
+
+class ReadRefused(ValueError):
+    """The path is not something Mokka reads: not a regular file, or over the size limit."""
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, never more read.
+
+    Symlinks are followed (a ConfigMap's ``..data`` links); anything but a regular
+    file is refused without blocking: O_NONBLOCK makes opening a FIFO return at
+    once, and fstat then says what the path is. Raises OSError or ReadRefused.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise ReadRefused(f"is {kind}, not a regular file")
+        if st.st_size > limit:
+            raise ReadRefused(f"is {st.st_size} bytes, over the limit of {limit} bytes")
+        chunks, size = [], 0
+        while size <= limit:                       # the file may grow after fstat
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ReadRefused(f"is over the limit of {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

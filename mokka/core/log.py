@@ -57,7 +57,8 @@ class _PlainFormatter(logging.Formatter):
                  f"{record.name}:", record.getMessage()]
         for key, value in getattr(record, "fields", {}).items():
             parts.append(f"{key}={value}")
-        line = " ".join(parts)
+        # One record, one line: a path or value with a newline is shown escaped.
+        line = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(parts))
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line

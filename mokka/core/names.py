@@ -27,6 +27,10 @@ NFD_FEATURE_FILE = "/etc/kubernetes/node-feature-discovery/features.d/nvml-mock.
 NFD_FEATURE_LINE = "pci-10de.present=true"
 #: Default staging lock shared by the agent (exclusive) and the plugin (shared).
 STAGING_LOCK_PATH = "/run/mokka/staging.lock"
+#: One node agent per host root: held (flock) for the agent's whole life, the holder's pid
+#: inside. Outside the overlay (workloads see the overlay, and could hold a lock there) and
+#: outside the staging lock's per-pod emptyDir: every agent pod on a node must see the same file.
+AGENT_LOCK_PATH = "/var/lib/mokka/node-agent.lock"
 
 # --- Overlay-relative layout ----------------------------------------------
 
@@ -175,6 +179,10 @@ IB_WIRE_CA = 0x86
 IB_WIRE_CAS = 0x87
 IB_WIRE_MAX_FRAME = 8192
 ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
+#: Test hook: the process exits (status FAULT_EXIT_STATUS, no cleanup, as a kill -9 would
+#: leave it) at its Nth file write, after the temp file and before the rename.
+ENV_FAULT_AFTER_WRITES = "MOKKA_TEST_FAULT_AFTER_WRITES"
+FAULT_EXIT_STATUS = 86
 ENV_PATH = "PATH"
 #: PATH when a container sets none: the OCI/containerd default, so an image
 #: relying on it keeps finding its binaries behind the overlay's.
@@ -305,3 +313,16 @@ FEATURE_GATES = {
 DEFAULT_PROFILE = "gb300"
 BUILTIN_PROFILES = ("a100", "h100", "b200", "gb200", "gb300", "l40s", "t4")
 STATE_SCHEMA_VERSION = 1
+
+# --- Bounds on what a profile (or any YAML document Mokka reads) may cost ----
+
+#: Largest profile or topology file read; a longer file is refused unread.
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of mappings and lists (the built-in profiles use 6).
+MAX_DOCUMENT_DEPTH = 32
+#: Nodes of a document counted with every alias expanded, checked before anything is built
+#: (the built-in profiles have about 2 000 with 8 GPUs; a full 64-GPU profile about 20 000).
+MAX_DOCUMENT_NODES = 100_000
+#: Nodes of the compiled state: device_defaults is copied into every GPU, so a profile whose
+#: defaults times its GPU count exceeds this is refused before compiling.
+MAX_STATE_NODES = 1_000_000

@@ -67,8 +67,16 @@ def _sha256_hex(data: bytes) -> str:
 
 
 def digest_of(path: str) -> str:
-    with open(path, "rb") as f:
-        return "sha256:" + _sha256_hex(f.read())
+    """Digest of a regular file within the profile size bound; OSError for anything else
+    (a FIFO or /dev/zero named as the config must not hang or fill memory here)."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > names.MAX_DOCUMENT_BYTES:
+            raise OSError(f"{path}: not a regular file within {names.MAX_DOCUMENT_BYTES} bytes")
+        return "sha256:" + _sha256_hex(f.read(names.MAX_DOCUMENT_BYTES + 1))
 
 
 def load_json(path: str) -> dict:

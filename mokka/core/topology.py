@@ -22,6 +22,9 @@ def validate(doc, where: str = "topology") -> dict:
     for d, domain in enumerate(domains):
         if not isinstance(domain, dict):
             raise TopologyError(f"{where}: domains[{d}]: must be a mapping")
+        for key in ("name", "uuid"):
+            if isinstance(domain.get(key), (dict, list)) or not str(domain.get(key, "")).isprintable():
+                raise TopologyError(f"{where}: domains[{d}].{key}: must be a plain string")
         cliques = domain.get("cliques") or []
         if not isinstance(cliques, list):
             raise TopologyError(f"{where}: domains[{d}].cliques: must be a list")
@@ -31,8 +34,14 @@ def validate(doc, where: str = "topology") -> dict:
             cid = clique.get("id", 0)
             if isinstance(cid, bool) or not isinstance(cid, int) or not 0 <= cid < 2**32:
                 raise TopologyError(f"{where}: domains[{d}].cliques[{c}].id: must be a uint32")
-            for node in clique.get("nodes") or []:
-                here = f"domains[{d}].cliques[{c}]"
+            nodes = clique.get("nodes") or []
+            here = f"domains[{d}].cliques[{c}]"
+            if not isinstance(nodes, list):
+                raise TopologyError(f"{where}: {here}.nodes: must be a list of node names")
+            for node in nodes:
+                if not isinstance(node, str) or not node.isprintable() or " " in node:
+                    # node names key the companion's lines: one token, no control characters
+                    raise TopologyError(f"{where}: {here}.nodes: {node!r} is not a node name")
                 if node in seen:
                     raise TopologyError(f"{where}: {here}.nodes: node {node!r} is also in {seen[node]}")
                 seen[str(node)] = here

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
-from helpers import AgentProcess, frozen_package, profile_bytes, run_agent, wait_until
+from helpers import frozen_package, profile_bytes, run_agent
 from treelist import diff, listing
 
 from mokka.agent.hostfs import backup_path
@@ -85,33 +83,52 @@ def test_once_with_a_broken_profile_fails_with_one_line(scratch):
     assert r.stderr.strip().splitlines()[-1].startswith(f"node-agent: {bad}: invalid YAML")
 
 
-def test_kill_9_during_stage_then_restart_matches_a_clean_run(scratch):
-    root, outside, procs = scratch
-    big = write_profile(outside, "a100", 64)
-    args = ("--profile", big, "--imex-channels", "512", "--resync-interval", "0")
+def fault(n: int) -> dict:
+    return {names.ENV_FAULT_AFTER_WRITES: str(n)}
+
+
+def test_a_kill_at_every_write_of_stage_then_restart_converges(scratch):
+    """The fault hook ends --once at its Nth write (after the temp file, before the rename,
+    as a kill -9 would), swept over N until a run completes. Each restart converges: a
+    --once to exactly the tree of a clean run, a --teardown to the root as found."""
+    root, outside, _ = scratch
+    args = ("--profile", write_profile(outside, "t4", 2), "--imex-channels", "2")
     code = frozen_package(os.path.join(outside, "pkg"))
+    before = listing(root)
     assert run_agent(root, "--once", *args, cwd=code).returncode == 0
     clean = listing(root)
     assert run_agent(root, "--teardown", cwd=code).returncode == 0
-    manifest = os.path.join(host_overlay(root).root, MANIFEST_FILE)
-    interrupted = 0
-    for delay_s in (0.0, 0.03, 0.08):
-        agent = AgentProcess(root, *args, log_dir=outside, cwd=code)
-        procs.append(agent)
-        # Kill once Stage has begun writing (the manifest appears first, write-ahead).
-        wait_until(lambda: os.path.exists(manifest), timeout=20, interval=0.002, what="staging")
-        if delay_s:
-            try:                          # let Stage run a little further; it must not exit
-                agent.proc.wait(timeout=delay_s)
-            except subprocess.TimeoutExpired:
-                pass
-        staged = agent.probe("/stagedz")[0] == 200
-        os.kill(agent.proc.pid, signal.SIGKILL)
-        agent.proc.wait(10)
-        interrupted += not staged
-        r = run_agent(root, "--once", *args, cwd=code)
-        assert r.returncode == 0, r.stderr
-        after = listing(root)
-        assert after == clean, diff(clean, after)
+    assert listing(root) == before
+    n, aborted = 1, []
+    while True:
+        r = run_agent(root, "--once", *args, cwd=code, env=fault(n))
+        if r.returncode == 0:
+            break
+        assert r.returncode == names.FAULT_EXIT_STATUS, r.stderr
+        aborted.append(n)
+        if len(aborted) % 2:
+            assert run_agent(root, "--once", *args, cwd=code).returncode == 0
+            after = listing(root)
+            assert after == clean, (n, diff(clean, after))
         assert run_agent(root, "--teardown", cwd=code).returncode == 0
-    assert interrupted, "no kill landed before /stagedz opened"
+        after = listing(root)
+        assert after == before, (n, diff(before, after))
+        n += 1 if n < 8 else n // 2
+    assert len(aborted) >= 8, aborted
+    # The same sweep inside --teardown: an interrupted one keeps its manifest; the next finishes.
+    n, aborted = 1, []
+    while True:
+        r = run_agent(root, "--teardown", cwd=code, env=fault(n))
+        if r.returncode == 0:
+            break
+        assert r.returncode == names.FAULT_EXIT_STATUS, r.stderr
+        aborted.append(n)
+        assert os.path.exists(os.path.join(host_overlay(root).root, MANIFEST_FILE))
+        assert run_agent(root, "--teardown", cwd=code).returncode == 0
+        after = listing(root)
+        assert after == before, (n, diff(before, after))
+        assert run_agent(root, "--once", *args, cwd=code).returncode == 0
+        n += 1
+    assert aborted, "no write inside --teardown"
+    assert run_agent(root, "--teardown", cwd=code).returncode == 0
+    assert listing(root) == before

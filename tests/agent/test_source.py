@@ -82,3 +82,42 @@ def test_a_builtin_profile_is_not_watched(tmp_path):
     src = FileSource("t4", None, "", LOG, resync_interval=0)
     assert src.poll_once(0.0).profile_source == "t4"
     assert src.next_timeout(1.0) is None           # nothing to wait for: no events, no resync
+
+
+class RecordingLog:
+    def __init__(self):
+        self.lines = []
+
+    def _add(self, level, msg, **fields):
+        self.lines.append((level, msg, fields))
+
+    def info(self, msg, **fields):
+        self._add("info", msg, **fields)
+
+    def warning(self, msg, **fields):
+        self._add("warning", msg, **fields)
+
+    def error(self, msg, **fields):
+        self._add("error", msg, **fields)
+
+
+def test_unknown_keys_are_accepted_and_named_once(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(b'version: "1.0"\nsystem: {driver_version: 550.163.01, future: 1}\n'
+                     b"device_defaults: {shiny: {a: 1}}\n")
+    log = RecordingLog()
+    src = FileSource(str(path), None, "", log, resync_interval=10)
+    assert src.poll_once(0.0).gpu_count == 8
+    assert src.poll_once(11.0) is None
+    warned = [f for level, _, f in log.lines if level == "warning"]
+    assert warned == [{"file": str(path), "keys": ["system.future", "device_defaults.shiny"],
+                       "count": 2, "generation": 1}]
+
+
+def test_a_known_profile_warns_of_nothing(tmp_path):
+    """Positive control: the built-in profiles use only keys the format declares."""
+    path = tmp_path / "p.yaml"
+    path.write_bytes(profile_bytes("gb300", 4))
+    log = RecordingLog()
+    FileSource(str(path), None, "", log, resync_interval=10).poll_once(0.0)
+    assert [line for line in log.lines if line[0] == "warning"] == []

@@ -6,6 +6,7 @@ import os
 import pytest
 import yaml
 
+from mokka.core import names
 from mokka.core.profile import ProfileError, load
 from tests.conftest import run_mokka
 
@@ -90,6 +91,116 @@ CASES = [
     ("devices is a mapping", mutate("devices", {"a": 1}), "devices", "must be a list"),
 ]
 
+# Issue 11's reproductions, each as it was filed: one line naming file and field, never a traceback.
+HEAD = 'version: "1.0"\nsystem:\n  driver_version: "550.1.1"\n'
+BOMB = HEAD + "device_defaults:\n  mig:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"    a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10))
+NESTED = HEAD + "x: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n"
+ISSUE_CASES = [
+    ("switch entry is a string", HEAD + "nvlink: {switches: [a]}\n", "nvlink.switches[0]",
+     "must be a mapping, not a string"),
+    ("nvlink links is a string", HEAD + "nvlink: {links: abc}\n", "nvlink.links", "must be a list"),
+    ("device_links is a string", HEAD + "nvlink: {device_links: abc}\n", "nvlink.device_links",
+     "must be a list"),
+    ("device_links index is a word", HEAD + "nvlink: {device_links: [{index: x}]}\n",
+     "nvlink.device_links[0].index", "must be an integer"),
+    ("device index is empty", HEAD + "devices: [{index: null}, {index: 1}]\n", "devices[0].index",
+     "is required"),
+    ("fabric health is a list", HEAD + "device_defaults: {fabric: {health: [1]}}\n",
+     "device_defaults.fabric.health", "must be a mapping"),
+    ("platform is a list", HEAD + "device_defaults: {platform: [1]}\n", "device_defaults.platform",
+     "must be a mapping"),
+    ("platform is a string", HEAD + "device_defaults: {platform: abc}\n",
+     "device_defaults.platform", "must be a mapping"),
+    ("platform is an integer", HEAD + "device_defaults: {platform: 5}\n",
+     "device_defaults.platform", "must be a mapping"),
+    ("root complex devices is an integer",
+     HEAD + "pcie_topology: {root_complexes: [{id: pci0000:00, devices: 5}]}\n",
+     "pcie_topology.root_complexes[0].devices", "must be a list"),
+    ("alias inside the node it names", HEAD + "device_defaults: &a {name: x, mig: *a}\n", "",
+     "alias *a is inside the node it names (a cycle)"),
+    ("10 000 nested mappings", NESTED, "", "nested deeper than 32 levels"),
+    ("alias bomb of nine levels of ten", BOMB, "", "more than 100000 nodes with aliases expanded"),
+    ("pci device id over 32 bits", HEAD + "device_defaults: {pci: {device_id: 0x1FFFFFFFF}}\n",
+     "device_defaults.pci.device_id", "outside 0..0xFFFFFFFF"),
+    ("pci device id negative", HEAD + "device_defaults: {pci: {device_id: -1}}\n",
+     "device_defaults.pci.device_id", "outside 0..0xFFFFFFFF"),
+    ("subsystem id over 32 bits as text",
+     HEAD + "device_defaults: {pci: {subsystem_id: '0x100000000'}}\n",
+     "device_defaults.pci.subsystem_id", "outside 0..0xFFFFFFFF"),
+    ("root complex id with a trailing newline",
+     HEAD + 'pcie_topology: {root_complexes: [{id: "pci0000:00\\n"}]}\n',
+     "pcie_topology.root_complexes[0].id", "control characters"),
+    ("uuid with a trailing newline",
+     HEAD + 'devices: [{index: 0, uuid: "GPU-12345678-1234-1234-1234-123456780000\\n"}]\n',
+     "devices[0].uuid", "control characters"),
+    ("bus id with a trailing newline",
+     HEAD + 'devices: [{index: 0, pci: {bus_id: "0000:07:00.0\\n"}}]\n',
+     "devices[0].pci.bus_id", "control characters"),
+    ("name with a trailing newline", HEAD + 'device_defaults: {name: "GPU\\n"}\n',
+     "device_defaults.name", "control characters"),
+    ("version is a list", 'version: [1]\nsystem: {driver_version: "550.1.1"}\n', "version",
+     "must be a string, not a list"),
+    ("version is a mapping", 'version: {a: 1}\nsystem: {driver_version: "550.1.1"}\n',
+     "version", "must be a string, not a mapping"),
+    ("name is an integer", HEAD + "device_defaults: {name: 5}\n", "device_defaults.name",
+     "must be a string, not an integer (5); quote it"),
+    ("memory as a float 1.0e+30", HEAD + "device_defaults: {memory: {total_bytes: 1.0e+30}}\n",
+     "device_defaults.memory.total_bytes", "must be an integer, not a number"),
+    ("memory as 1e30 (a string in YAML 1.1)",
+     HEAD + "device_defaults: {memory: {total_bytes: 1e30}}\n",
+     "device_defaults.memory.total_bytes", "must be an integer, not a string"),
+    ("memory beyond 64 bits", HEAD + f"device_defaults: {{memory: {{total_bytes: {2**70}}}}}\n",
+     "device_defaults.memory.total_bytes", "must be at most 9223372036854775807"),
+    ("a set where a mapping goes", HEAD + "device_defaults: {mig: !!set {a}}\n", "",
+     "the tag tag:yaml.org,2002:set is not allowed"),
+    ("a list as a mapping key", HEAD + "device_defaults: {? [a]: 1}\n", "",
+     "a mapping key must be a scalar"),
+    ("failure probability not finite", HEAD + "device_defaults: {failure: {probability: .nan}}\n",
+     "device_defaults.failure.probability", "finite number"),
+    ("fabric clique id beyond 32 bits", HEAD + "device_defaults: {fabric: {clique_id: 4294967296}}\n",
+     "device_defaults.fabric.clique_id", "at most 4294967295"),
+    ("nvlink links per gpu beyond 64", HEAD + "nvlink: {links_per_gpu: 65}\n",
+     "nvlink.links_per_gpu", "at most 64"),
+    ("processes is a mapping", HEAD + "device_defaults: {processes: {a: 1}}\n",
+     "device_defaults.processes", "must be a list"),
+    ("a device entry is empty", HEAD + "devices: [null]\n", "devices[0]", "must be a mapping"),
+    ("defaults copied into 64 GPUs beyond the compiled-state bound",
+     'version: "1.0"\nsystem: {driver_version: "550.1.1", num_devices: 64}\n'
+     "device_defaults: {future: [" + "0, " * 20_000 + "0]}\n",
+     "device_defaults", "copied into 64 GPUs it makes 1300200 nodes; at most 1000000"),
+    ("more than 64 device entries", HEAD + "devices: [" + ", ".join(
+        f"{{index: {i}}}" for i in range(65)) + "]\n", "devices", "lists 65 entries; at most 64"),
+    ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
+     "device_defaults.future", "key 'a\\nb' may not contain control characters"),
+]
+CASES += ISSUE_CASES
+
+# Valid profiles the Go loader takes: accepted here too (a positive control per form).
+VALID = [
+    ("flow-style system", 'version: "1.0"\nsystem: {driver_version: 550.163.01}\n'),
+    ("JSON", '{"version": "1.0", "system": {"driver_version": "550.163.01"}, '
+             '"devices": [{"index": 0}]}'),
+    ("merge key", 'base: &s {driver_version: 550.163.01}\nversion: "1.0"\nsystem:\n  <<: *s\n'),
+    ("unknown keys anywhere", HEAD + "future: {x: [1, {y: 2}]}\ndevice_defaults: {new_block: {a: b}}\n"),
+    ("keys that YAML 1.1 reads as non-strings", HEAD + "device_defaults: {new: {1: a, yes: b, null: c}}\n"),
+    ("a date where a string goes", 'version: 2001-12-14\nsystem: {driver_version: "550.1.1"}\n'),
+    ("version as a number", 'version: 1.0\nsystem: {driver_version: "550.1.1"}\n'),
+    ("nulls anywhere are fields left out",
+     HEAD + "devices: [{index: 0, minor_number: null, uuid: null, grace_cpu_pair: null, "
+     "pci: {bus_id: null, device_id: null}, name: null, memory: null, fabric: null}]\n"
+     "device_defaults: {name: null, pci: null, platform: null, architecture: null}\n"
+     "nvlink: {switches: null, device_links: null}\ninfiniband: null\n"),
+    ("pci ids as text", HEAD + "device_defaults: {pci: {device_id: '0x20B010DE', subsystem_id: 0}}\n"),
+]
+
+
+@pytest.mark.parametrize("text", [v[1] for v in VALID], ids=[v[0] for v in VALID])
+def test_valid_forms_load(tmp_path, text):
+    path = tmp_path / "good.yaml"
+    path.write_text(text)
+    assert load(str(path)).count >= 1
+
 
 @pytest.mark.parametrize("text,field,words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_malformed_profile_is_one_precise_line(tmp_path, text, field, words):
@@ -133,3 +244,15 @@ def test_render_cdi_writes_nothing_on_error(tmp_path):
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("render-cdi: ") and "version: is required" in result.stderr
     assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize("name", names.BUILTIN_PROFILES)
+def test_the_schema_declares_every_key_of_the_builtin_profiles(name):
+    assert load(name).unknown == ()
+
+
+def test_unknown_keys_are_named_not_refused(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(HEAD + "device_defaults: {shiny: 1, memory: {extra: [1]}}\nnew_top: {}\n")
+    assert load(str(path)).unknown == ("device_defaults.shiny", "device_defaults.memory.extra",
+                                       "new_top")
