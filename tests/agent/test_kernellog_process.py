@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 
+import yaml
+
 from helpers import AgentProcess, profile_bytes, wait_until
 
 from mokka.core import names
@@ -17,14 +19,16 @@ from tests.native.staged import nvml_build  # noqa: F401 (fixture: the agent sta
 XID_CRITICAL = 8
 
 
-def inject(text: bytes, index: int, block: bytes) -> bytes:
-    anchor = b"  - index: %d\n" % index
-    assert anchor in text
-    return text.replace(anchor, anchor + block, 1)
+def inject(text: bytes, index: int, failure: dict) -> bytes:
+    """The profile with a failure block on device ``index`` (edited as a document)."""
+    doc = yaml.safe_load(text)
+    (device,) = [d for d in doc["devices"] if d["index"] == index]
+    device["failure"] = failure
+    return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
-FALLEN = b"    failure:\n      mode: fallen_off_bus\n"
-XID13 = b"    failure:\n      xid:\n        code: 13\n"
+FALLEN = {"mode": "fallen_off_bus"}
+XID13 = {"xid": {"code": 13}}
 
 
 def test_each_xid_announced_once_with_the_node_name_and_delivered_to_nvml(scratch, nvml_build):

@@ -26,6 +26,10 @@ def test_a_second_agent_on_the_same_root_refuses_and_changes_nothing(scratch):
     first.wait_staged()
     wait_until(lambda: any(line.get("msg") == "converged" for line in first.log_lines()),
                what="the first agent's Apply wave")
+    # Its daemons start after Apply: the fabricmanager's marker is the last thing it writes.
+    marker = os.path.join(under(root, names.OVERLAY_HOST_PATH), names.DRIVER_FABRIC_STATE_DIR,
+                          names.FABRICMANAGER_READY)
+    wait_until(lambda: os.path.exists(marker), what="the first agent's fabricmanager marker")
     staged = listing(root)
     lock = under(root, names.AGENT_LOCK_PATH)
     for mode in SECOND:
