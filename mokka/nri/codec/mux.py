@@ -49,6 +49,8 @@ NEED_DATA = NeedData()
 
 @dataclass(frozen=True)
 class Frame:
+    """A frame's payload, or a piece of it (``FrameReader`` streams long ones)."""
+
     conn_id: int
     payload: bytes
 
@@ -91,40 +93,59 @@ class ReceiveBuffer:
         if self._start == len(self._data):
             self._data.clear()
             self._start = 0
+        elif self._start > 65536 and self._start * 2 > len(self._data):
+            del self._data[:self._start]
+            self._start = 0
         return out
 
 
 class FrameReader:
-    """bytes in (``receive_data``), Frames out (``next_frame``)."""
+    """bytes in (``receive_data``), Frames out (``next_frame``).
+
+    A frame's payload is handed on as it arrives, in pieces when it arrives in
+    pieces (frame boundaries mean nothing above), so the reader never holds
+    more than one read's worth of bytes whatever length a header claims: a
+    message the layer above discards is never buffered here either.
+    """
 
     def __init__(self, max_payload: int = MAX_FRAME_PAYLOAD) -> None:
         self._buf = ReceiveBuffer()
         self._max = max_payload
         self._error: ProtocolError | None = None
+        self._conn_id = 0
+        self._remaining: int | None = None     # payload bytes of the current frame still due
 
     def receive_data(self, data: bytes) -> None:
         self._buf.append(data)
 
     @property
     def trailing_data(self) -> bytes:
-        """Bytes received but not yet part of a complete frame."""
+        """Bytes received but not yet handed out."""
         return bytes(self._buf)
 
     def next_frame(self) -> Frame | NeedData:
+        """The next frame, or the next piece of one; NEED_DATA when nothing is due."""
         if self._error is not None:
             raise self._error        # a broken stream stays broken
-        header = self._buf.peek(FRAME_HEADER_SIZE)
-        if header is None:
+        if self._remaining is None:
+            header = self._buf.take(FRAME_HEADER_SIZE)
+            if header is None:
+                return NEED_DATA
+            conn_id, length = FRAME_HEADER.unpack(header)
+            if length > self._max:
+                self._error = ProtocolError(
+                    f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")
+                raise self._error
+            if length == 0:
+                return Frame(conn_id, b"")
+            self._conn_id, self._remaining = conn_id, length
+        if not len(self._buf):
             return NEED_DATA
-        conn_id, length = FRAME_HEADER.unpack(header)
-        if length > self._max:
-            self._error = ProtocolError(
-                f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")
-            raise self._error
-        if len(self._buf) < FRAME_HEADER_SIZE + length:
-            return NEED_DATA
-        self._buf.take(FRAME_HEADER_SIZE)
-        return Frame(conn_id, self._buf.take(length) or b"")
+        piece = self._buf.take_up_to(self._remaining)
+        self._remaining -= len(piece)
+        if not self._remaining:
+            self._remaining = None
+        return Frame(self._conn_id, piece)
 
 
 def encode_frame(conn_id: int, payload: bytes) -> bytes:

@@ -29,6 +29,11 @@ TYPE_DATA = 3                             # streaming only; NRI never sends it
 
 #: A receiver discards a longer message and answers ResourceExhausted.
 MAX_PAYLOAD = 4 << 20
+#: A header claiming more than this is not a message anyone sent (Go ttrpc
+#: refuses to send over MAX_PAYLOAD; this is the multiplexer's frame limit):
+#: the stream is corrupt, and draining what it claims (up to 4 GiB) would
+#: swallow every message after it. Close instead.
+MAX_DISCARD = 16 << 20
 
 # gRPC status codes the plugin sends or reads.
 OK = 0
@@ -129,13 +134,18 @@ class MessageReader:
     """One logical connection's bytes in, events out.
 
     Enforces the server-side stream rule (requests carry odd ids, strictly
-    increasing) and the payload limit without buffering what it discards.
+    increasing) and the payload limit without buffering what it discards: a
+    message over ``max_payload`` is skipped as it arrives (and a request
+    answered with a ``Rejected``); a header claiming over ``max_discard`` is a
+    ``ProtocolError`` (close the socket), not something to drain.
     """
 
-    def __init__(self, conn_id: int, max_payload: int = MAX_PAYLOAD) -> None:
+    def __init__(self, conn_id: int, max_payload: int = MAX_PAYLOAD,
+                 max_discard: int = MAX_DISCARD) -> None:
         self.conn_id = conn_id
         self._buf = ReceiveBuffer()
         self._max = max_payload
+        self._max_discard = max(max_discard, max_payload)
         self._skip = 0                 # bytes of an oversized message still to drop
         self._last_request_id = 0
 
@@ -156,10 +166,15 @@ class MessageReader:
             if raw is None:
                 return NEED_DATA
             header = decode_header(raw)
-            if header.length > self._max:
+            if header.length > self._max_discard:
+                raise ProtocolError(
+                    f"ttrpc header on connection {self.conn_id} claims {header.length} bytes, "
+                    f"more than the {self._max_discard} any sender would discard")
+            if header.length > self._max or header.type not in (TYPE_REQUEST, TYPE_RESPONSE):
+                # Dropped as it streams past, never buffered.
                 self._buf.take(HEADER_SIZE)
                 self._skip = header.length
-                event = self._too_large(header)
+                event = self._too_large(header) if header.length > self._max else None
             else:
                 if len(self._buf) < HEADER_SIZE + header.length:
                     return NEED_DATA
@@ -204,4 +219,4 @@ class MessageReader:
                                         message=f"unmarshal response error: {err}")
             return ResponseReceived(self.conn_id, header.stream_id, resp.payload,
                                     resp.status.code, resp.status.message)
-        return None                    # data or unknown types: unary NRI has none
+        return None
