@@ -2,10 +2,21 @@
 
 One session per connection: send RegisterPlugin on the runtime connection,
 serve the plugin connection meanwhile (Configure may arrive before that reply),
-run CreateContainer handlers on worker threads so the reader never blocks, and
-write every message whole under one lock. Whatever goes wrong, the container
-is answered OK, unadjusted (fail open), and the plugin keeps going: on EOF or a
-corrupt stream it is marked unregistered at once and reconnects.
+run CreateContainer handlers on worker threads so the reader never blocks on a
+handler, and write every message whole under one lock. Whatever goes wrong, the
+container is answered OK, unadjusted (fail open), and the plugin keeps going:
+on EOF or a corrupt stream it is marked unregistered at once and reconnects.
+
+Fail open by construction: a request the codec refuses on the plugin
+connection (over 4 MiB, a bad stream id, an undecodable envelope) is answered
+OK with no adjustment, never with ttrpc's error status; only a stream that
+cannot be resynchronised (a header claiming over 16 MiB) closes the socket.
+
+Bounded memory by backpressure: at most ``max_in_flight`` CreateContainers (and
+``max_in_flight_bytes`` of their requests) are received and not yet answered.
+At the bound the reader stops reading, so a runtime that pipelines faster than
+we answer, or stops reading replies, fills its own socket buffer instead of
+our memory; the pause is logged once per episode and counted in /metrics.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ import os
 import queue
 import socket
 import threading
+import time
 import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -47,6 +59,10 @@ class PluginConfig:
     backoff_max_s: float = 2.0
     workers: int = 4
     prelaunched_fd: int | None = None     # set: use this fd once, never reconnect
+    #: CreateContainers received and not yet answered, at most (then reading stops).
+    max_in_flight: int = 64
+    #: ... and their request bytes, at most (one request is always admitted).
+    max_in_flight_bytes: int = 4 << 20
 
 
 def from_environment(config: PluginConfig,
@@ -86,14 +102,59 @@ class _Workers:
                 logmod.get("mokka.nri.plugin").exception("CreateContainer worker failed")
 
 
+class _Admission:
+    """The in-flight bound: the reader acquires before handing a request to a
+    worker and waits while the bound is reached; the reply's writer releases."""
+
+    def __init__(self, max_count: int, max_bytes: int) -> None:
+        self._cond = threading.Condition()
+        self._max_count, self._max_bytes = max_count, max_bytes
+        self.count = 0
+        self.bytes = 0
+
+    def _full(self, size: int) -> bool:
+        return self.count >= self._max_count or (
+            self.count > 0 and self.bytes + size > self._max_bytes)
+
+    def try_acquire(self, size: int) -> bool:
+        with self._cond:
+            if self._full(size):
+                return False
+            self.count += 1
+            self.bytes += size
+            return True
+
+    def acquire(self, size: int, closed: threading.Event) -> bool:
+        """Wait for room; False if the session closed first."""
+        with self._cond:
+            while self._full(size):
+                if closed.is_set():
+                    return False
+                self._cond.wait(0.1)
+            self.count += 1
+            self.bytes += size
+            return True
+
+    def release(self, size: int) -> int:
+        """Give back one request's room; how many are still in flight."""
+        with self._cond:
+            self.count -= 1
+            self.bytes -= size
+            self._cond.notify()
+            return self.count
+
+
 class _Session:
     """One connected socket: the codec state plus a lock that keeps messages whole."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, max_in_flight: int = 64,
+                 max_in_flight_bytes: int = 4 << 20) -> None:
         self.sock = sock
         self.codec = Connection()
         self.closed = threading.Event()
         self._write_lock = threading.Lock()
+        self.admission = _Admission(max_in_flight, max_in_flight_bytes)
+        self.overloaded_since: float | None = None
 
     def send(self, data: bytes) -> bool:
         with self._write_lock:
@@ -127,7 +188,6 @@ class Plugin:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._session: _Session | None = None
-        self._failed_open = 0
         self._runtime: RuntimeInfo | None = None
         self._pool = _Workers(config.workers)
         # Method -> synchronous handler; the event mask follows from this table
@@ -141,8 +201,7 @@ class Plugin:
 
     @property
     def failed_open_total(self) -> int:
-        with self._lock:
-            return self._failed_open
+        return self.health.counter("failed_open_total")
 
     @property
     def runtime(self) -> RuntimeInfo | None:
@@ -166,10 +225,18 @@ class Plugin:
                       reason=str(exc), retry_in_s=delay)
             else:
                 failures = 0
-                if self._serve(_Session(sock)):
+                configured, reason = self._serve(_Session(
+                    sock, self.config.max_in_flight, self.config.max_in_flight_bytes))
+                _return_freed_memory()
+                if configured:
                     delay = self.config.backoff_initial_s   # it registered: start over fast
                 if self.config.prelaunched_fd is not None:
-                    self._log.info("runtime closed the pre-launched plugin's connection; exiting")
+                    # The runtime cannot reconnect us and we cannot reconnect it:
+                    # exit, so it is visible, and containerd relaunches the plugin
+                    # when it restarts. See the README ("pre-launched").
+                    self._log.error("the pre-launched plugin's connection ended; exiting "
+                                    "(containers are not injected until the runtime "
+                                    "restarts and launches the plugin again)", reason=reason)
                     break
             if self._stop.wait(delay):
                 break
@@ -196,8 +263,8 @@ class Plugin:
             raise
         return sock
 
-    def _serve(self, session: _Session) -> bool:
-        """Serve one connection until it ends; True if the runtime configured us."""
+    def _serve(self, session: _Session) -> tuple[bool, str]:
+        """Serve one connection until it ends: (configured by the runtime, why it ended)."""
         self._session = session
         if self._stop.is_set():        # stop() raced the connect
             session.close()
@@ -217,6 +284,7 @@ class Plugin:
                     configured |= self._dispatch(session, event)
         except ProtocolError as exc:
             reason = f"protocol error: {exc}"
+            self.health.count("protocol_errors_total")
         except OSError as exc:
             reason = f"connection error: {exc}"
         except Exception as exc:               # a bug here must cost a reconnect, not the plugin
@@ -228,12 +296,21 @@ class Plugin:
         if not self._stop.is_set():
             self._log.warning("NRI connection lost; containers are not injected until it is back",
                               reason=reason)
-        return configured
+        return configured, reason
 
     def _dispatch(self, session: _Session, event: ttrpc.Event) -> bool:
         if isinstance(event, ttrpc.Rejected):
-            session.send(Connection.response_bytes(event.conn_id, event.stream_id,
-                                                   code=event.code, message=event.message))
+            if event.conn_id == PLUGIN_CONN:
+                # Whatever it was (most likely a CreateContainer), fail open: no
+                # adjustment, never ttrpc's error status (seed 000).
+                total = self.health.count("rejected_requests_total")
+                self._log.warning("refused request answered with no adjustment (failed open)",
+                                  stream=event.stream_id, code=event.code, reason=event.message,
+                                  rejected_total=total)
+                session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id))
+            else:
+                session.send(Connection.response_bytes(event.conn_id, event.stream_id,
+                                                       code=event.code, message=event.message))
         elif isinstance(event, ttrpc.ResponseReceived):
             if event.conn_id == RUNTIME_CONN and event.stream_id == REGISTER_STREAM \
                     and event.code != ttrpc.OK:
@@ -245,8 +322,13 @@ class Plugin:
                 event.conn_id, event.stream_id, code=ttrpc.UNIMPLEMENTED,
                 message=f"service {event.service}"))
         elif event.service == PLUGIN_SERVICE and event.method == "CreateContainer":
-            token = self.health.begin()          # from receipt: queueing counts as wedged too
-            self._pool.submit(self._create_container, session, event, token)
+            size = len(event.payload)
+            if not session.admission.try_acquire(size):
+                self._overloaded(session)
+                if not session.admission.acquire(size, session.closed):   # reading stops here
+                    return False
+            self.health.gauge("create_container_in_flight", session.admission.count)
+            self._pool.submit(self._create_container, session, event)
         else:
             payload, code, message = self._call_sync(event)
             session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id,
@@ -297,9 +379,20 @@ class Plugin:
         self._log.info("the runtime is shutting down")
         return b""
 
-    def _create_container(self, session: _Session, event: ttrpc.RequestReceived,
-                          token: int) -> None:
+    def _overloaded(self, session: _Session) -> None:
+        total = self.health.count("backpressure_pauses_total")
+        if session.overloaded_since is None:          # once per episode
+            session.overloaded_since = time.monotonic()
+            self.health.gauge("overloaded", 1)
+            self._log.warning("overloaded: not reading from the runtime until replies drain",
+                              in_flight=session.admission.count,
+                              in_flight_bytes=session.admission.bytes,
+                              max_in_flight=self.config.max_in_flight,
+                              backpressure_pauses_total=total)
+
+    def _create_container(self, session: _Session, event: ttrpc.RequestReceived) -> None:
         reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)   # fail-open default
+        token = self.health.begin()             # a running handler ages towards /healthz
         try:
             payload = self._adjust(event)
             if payload:
@@ -308,7 +401,18 @@ class Plugin:
             self._fail_open("adjustment too large to send", str(exc))
         finally:
             self.health.end(token)
-        if not session.send(reply):
+        sent = session.send(reply)
+        left = session.admission.release(len(event.payload))
+        self.health.count("create_container_total")
+        self.health.gauge("create_container_in_flight", left)
+        if left == 0 and session.overloaded_since is not None:
+            since, session.overloaded_since = session.overloaded_since, None
+            self.health.gauge("overloaded", 0)
+            self._log.info("overload over: every request answered",
+                           overloaded_s=round(time.monotonic() - since, 3),
+                           backpressure_pauses_total=self.health.counter(
+                               "backpressure_pauses_total"))
+        if not sent:
             self._log.debug("dropped a CreateContainer reply: connection closed",
                             stream=event.stream_id)
 
@@ -332,8 +436,19 @@ class Plugin:
             return b""
 
     def _fail_open(self, reason: str, error: str, **fields) -> None:
-        with self._lock:
-            self._failed_open += 1
-            total = self._failed_open
+        total = self.health.count("failed_open_total")
         self._log.warning("container left unmodified (failed open)", reason=reason,
                           error=error, failed_open_total=total, **fields)
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap a closed connection freed back to the system.
+
+    glibc keeps freed chunks in its arenas (one per worker thread), so
+    without this RSS stays near its peak after a burst of large requests.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc: nothing to do
+        pass
