@@ -12,17 +12,20 @@ connection (over 4 MiB, a bad stream id, an undecodable envelope) is answered
 OK with no adjustment, never with ttrpc's error status; only a stream that
 cannot be resynchronised (a header claiming over 16 MiB) closes the socket.
 
-Bounded memory by backpressure: at most ``max_in_flight`` CreateContainers (and
+Leader/followers: ``workers`` threads per connection take turns reading; the
+one that reads a CreateContainer hands reading to the next and decides it
+itself, so no request waits for a thread switch on its way to the decision.
+
+Bounded memory by backpressure: at most ``workers`` CreateContainers (and
 ``max_in_flight_bytes`` of their requests) are received and not yet answered.
-At the bound the reader stops reading, so a runtime that pipelines faster than
-we answer, or stops reading replies, fills its own socket buffer instead of
-our memory; the pause is logged once per episode and counted in /metrics.
+At the bound nobody reads, so a runtime that pipelines faster than we answer,
+or stops reading replies, fills its own socket buffer instead of our memory;
+the pause is logged once per episode and counted in /metrics.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import threading
 import time
@@ -37,7 +40,7 @@ from mokka.core import names
 from mokka.nri import runtime_info
 from mokka.nri.codec import ttrpc
 from mokka.nri.codec.conn import Connection
-from mokka.nri.codec.mux import PLUGIN_CONN, RUNTIME_CONN, ProtocolError
+from mokka.nri.codec.mux import NEED_DATA, PLUGIN_CONN, RUNTIME_CONN, ProtocolError
 from mokka.nri.health import Health
 from mokka.nri.proto import nri_pb2
 from mokka.nri.runtime_info import RuntimeInfo
@@ -59,9 +62,8 @@ class PluginConfig:
     backoff_max_s: float = 2.0
     workers: int = 4
     prelaunched_fd: int | None = None     # set: use this fd once, never reconnect
-    #: CreateContainers received and not yet answered, at most (then reading stops).
-    max_in_flight: int = 64
-    #: ... and their request bytes, at most (one request is always admitted).
+    #: Request bytes of the CreateContainers received and not yet answered, at
+    #: most (one request is always admitted). Their number is at most ``workers``.
     max_in_flight_bytes: int = 4 << 20
 
 
@@ -73,33 +75,6 @@ def from_environment(config: PluginConfig,
         return config
     fd, name, index = launched
     return dataclasses.replace(config, name=name, index=index, prelaunched_fd=fd)
-
-
-class _Workers:
-    """A fixed set of daemon threads running submitted calls.
-
-    Not concurrent.futures: its workers are joined at interpreter exit, so one
-    wedged handler would turn SIGTERM into a hang until SIGKILL.
-    """
-
-    def __init__(self, count: int) -> None:
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(count):
-            threading.Thread(target=self._work, name=f"nri-create-{i}", daemon=True).start()
-
-    def submit(self, fn, *args) -> None:
-        self._jobs.put((fn, args))
-
-    def close(self, count: int) -> None:
-        for _ in range(count):
-            self._jobs.put(None)
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            try:
-                job[0](*job[1])
-            except Exception:         # a worker must outlive any bug in a job
-                logmod.get("mokka.nri.plugin").exception("CreateContainer worker failed")
 
 
 class _Admission:
@@ -153,8 +128,17 @@ class _Session:
         self.codec = Connection()
         self.closed = threading.Event()
         self._write_lock = threading.Lock()
+        self.read_lock = threading.Lock()      # held by the one thread reading (the leader)
         self.admission = _Admission(max_in_flight, max_in_flight_bytes)
         self.overloaded_since: float | None = None
+        self.configured = False
+        self.end_reason = "connection closed by the runtime"
+
+    def end(self, reason: str) -> None:
+        """Close, keeping the first reason given."""
+        if not self.closed.is_set():
+            self.end_reason = reason
+        self.close()
 
     def send(self, data: bytes) -> bool:
         with self._write_lock:
@@ -189,7 +173,6 @@ class Plugin:
         self._lock = threading.Lock()
         self._session: _Session | None = None
         self._runtime: RuntimeInfo | None = None
-        self._pool = _Workers(config.workers)
         # Method -> synchronous handler; the event mask follows from this table
         # (as containerd's stub derives it), so a method is never subscribed
         # without a handler.
@@ -226,7 +209,7 @@ class Plugin:
             else:
                 failures = 0
                 configured, reason = self._serve(_Session(
-                    sock, self.config.max_in_flight, self.config.max_in_flight_bytes))
+                    sock, max(1, self.config.workers), self.config.max_in_flight_bytes))
                 _return_freed_memory()
                 if configured:
                     delay = self.config.backoff_initial_s   # it registered: start over fast
@@ -241,7 +224,6 @@ class Plugin:
             if self._stop.wait(delay):
                 break
             delay = min(delay * 2, self.config.backoff_max_s)
-        self._pool.close(self.config.workers)
 
     def stop(self) -> None:
         """Safe from a signal handler: takes no lock the interrupted thread may hold."""
@@ -268,28 +250,18 @@ class Plugin:
         self._session = session
         if self._stop.is_set():        # stop() raced the connect
             session.close()
-        configured = False
-        reason = "connection closed by the runtime"
         session.send(Connection.request_bytes(
             RUNTIME_CONN, REGISTER_STREAM, RUNTIME_SERVICE, "RegisterPlugin",
             nri_pb2.RegisterPluginRequest(plugin_name=self.config.name,
                                           plugin_idx=self.config.index).SerializeToString()))
-        try:
-            while not session.closed.is_set():
-                data = session.sock.recv(65536)
-                if not data:
-                    break
-                session.codec.receive_data(data)
-                for event in session.codec.events():
-                    configured |= self._dispatch(session, event)
-        except ProtocolError as exc:
-            reason = f"protocol error: {exc}"
-            self.health.count("protocol_errors_total")
-        except OSError as exc:
-            reason = f"connection error: {exc}"
-        except Exception as exc:               # a bug here must cost a reconnect, not the plugin
-            self._log.exception("NRI session failed", reason=str(exc))
-            reason = f"internal error: {exc}"
+        for i in range(max(1, self.config.workers)):
+            threading.Thread(target=self._lead, args=(session,), daemon=True,
+                             name=f"nri-session-{i}").start()
+        # This thread only waits, so a wedged handler can never keep it from
+        # reporting the loss and reconnecting; the session's threads are
+        # daemons and end with it (a wedged one ends with the process).
+        session.closed.wait()
+        configured, reason = session.configured, session.end_reason
         self.health.clear_registered()        # first: /readyz must fail at once
         session.close()
         self._session = None
@@ -297,6 +269,53 @@ class Plugin:
             self._log.warning("NRI connection lost; containers are not injected until it is back",
                               reason=reason)
         return configured, reason
+
+    def _lead(self, session: _Session) -> None:
+        """Leader/followers: the thread holding ``read_lock`` reads and serves
+        the quick calls; with a CreateContainer in hand it lets go of the lock
+        (a follower takes over reading) and handles that request itself. No
+        handoff to another thread on the way from socket to decision."""
+        while not session.closed.is_set():
+            with session.read_lock:
+                event = self._next_create_container(session)
+            if event is None:
+                return
+            self._create_container(session, event)
+
+    def _next_create_container(self, session: _Session) -> ttrpc.RequestReceived | None:
+        """Read and dispatch until a CreateContainer is admitted; None once the session ends."""
+        codec = session.codec
+        try:
+            while not session.closed.is_set():
+                event = codec.next_event()
+                if event is NEED_DATA:
+                    data = session.sock.recv(65536)
+                    if not data:
+                        session.end("connection closed by the runtime")
+                        return None
+                    codec.receive_data(data)
+                elif isinstance(event, ttrpc.RequestReceived) and event.conn_id == PLUGIN_CONN \
+                        and event.method == "CreateContainer" and event.service == PLUGIN_SERVICE:
+                    size = len(event.payload)
+                    if not session.admission.try_acquire(size):
+                        self._overloaded(session)
+                        if not session.admission.acquire(size, session.closed):  # reading stops
+                            return None
+                    elif session.admission.count >= self.config.workers:
+                        self._overloaded(session)      # every thread busy: nobody reads now
+                    self.health.gauge("create_container_in_flight", session.admission.count)
+                    return event
+                elif self._dispatch(session, event):
+                    session.configured = True
+        except ProtocolError as exc:
+            self.health.count("protocol_errors_total")
+            session.end(f"protocol error: {exc}")
+        except OSError as exc:
+            session.end(f"connection error: {exc}")
+        except Exception as exc:               # a bug here must cost a reconnect, not the plugin
+            self._log.exception("NRI session failed", reason=str(exc))
+            session.end(f"internal error: {exc}")
+        return None
 
     def _dispatch(self, session: _Session, event: ttrpc.Event) -> bool:
         if isinstance(event, ttrpc.Rejected):
@@ -316,19 +335,11 @@ class Plugin:
                     and event.code != ttrpc.OK:
                 self._log.error("the runtime refused the registration", plugin=self.config.name,
                                 index=self.config.index, code=event.code, reason=event.message)
-                session.close()
+                session.end(f"registration refused: {event.message}")
         elif event.conn_id != PLUGIN_CONN:
             session.send(Connection.response_bytes(
                 event.conn_id, event.stream_id, code=ttrpc.UNIMPLEMENTED,
                 message=f"service {event.service}"))
-        elif event.service == PLUGIN_SERVICE and event.method == "CreateContainer":
-            size = len(event.payload)
-            if not session.admission.try_acquire(size):
-                self._overloaded(session)
-                if not session.admission.acquire(size, session.closed):   # reading stops here
-                    return False
-            self.health.gauge("create_container_in_flight", session.admission.count)
-            self._pool.submit(self._create_container, session, event)
         else:
             payload, code, message = self._call_sync(event)
             session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id,
@@ -387,7 +398,7 @@ class Plugin:
             self._log.warning("overloaded: not reading from the runtime until replies drain",
                               in_flight=session.admission.count,
                               in_flight_bytes=session.admission.bytes,
-                              max_in_flight=self.config.max_in_flight,
+                              workers=self.config.workers,
                               backpressure_pauses_total=total)
 
     def _create_container(self, session: _Session, event: ttrpc.RequestReceived) -> None:
