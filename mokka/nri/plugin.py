@@ -49,8 +49,10 @@ PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
 REGISTER_STREAM = 1          # our first (and only) call on the runtime connection
 
+#: The CreateContainer handler: a ContainerAdjustment, or the serialized
+#: CreateContainerResponse itself (bytes), or None for no adjustment.
 Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo],
-                   "nri_pb2.ContainerAdjustment | None"]
+                   "nri_pb2.ContainerAdjustment | bytes | None"]
 
 
 @dataclass(frozen=True)
@@ -439,6 +441,8 @@ class Plugin:
             adjust = self._handler(req.pod, req.container, runtime)
             if adjust is None:
                 return b""
+            if isinstance(adjust, bytes):
+                return adjust
             return nri_pb2.CreateContainerResponse(adjust=adjust).SerializeToString()
         except Exception as exc:      # fail open at the driver edge, never crash
             self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__,
