@@ -36,6 +36,19 @@ def test_malformed_env_entries_are_passed_over_by_the_decision():
     from mokka.nri.inject.env import EnvSet
     env = EnvSet(["NOEQUALS", "=value", "", "A=1", "B=x=y", "A=2"])
     assert (env.get("A"), env.get("B"), env.get("NOEQUALS"), env.get("")) == ("2", "x=y", None, None)
+    assert (env.get("A=1"), env.get("B=x")) == (None, None)       # keys never hold "="
+
+
+@pytest.mark.parametrize("entries,path", [
+    (["A=1\0PATH=/evil"], None),
+    (["A=1\0PATH=/evil", "PATH=/bin"], "/bin"),
+    (["PATH=/bin", None, 3, "A=1"], "/bin"),
+], ids=["a NUL inside an entry forges no key", "... and the real last entry still wins",
+        "non-strings are passed over"])
+def test_env_entries_no_process_could_receive_take_the_dict_route(entries, path):
+    from mokka.nri.inject.env import EnvSet
+    env = EnvSet(entries)
+    assert env.get("PATH") == path
 
 
 def _device(path, major, minor, mode=None, uid=None, gid=None):
