@@ -11,7 +11,7 @@ This module is the one home of the framing constants.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 FRAME_HEADER = struct.Struct(">II")
 FRAME_HEADER_SIZE = FRAME_HEADER.size          # 8
@@ -47,8 +47,7 @@ class NeedData:
 NEED_DATA = NeedData()
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """A frame's payload, or a piece of it (``FrameReader`` streams long ones)."""
 
     conn_id: int
@@ -72,9 +71,11 @@ class ReceiveBuffer:
         self._data += data
 
     def peek(self, n: int) -> bytes | None:
-        if len(self) < n:
+        start = self._start
+        if len(self._data) - start < n:
             return None
-        return bytes(self._data[self._start:self._start + n])
+        with memoryview(self._data) as view:      # one copy, not two
+            return bytes(view[start:start + n])
 
     def take(self, n: int) -> bytes | None:
         """Remove and return exactly ``n`` bytes, or None if fewer are buffered."""
@@ -88,13 +89,15 @@ class ReceiveBuffer:
         return out
 
     def take_up_to(self, n: int) -> bytes:
-        out = bytes(self._data[self._start:self._start + n])
-        self._start += len(out)
-        if self._start == len(self._data):
+        start = self._start
+        with memoryview(self._data) as view:
+            out = bytes(view[start:start + n])
+        self._start = start = start + len(out)
+        if start == len(self._data):
             self._data.clear()
             self._start = 0
-        elif self._start > 65536 and self._start * 2 > len(self._data):
-            del self._data[:self._start]
+        elif start > 65536 and start * 2 > len(self._data):
+            del self._data[:start]
             self._start = 0
         return out
 
