@@ -48,6 +48,8 @@ from mokka.nri.runtime_info import RuntimeInfo
 PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
 REGISTER_STREAM = 1          # our first (and only) call on the runtime connection
+#: An overload episode is logged at most this often; every one is counted.
+OVERLOAD_LOG_INTERVAL_S = 10.0
 
 #: The CreateContainer handler: a ContainerAdjustment, or the serialized
 #: CreateContainerResponse itself (bytes), or None for no adjustment.
@@ -132,7 +134,9 @@ class _Session:
         self._write_lock = threading.Lock()
         self.read_lock = threading.Lock()      # held by the one thread reading (the leader)
         self.admission = _Admission(max_in_flight, max_in_flight_bytes)
+        self.overload_lock = threading.Lock()
         self.overloaded_since: float | None = None
+        self.overload_logged = False
         self.configured = False
         self.end_reason = "connection closed by the runtime"
 
@@ -172,6 +176,7 @@ class Plugin:
         self._connect = connect or self._default_connect
         self._log = logger or logmod.get("mokka.nri.plugin")
         self._stop = threading.Event()
+        self._overload_logged_at = -OVERLOAD_LOG_INTERVAL_S
         self._lock = threading.Lock()
         self._session: _Session | None = None
         self._runtime: RuntimeInfo | None = None
@@ -393,15 +398,39 @@ class Plugin:
         return b""
 
     def _overloaded(self, session: _Session) -> None:
+        """Reading paused: count it; log the episode (at most every OVERLOAD_LOG_INTERVAL_S)."""
         total = self.health.count("backpressure_pauses_total")
-        if session.overloaded_since is None:          # once per episode
-            session.overloaded_since = time.monotonic()
-            self.health.gauge("overloaded", 1)
+        now = time.monotonic()
+        with session.overload_lock:
+            if session.overloaded_since is not None:
+                return                                  # same episode
+            session.overloaded_since = now
+            log_it = now - self._overload_logged_at >= OVERLOAD_LOG_INTERVAL_S
+            if log_it:
+                self._overload_logged_at = now
+            session.overload_logged = log_it
+        self.health.gauge("overloaded", 1)
+        if log_it:
             self._log.warning("overloaded: not reading from the runtime until replies drain",
                               in_flight=session.admission.count,
                               in_flight_bytes=session.admission.bytes,
                               workers=self.config.workers,
-                              backpressure_pauses_total=total)
+                              backpressure_pauses_total=total,
+                              note=f"episodes within {OVERLOAD_LOG_INTERVAL_S:.0f}s of this "
+                                   "one are only counted (/metrics)")
+
+    def _overload_over(self, session: _Session) -> None:
+        with session.overload_lock:
+            since, logged = session.overloaded_since, session.overload_logged
+            session.overloaded_since = None
+        if since is None:
+            return
+        self.health.gauge("overloaded", 0)
+        if logged:
+            self._log.info("overload over: every request answered",
+                           overloaded_s=round(time.monotonic() - since, 3),
+                           backpressure_pauses_total=self.health.counter(
+                               "backpressure_pauses_total"))
 
     def _create_container(self, session: _Session, event: ttrpc.RequestReceived) -> None:
         reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)   # fail-open default
@@ -419,12 +448,7 @@ class Plugin:
         self.health.count("create_container_total")
         self.health.gauge("create_container_in_flight", left)
         if left == 0 and session.overloaded_since is not None:
-            since, session.overloaded_since = session.overloaded_since, None
-            self.health.gauge("overloaded", 0)
-            self._log.info("overload over: every request answered",
-                           overloaded_s=round(time.monotonic() - since, 3),
-                           backpressure_pauses_total=self.health.counter(
-                               "backpressure_pauses_total"))
+            self._overload_over(session)
         if not sent:
             self._log.debug("dropped a CreateContainer reply: connection closed",
                             stream=event.stream_id)
