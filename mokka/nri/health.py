@@ -43,6 +43,8 @@ class Health:
         self._in_flight: dict[int, float] = {}
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._gauges: dict[str, int] = dict.fromkeys(GAUGES, 0)
+        #: Read by /metrics: CreateContainers received and not yet answered.
+        self.in_flight_count: Callable[[], int] = lambda: 0
 
     # --- Facts, reported by the driver -----------------------------------------
 
@@ -80,9 +82,12 @@ class Health:
             self._in_flight[token] = self._now()
             return token
 
-    def end(self, token: int) -> None:
+    def end(self, token: int, answered: bool = False) -> None:
+        """The handler is done; ``answered`` counts a CreateContainer answered."""
         with self._lock:
             self._in_flight.pop(token, None)
+            if answered:
+                self._counters["create_container_total"] += 1
 
     @contextlib.contextmanager
     def in_flight(self):
@@ -123,6 +128,7 @@ class Health:
         with self._lock:
             counters, gauges = dict(self._counters), dict(self._gauges)
             gauges["create_container_running"] = len(self._in_flight)
+            gauges["create_container_in_flight"] = self.in_flight_count()
             gauges["registered"] = int(self._registered)
         lines = []
         for name, value in counters.items():
@@ -150,7 +156,7 @@ GAUGE_HELP = {
     "create_container_running": "CreateContainer handlers running now",
     "registered": "1 while registered with the container runtime",
 }
-GAUGES = ("create_container_in_flight", "overloaded")
+GAUGES = ("overloaded",)
 
 
 def routes(health: Health) -> dict:

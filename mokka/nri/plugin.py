@@ -255,6 +255,7 @@ class Plugin:
     def _serve(self, session: _Session) -> tuple[bool, str]:
         """Serve one connection until it ends: (configured by the runtime, why it ended)."""
         self._session = session
+        self.health.in_flight_count = lambda: session.admission.count
         if self._stop.is_set():        # stop() raced the connect
             session.close()
         session.send(Connection.request_bytes(
@@ -310,7 +311,6 @@ class Plugin:
                             return None
                     elif session.admission.count >= self.config.workers:
                         self._overloaded(session)      # every thread busy: nobody reads now
-                    self.health.gauge("create_container_in_flight", session.admission.count)
                     return event
                 elif self._dispatch(session, event):
                     session.configured = True
@@ -442,11 +442,9 @@ class Plugin:
         except ProtocolError as exc:           # over the 4 MiB message limit
             self._fail_open("adjustment too large to send", str(exc))
         finally:
-            self.health.end(token)
+            self.health.end(token, answered=True)
         sent = session.send(reply)
         left = session.admission.release(len(event.payload))
-        self.health.count("create_container_total")
-        self.health.gauge("create_container_in_flight", left)
         if left == 0 and session.overloaded_since is not None:
             self._overload_over(session)
         if not sent:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 
@@ -44,8 +45,7 @@ UNIMPLEMENTED = 12
 INTERNAL = 13
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     length: int
     stream_id: int
     type: int
@@ -59,7 +59,7 @@ def encode_header(header: Header) -> bytes:
 def decode_header(data: bytes) -> Header:
     if len(data) != HEADER_SIZE:
         raise ProtocolError(f"ttrpc header needs {HEADER_SIZE} bytes, got {len(data)}")
-    return Header(*HEADER.unpack(data))
+    return Header._make(HEADER.unpack(data))
 
 
 # --- Events ------------------------------------------------------------------
