@@ -48,13 +48,14 @@ class EnvSet:
     non-string) takes the dict route.
     """
 
-    __slots__ = ("_joined", "_authored", "_edits")
+    __slots__ = ("_joined", "_authored", "_edits", "_looked_up")
 
     def __init__(self, entries: Iterable[str]):
         entries = tuple(entries)
         self._joined: str | None = None
         self._authored: dict[str, str] = {}
         self._edits: dict[str, str] = {}
+        self._looked_up: dict[str, str | None] = {}     # each key searched for once
         try:
             joined = _SEP + _SEP.join(entries)
         except TypeError:
@@ -70,14 +71,18 @@ class EnvSet:
         joined = self._joined
         if joined is None:
             return self._authored.get(key)
-        if not key or "=" in key or _SEP in key:
-            return None                        # no entry has such a key
-        at = joined.rfind(f"{_SEP}{key}=")
-        if at < 0:
-            return None
-        start = at + len(key) + 2
-        end = joined.find(_SEP, start)
-        return joined[start:] if end < 0 else joined[start:end]
+        looked_up = self._looked_up
+        if key in looked_up:
+            return looked_up[key]
+        value = None
+        if key and "=" not in key and _SEP not in key:     # else no entry has such a key
+            at = joined.rfind(f"{_SEP}{key}=")
+            if at >= 0:
+                start = at + len(key) + 2
+                end = joined.find(_SEP, start)
+                value = joined[start:] if end < 0 else joined[start:end]
+        looked_up[key] = value
+        return value
 
     def get(self, key: str) -> str | None:
         if key in self._edits:
