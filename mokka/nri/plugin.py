@@ -433,14 +433,17 @@ class Plugin:
                                "backpressure_pauses_total"))
 
     def _create_container(self, session: _Session, event: ttrpc.RequestReceived) -> None:
-        reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)   # fail-open default
         token = self.health.begin()             # a running handler ages towards /healthz
         try:
             payload = self._adjust(event)
-            if payload:
-                reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
         except ProtocolError as exc:           # over the 4 MiB message limit
             self._fail_open("adjustment too large to send", str(exc))
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)
+        except Exception as exc:               # a bug here: still answer, unadjusted
+            self._log.exception("CreateContainer failed", stream=event.stream_id)
+            self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__)
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)
         finally:
             self.health.end(token, answered=True)
         sent = session.send(reply)
