@@ -77,6 +77,17 @@ class ReceiveBuffer:
         with memoryview(self._data) as view:      # one copy, not two
             return bytes(view[start:start + n])
 
+    def unpack(self, fmt: struct.Struct, consume: bool = True) -> tuple | None:
+        """``fmt`` unpacked from the front (and removed, if ``consume``), or None
+        if fewer than ``fmt.size`` bytes are buffered. No copy."""
+        start = self._start
+        if len(self._data) - start < fmt.size:
+            return None
+        out = fmt.unpack_from(self._data, start)
+        if consume:
+            self._start = start + fmt.size
+        return out
+
     def take(self, n: int) -> bytes | None:
         """Remove and return exactly ``n`` bytes, or None if fewer are buffered."""
         out = self.peek(n)
@@ -131,10 +142,10 @@ class FrameReader:
         if self._error is not None:
             raise self._error        # a broken stream stays broken
         if self._remaining is None:
-            header = self._buf.take(FRAME_HEADER_SIZE)
+            header = self._buf.unpack(FRAME_HEADER)
             if header is None:
                 return NEED_DATA
-            conn_id, length = FRAME_HEADER.unpack(header)
+            conn_id, length = header
             if length > self._max:
                 self._error = ProtocolError(
                     f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")

@@ -157,29 +157,30 @@ class MessageReader:
         return bytes(self._buf)
 
     def next_event(self) -> Event | NeedData:
+        buf = self._buf
         while True:
             if self._skip:
-                self._skip -= len(self._buf.take_up_to(self._skip))
+                self._skip -= len(buf.take_up_to(self._skip))
                 if self._skip:
                     return NEED_DATA
-            raw = self._buf.peek(HEADER_SIZE)
-            if raw is None:
+            fields = buf.unpack(HEADER, consume=False)
+            if fields is None:
                 return NEED_DATA
-            header = decode_header(raw)
-            if header.length > self._max_discard:
+            length, msg_type = fields[0], fields[2]
+            if length > self._max_discard:
                 raise ProtocolError(
-                    f"ttrpc header on connection {self.conn_id} claims {header.length} bytes, "
+                    f"ttrpc header on connection {self.conn_id} claims {length} bytes, "
                     f"more than the {self._max_discard} any sender would discard")
-            if header.length > self._max or header.type not in (TYPE_REQUEST, TYPE_RESPONSE):
+            if length > self._max or msg_type not in (TYPE_REQUEST, TYPE_RESPONSE):
                 # Dropped as it streams past, never buffered.
-                self._buf.take(HEADER_SIZE)
-                self._skip = header.length
-                event = self._too_large(header) if header.length > self._max else None
+                buf.unpack(HEADER)
+                self._skip = length
+                event = self._too_large(Header._make(fields)) if length > self._max else None
             else:
-                if len(self._buf) < HEADER_SIZE + header.length:
+                if len(buf) < HEADER_SIZE + length:
                     return NEED_DATA
-                self._buf.take(HEADER_SIZE)
-                event = self._decode(header, self._buf.take(header.length) or b"")
+                buf.unpack(HEADER)
+                event = self._decode(Header._make(fields), buf.take(length) or b"")
             if event is not None:
                 return event
 
