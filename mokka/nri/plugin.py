@@ -126,7 +126,7 @@ class _Admission:
 class _Session:
     """One connected socket: the codec state plus a lock that keeps messages whole."""
 
-    def __init__(self, sock: socket.socket, max_in_flight: int = 64,
+    def __init__(self, sock: socket.socket, max_in_flight: int = 4,
                  max_in_flight_bytes: int = 4 << 20) -> None:
         self.sock = sock
         self.codec = Connection()
