@@ -42,6 +42,7 @@ from mokka.nri.codec import ttrpc
 from mokka.nri.codec.conn import Connection
 from mokka.nri.codec.mux import NEED_DATA, PLUGIN_CONN, RUNTIME_CONN, ProtocolError
 from mokka.nri.health import Health
+from mokka.nri.session import Session
 from mokka.nri.proto import nri_pb2
 from mokka.nri.runtime_info import RuntimeInfo
 
@@ -81,91 +82,6 @@ def from_environment(config: PluginConfig,
     return dataclasses.replace(config, name=name, index=index, prelaunched_fd=fd)
 
 
-class _Admission:
-    """The in-flight bound: the reader acquires before handing a request to a
-    worker and waits while the bound is reached; the reply's writer releases."""
-
-    def __init__(self, max_count: int, max_bytes: int) -> None:
-        self._cond = threading.Condition()
-        self._max_count, self._max_bytes = max_count, max_bytes
-        self.count = 0
-        self.bytes = 0
-
-    def _full(self, size: int) -> bool:
-        return self.count >= self._max_count or (
-            self.count > 0 and self.bytes + size > self._max_bytes)
-
-    def try_acquire(self, size: int) -> bool:
-        with self._cond:
-            if self._full(size):
-                return False
-            self.count += 1
-            self.bytes += size
-            return True
-
-    def acquire(self, size: int, closed: threading.Event) -> bool:
-        """Wait for room; False if the session closed first."""
-        with self._cond:
-            while self._full(size):
-                if closed.is_set():
-                    return False
-                self._cond.wait(0.1)
-            self.count += 1
-            self.bytes += size
-            return True
-
-    def release(self, size: int) -> int:
-        """Give back one request's room; how many are still in flight."""
-        with self._cond:
-            self.count -= 1
-            self.bytes -= size
-            self._cond.notify()
-            return self.count
-
-
-class _Session:
-    """One connected socket: the codec state plus a lock that keeps messages whole."""
-
-    def __init__(self, sock: socket.socket, max_in_flight: int = 4,
-                 max_in_flight_bytes: int = 4 << 20) -> None:
-        self.sock = sock
-        self.codec = Connection()
-        self.closed = threading.Event()
-        self._write_lock = threading.Lock()
-        self.read_lock = threading.Lock()      # held by the one thread reading (the leader)
-        self.admission = _Admission(max_in_flight, max_in_flight_bytes)
-        self.overload_lock = threading.Lock()
-        self.overloaded_since: float | None = None
-        self.overload_logged = False
-        self.configured = False
-        self.end_reason = "connection closed by the runtime"
-
-    def end(self, reason: str) -> None:
-        """Close, keeping the first reason given."""
-        if not self.closed.is_set():
-            self.end_reason = reason
-        self.close()
-
-    def send(self, data: bytes) -> bool:
-        with self._write_lock:
-            if self.closed.is_set():
-                return False
-            try:
-                self.sock.sendall(data)
-                return True
-            except OSError:
-                self.close()
-                return False
-
-    def close(self) -> None:
-        self.closed.set()
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader blocked in recv
-        except OSError:
-            pass
-        self.sock.close()
-
-
 class Plugin:
     def __init__(self, config: PluginConfig, handler: Handler, *, health: Health | None = None,
                  connect: Callable[[], socket.socket] | None = None,
@@ -177,8 +93,7 @@ class Plugin:
         self._log = logger or logmod.get("mokka.nri.plugin")
         self._stop = threading.Event()
         self._overload_logged_at = -OVERLOAD_LOG_INTERVAL_S
-        self._lock = threading.Lock()
-        self._session: _Session | None = None
+        self._session: Session | None = None
         self._runtime: RuntimeInfo | None = None
         # Method -> synchronous handler; the event mask follows from this table
         # (as containerd's stub derives it), so a method is never subscribed
@@ -215,7 +130,7 @@ class Plugin:
                       reason=str(exc), retry_in_s=delay)
             else:
                 failures = 0
-                configured, reason = self._serve(_Session(
+                configured, reason = self._serve(Session(
                     sock, max(1, self.config.workers), self.config.max_in_flight_bytes))
                 _return_freed_memory()
                 if configured:
@@ -252,7 +167,7 @@ class Plugin:
             raise
         return sock
 
-    def _serve(self, session: _Session) -> tuple[bool, str]:
+    def _serve(self, session: Session) -> tuple[bool, str]:
         """Serve one connection until it ends: (configured by the runtime, why it ended)."""
         self._session = session
         self.health.in_flight_count = lambda: session.admission.count
@@ -278,7 +193,7 @@ class Plugin:
                               reason=reason)
         return configured, reason
 
-    def _lead(self, session: _Session) -> None:
+    def _lead(self, session: Session) -> None:
         """Leader/followers: the thread holding ``read_lock`` reads and serves
         the quick calls; with a CreateContainer in hand it lets go of the lock
         (a follower takes over reading) and handles that request itself. No
@@ -290,7 +205,7 @@ class Plugin:
                 return
             self._create_container(session, event)
 
-    def _next_create_container(self, session: _Session) -> ttrpc.RequestReceived | None:
+    def _next_create_container(self, session: Session) -> ttrpc.RequestReceived | None:
         """Read and dispatch until a CreateContainer is admitted; None once the session ends."""
         codec = session.codec
         try:
@@ -324,7 +239,7 @@ class Plugin:
             session.end(f"internal error: {exc}")
         return None
 
-    def _dispatch(self, session: _Session, event: ttrpc.Event) -> bool:
+    def _dispatch(self, session: Session, event: ttrpc.Event) -> bool:
         if isinstance(event, ttrpc.Rejected):
             if event.conn_id == PLUGIN_CONN:
                 # Whatever it was (most likely a CreateContainer), fail open: no
@@ -397,7 +312,7 @@ class Plugin:
         self._log.info("the runtime is shutting down")
         return b""
 
-    def _overloaded(self, session: _Session) -> None:
+    def _overloaded(self, session: Session) -> None:
         """Reading paused: count it; log the episode (at most every OVERLOAD_LOG_INTERVAL_S)."""
         total = self.health.count("backpressure_pauses_total")
         now = time.monotonic()
@@ -419,7 +334,7 @@ class Plugin:
                               note=f"episodes within {OVERLOAD_LOG_INTERVAL_S:.0f}s of this "
                                    "one are only counted (/metrics)")
 
-    def _overload_over(self, session: _Session) -> None:
+    def _overload_over(self, session: Session) -> None:
         with session.overload_lock:
             since, logged = session.overloaded_since, session.overload_logged
             session.overloaded_since = None
@@ -432,7 +347,7 @@ class Plugin:
                            backpressure_pauses_total=self.health.counter(
                                "backpressure_pauses_total"))
 
-    def _create_container(self, session: _Session, event: ttrpc.RequestReceived) -> None:
+    def _create_container(self, session: Session, event: ttrpc.RequestReceived) -> None:
         token = self.health.begin()             # a running handler ages towards /healthz
         try:
             payload = self._adjust(event)
