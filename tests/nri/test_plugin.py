@@ -314,3 +314,31 @@ def test_pre_launched_plugin_uses_fd_and_exits_on_eof():
     finally:
         fake.close()
         remove_socket_dir(path)
+
+
+def test_pre_launched_plugin_closes_a_corrupt_stream_and_exits_logging_why(caplog):
+    # It cannot reconnect (containerd relaunches it only when containerd restarts):
+    # exiting makes the runtime drop it at once, so containers are created
+    # uninjected instead of each waiting out the request timeout on a dead stream.
+    caplog.set_level(logging.ERROR)
+    ours, theirs = socket.socketpair()
+    fake = FakeRuntime(path := short_socket_path())
+    try:
+        plugin = Plugin(PluginConfig(name="mokka", index="05", prelaunched_fd=theirs.detach()),
+                        lambda *a: None)
+        thread = threading.Thread(target=plugin.run, daemon=True)
+        thread.start()
+        link = PluginLink(ours, fake)
+        link.wait_registered()
+        link.configure()
+        link.send(mux.encode_frame(mux.PLUGIN_CONN, ttrpc.encode_header(
+            ttrpc.Header(2**32 - 1, 5, ttrpc.TYPE_REQUEST))))
+        assert link.wait_closed()
+        thread.join(5)
+        assert not thread.is_alive() and not plugin.health.registered
+        errors = [r for r in caplog.records if "pre-launched" in r.getMessage()]
+        assert errors and "protocol error" in errors[-1].fields["reason"]
+        link.close()
+    finally:
+        fake.close()
+        remove_socket_dir(path)
