@@ -187,7 +187,9 @@ def make_handler(settings: Settings):
 
 def serve(settings: Settings) -> int:
     from mokka.nri import health as healthmod
-    from mokka.nri.plugin import Plugin
+    from mokka.nri.plugin import Plugin, keep_large_buffers_out_of_the_heap
+
+    keep_large_buffers_out_of_the_heap()
 
     handler, gate_ready = make_handler(settings)
     health = healthmod.Health(gate_ready=gate_ready)

@@ -396,6 +396,29 @@ class Plugin:
                           error=error, failed_open_total=total, **fields)
 
 
+#: glibc mallopt parameters (malloc.h).
+_M_MMAP_THRESHOLD = -3
+#: Requests and replies above this get their own mapping, unmapped when freed.
+MMAP_THRESHOLD = 128 << 10
+
+
+def keep_large_buffers_out_of_the_heap() -> None:
+    """Pin glibc's mmap threshold (process-wide; call once at start-up).
+
+    By default glibc raises the threshold to the size of the largest block
+    freed so far (up to 32 MiB), so after a few 1 MiB requests every later one
+    is carved from the worker threads' heaps, which keep what they free: RSS
+    then grows with the number of large requests served, not with how many
+    are in flight. Pinned, a large buffer is mapped and unmapped with its
+    request, and the in-flight bound is the memory bound.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):      # not glibc: nothing to do
+        pass
+
+
 def _return_freed_memory() -> None:
     """Hand the heap a closed connection freed back to the system.
 

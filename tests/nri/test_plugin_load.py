@@ -32,15 +32,18 @@ MIB = 1024 * 1024
 #: The stated bound (README, "NRI plugin under load"): the plugin's resident set
 #: never exceeds this, whatever the runtime does.
 RSS_BOUND_KIB = 64 * 1024
-#: "Near baseline" after the connection closes: 120 MiB went through; about
-#: 7 MiB of the main heap stays (allocator fragmentation), not the hundreds of
-#: MiB that stayed before the in-flight bound.
+#: "Near baseline" after the connection closes: 300 MiB went through; a few MiB
+#: of heap stay (allocator fragmentation), not the hundreds of MiB that stayed
+#: before the in-flight bound.
 RSS_RETURN_SLACK_KIB = 12 * 1024
 #: The issue's burst is 10 000 requests (bench/nri_burst.py runs that size);
 #: CI runs fewer, still far more than the in-flight bound and the socket buffers.
 BURST = int(os.environ.get("MOKKA_NRI_BURST", "2000"))
 OVERLOAD_LOG = "overloaded: not reading from the runtime until replies drain"
 OVERLOAD_OVER_LOG = "overload over: every request answered"
+#: 1 MiB requests offered to a runtime that stops reading: far more than any
+#: bound, so a peak that grew with the count would show.
+LARGE = 300
 #: A node's worth of IMEX channels: each reply to an IMEX pod is ~130 KB, so a
 #: runtime that stops reading backs the plugin up after a reply or two.
 IMEX_CHANNELS = 2048
@@ -159,7 +162,8 @@ def test_memory_stays_bounded_when_the_runtime_stops_reading_and_returns_after_c
     assert link.wait_response(link.start_call("CreateContainer", warm)).code == 0
     baseline = plugin.rss()                        # warm: an IMEX pod already answered
     link.pause()                                   # a wedged runtime: no reply is read
-    payloads = [big_request(i, MIB, rnd) for i in range(120)]     # 120 MiB offered
+    first = big_request(0, MIB, rnd)
+    payloads = (big_request(i, MIB, rnd) if i else first for i in range(LARGE))  # 300 MiB, lazily
     sids: list[int] = []
     sender = send_all(link, payloads, sids)
     assert wait_until(lambda: metric(plugin.port, "overloaded") == 1, timeout=30)
@@ -167,9 +171,9 @@ def test_memory_stays_bounded_when_the_runtime_stops_reading_and_returns_after_c
     assert sender.is_alive()                       # the runtime's writes are blocked
     link.resume()
     sender.join(120)
-    assert not sender.is_alive() and len(sids) == 120
+    assert not sender.is_alive() and len(sids) == LARGE
     codes = [link.wait_response(sid, timeout=60).code for sid in sids]
-    assert codes == [ttrpc.OK] * 120
+    assert codes == [ttrpc.OK] * LARGE
     assert plugin.hwm() <= RSS_BOUND_KIB, (baseline, plugin.hwm())
     assert OVERLOAD_LOG in plugin.log() and OVERLOAD_OVER_LOG in plugin.log()
 
@@ -177,7 +181,7 @@ def test_memory_stays_bounded_when_the_runtime_stops_reading_and_returns_after_c
     again = plugin.link(2)                         # ... the plugin reconnects
     assert wait_until(lambda: plugin.rss() <= baseline + RSS_RETURN_SLACK_KIB, timeout=30), (
         baseline, plugin.rss())
-    resp = again.wait_response(again.start_call("CreateContainer", payloads[0]))
+    resp = again.wait_response(again.start_call("CreateContainer", first))
     assert resp.code == ttrpc.OK and len(nri_pb2.CreateContainerResponse.FromString(
         resp.payload).adjust.linux.devices) == IMEX_CHANNELS     # still injecting
 
