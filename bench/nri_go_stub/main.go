@@ -2,14 +2,20 @@
 // as the baseline in bench/nri_latency.py. Its CreateContainer does what mokka's does
 // for a devices-annotated pod, so the two are timed on comparable work: look at the
 // pod annotation, find PATH in the container's env, answer two bind mounts + 6 env vars
-// (the same 518-byte adjustment as mokka's). Built by bench/fetch-go-baseline.sh.
+// (the same 518-byte adjustment as mokka's). For a pod asking for IMEX channels it
+// adds every channel node found under --imex-channel-host-path at start-up, as mokka
+// does (a node has up to 2048: a ~130 KB adjustment). Built by bench/fetch-go-baseline.sh.
 package main
 
 import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containerd/nri/pkg/api"
 	"github.com/containerd/nri/pkg/stub"
@@ -18,10 +24,49 @@ import (
 
 const root = "/opt/nvml-mock"
 
-type plugin struct{}
+type channel struct {
+	path                string
+	major, minor        int64
+	mode                uint32
+	uid, gid            uint32
+}
 
-func (plugin) CreateContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+type plugin struct{ channels []channel }
+
+// scanChannels lists the IMEX channel char nodes in dir, in natural order (channel2 < channel10).
+func scanChannels(dir string) []channel {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []channel
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "channel") {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(filepath.Join(dir, n), &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+			continue
+		}
+		out = append(out, channel{path: "/dev/nvidia-caps-imex-channels/" + n,
+			major: int64((st.Rdev >> 8) & 0xfff), minor: int64((st.Rdev & 0xff) | ((st.Rdev >> 12) & 0xfff00)),
+			mode: st.Mode & 0o7777, uid: st.Uid, gid: st.Gid})
+	}
+	num := func(p string) int { i, _ := strconv.Atoi(p[strings.LastIndex(p, "channel")+7:]); return i }
+	sort.Slice(out, func(i, j int) bool { return num(out[i].path) < num(out[j].path) })
+	return out
+}
+
+func (p plugin) CreateContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	adj := &api.ContainerAdjustment{}
+	if pod.GetAnnotations()["nvml-mock.nvidia.com/imex-channels"] == "true" {
+		for _, c := range p.channels {
+			adj.AddDevice(&api.LinuxDevice{Path: c.path, Type: "c", Major: c.major, Minor: c.minor,
+				FileMode: &api.OptionalFileMode{Value: c.mode},
+				Uid:      &api.OptionalUInt32{Value: c.uid}, Gid: &api.OptionalUInt32{Value: c.gid}})
+		}
+	}
 	if pod.GetAnnotations()["nvml-mock.nvidia.com/devices"] != "true" {
 		return adj, nil, nil
 	}
@@ -48,9 +93,10 @@ func main() {
 	socket := flag.String("socket-path", "/var/run/nri/nri.sock", "NRI socket")
 	name := flag.String("plugin-name", "go-baseline", "plugin name")
 	idx := flag.String("plugin-index", "10", "plugin index")
+	imex := flag.String("imex-channel-host-path", "", "IMEX channel nodes to add for imex-channels pods")
 	flag.Parse()
 	logrus.SetLevel(logrus.ErrorLevel) // as mokka runs with --log-level=error in the bench
-	s, err := stub.New(plugin{}, stub.WithPluginName(*name), stub.WithPluginIdx(*idx),
+	s, err := stub.New(plugin{channels: scanChannels(*imex)}, stub.WithPluginName(*name), stub.WithPluginIdx(*idx),
 		stub.WithSocketPath(*socket), stub.WithOnClose(func() { os.Exit(0) }))
 	if err != nil {
 		logrus.Fatalf("stub.New: %v", err)

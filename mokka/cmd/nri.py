@@ -114,34 +114,42 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
 
 def decision_handler(config: "Config", staged):
     """The CreateContainer handler: convert, skip early, decide under the
-    staging gate, convert back.
+    staging gate, encode the reply.
 
     ``staged()`` is a context manager (the gate, staging lock held shared)
     yielding ``(view, reason)``: the NodeView to decide against, or None and
     why the tree is not staged. Containers skipped anyway never reach the gate
-    and are not reported. Exceptions propagate: the driver fails open and
-    counts them.
+    and are not reported. Returns the serialized CreateContainerResponse (the
+    bytes of recent equal adjustments are reused), or None for no adjustment.
+    Exceptions propagate: the driver fails open and counts them.
     """
+    import logging
+
     from mokka.core import log
     from mokka.nri import convert, inject
     logger = log.get("mokka.nri")
+    encoder = convert.ResponseEncoder()
+    info_enabled = logging.getLogger("mokka.nri").isEnabledFor
 
     def handle(pod_pb, container_pb, runtime):
         pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb)
-        if inject.skip_reason(config, pod, ctr) is not None:
+        reason, selection = inject.plan(config, pod, ctr)
+        if reason is not None:
             return None
-        who = {"namespace": pod.namespace, "pod": pod.name, "container": ctr.name}
         with staged(runtime) as (view, reason):
             if view is None:
-                logger.warning("container left unmodified", reason=reason, **who)
+                logger.warning("container left unmodified", reason=reason,
+                               namespace=pod.namespace, pod=pod.name, container=ctr.name)
                 return None
-            decision = inject.adjust(config, pod, ctr, view)
+            decision = inject.adjust(config, pod, ctr, view, selection)
         for warning in decision.warnings:
-            logger.warning(warning, **who)
+            logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
         if decision.adjustment is None:
             return None
-        logger.info("container adjusted", reason=decision.reason, **who)
-        return convert.adjustment_to_pb(decision.adjustment, runtime.accepts_cdi)
+        if info_enabled(logging.INFO):
+            logger.info("container adjusted", reason=decision.reason,
+                        namespace=pod.namespace, pod=pod.name, container=ctr.name)
+        return encoder.encode(decision.adjustment, runtime.accepts_cdi)
     return handle
 
 
@@ -164,6 +172,9 @@ def make_handler(settings: Settings):
 
     @contextlib.contextmanager
     def staged(runtime):
+        if not gate.enabled:              # nothing to hold or ask: skip its context manager
+            yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
+            return
         with gate.hold() as verdict:
             if not verdict.ok:
                 yield None, verdict.reason
@@ -176,7 +187,9 @@ def make_handler(settings: Settings):
 
 def serve(settings: Settings) -> int:
     from mokka.nri import health as healthmod
-    from mokka.nri.plugin import Plugin
+    from mokka.nri.plugin import Plugin, keep_large_buffers_out_of_the_heap
+
+    keep_large_buffers_out_of_the_heap()
 
     handler, gate_ready = make_handler(settings)
     health = healthmod.Health(gate_ready=gate_ready)
@@ -185,6 +198,11 @@ def serve(settings: Settings) -> int:
     except OSError as exc:
         raise common.CommandError(f"cannot serve probes on {settings.health_addr!r}: {exc}")
     plugin = Plugin(settings.plugin, handler, health=health)
+    # Everything loaded so far lives as long as the process: keep it out of
+    # the collector's full passes, which otherwise walk every protobuf and
+    # click object every few hundred requests.
+    import gc
+    gc.freeze()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: plugin.stop())
     try:

@@ -1,13 +1,19 @@
 """The only translation between NRI protobuf and the decision's plain data.
 
 Inbound (``pod_from_pb``, ``container_from_pb``) is nil-tolerant and copies
-everything out of the runtime's messages, so nothing protobuf reaches
-``mokka.nri.inject``; a malformed entry is dropped, never a reason to fail the
-container. Outbound, ``adjustment_to_pb`` renders an Adjustment; CDI names go
-into ContainerAdjustment.CDI_devices only for a runtime that applies them.
+out of the runtime's messages what the decision reads, so nothing protobuf
+reaches ``mokka.nri.inject``; a malformed entry is dropped, never a reason to
+fail the container. It runs on every CreateContainer, so it reads no more than
+that: mount options, hooks, rlimits, args and labels are left in the message.
+Outbound, ``adjustment_to_pb`` renders an Adjustment, and ``ResponseEncoder``
+the whole CreateContainerResponse as bytes, reusing the bytes of recent equal
+adjustments; CDI names go into ContainerAdjustment.CDI_devices only for a
+runtime that applies them.
 """
 
 from __future__ import annotations
+
+import threading
 
 from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
@@ -24,9 +30,15 @@ def pod_from_pb(pod: nri_pb2.PodSandbox | None) -> model.Pod:
                      annotations=_mapping(pod.annotations))
 
 
-def _mount(m: nri_pb2.Mount) -> model.Mount:
-    return model.Mount(destination=m.destination, source=m.source, type=m.type,
-                       options=tuple(m.options))
+_new_tuple = tuple.__new__
+
+
+def _mounts(mounts) -> tuple[model.Mount, ...]:
+    # Options are not read by any rule, and copying them was half the cost of
+    # converting a container; tuple.__new__ skips the NamedTuple's Python-level
+    # constructor (a dozen mounts per container, on every request).
+    Mount = model.Mount
+    return tuple([_new_tuple(Mount, (m.destination, m.source, m.type, ())) for m in mounts])
 
 
 def device_from_pb(d: nri_pb2.LinuxDevice) -> model.Device:
@@ -60,7 +72,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         # As the runtime has it: malformed entries are passed over by the decision's
         # EnvSet, so no per-entry Python loop here (pods carry ~100 service vars).
         env=tuple(ctr.env),
-        mounts=tuple(_mount(m) for m in ctr.mounts),
+        mounts=_mounts(ctr.mounts),
         devices=_devices(linux) if linux is not None else (),
         device_rules=tuple(_rule(r) for r in resources.devices) if resources is not None else (),
         # Newer NRI reports the CDI devices already injected; v0.6.1 has no such
@@ -98,3 +110,72 @@ def adjustment_to_pb(adj: model.Adjustment | None,
         for name in adj.cdi_devices:
             out.CDI_devices.add(name=name)
     return out
+
+
+#: CreateContainerResponse.adjust (field 1, length-delimited).
+_ADJUST_TAG = b"\x0a"
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class ResponseEncoder:
+    """Adjustment -> serialized CreateContainerResponse, reusing recent bytes.
+
+    On a node the same few adjustments recur (one per node view and selection,
+    times the few PATHs images carry), built from the node view's very objects,
+    so comparing with a recent one is mostly pointer checks (tuples compare
+    identical items without looking inside). The device list, which for IMEX
+    is a node's 2048 channels, is cached on its own: an adjustment that differs
+    only in env re-encodes its env and mounts, never the devices.
+
+    The bytes are the ones ``adjustment_to_pb`` gives, as protobuf merges
+    concatenated encodings of one message type and fields go in number order.
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._responses: list[tuple[model.Adjustment, bool, bytes]] = []
+        self._devices: list[tuple[tuple[model.Device, ...], bytes]] = []
+
+    def encode(self, adj: model.Adjustment, accepts_cdi: bool) -> bytes:
+        with self._lock:
+            for i, (seen, accepts, data) in enumerate(self._responses):
+                if accepts == accepts_cdi and seen == adj:
+                    if i:
+                        self._responses.insert(0, self._responses.pop(i))
+                    return data
+        data = self._render(adj, accepts_cdi)
+        with self._lock:
+            self._responses.insert(0, (adj, accepts_cdi, data))
+            del self._responses[self._size:]
+        return data
+
+    def _render(self, adj: model.Adjustment, accepts_cdi: bool) -> bytes:
+        head = adjustment_to_pb(model.Adjustment(mounts=adj.mounts, env=adj.env),
+                                False).SerializeToString()
+        body = head + self._devices_bytes(adj.devices)
+        if accepts_cdi and adj.cdi_devices:
+            body += adjustment_to_pb(model.Adjustment(cdi_devices=adj.cdi_devices),
+                                     True).SerializeToString()
+        return _ADJUST_TAG + _varint(len(body)) + body if body else b""
+
+    def _devices_bytes(self, devices: tuple[model.Device, ...]) -> bytes:
+        if not devices:
+            return b""
+        with self._lock:
+            for i, (seen, data) in enumerate(self._devices):
+                if len(seen) == len(devices) and seen == devices:
+                    return data
+        data = adjustment_to_pb(model.Adjustment(devices=devices), False).SerializeToString()
+        with self._lock:
+            self._devices.insert(0, (devices, data))
+            del self._devices[self._size:]
+        return data

@@ -1,9 +1,15 @@
-"""The plugin's probes: /readyz (is injection happening) and /healthz (is a
-handler wedged).
+"""The plugin's probes: /readyz (is injection happening), /healthz (is a
+handler wedged) and /metrics (how much work, how much overload).
 
-``Health`` holds the facts the driver reports (registered or not, handlers in
-flight) and answers each probe as (status, body) from them and an injected
-clock; ``ProbeServer`` is the thin stdlib HTTP edge on --health-addr.
+``Health`` holds the facts the driver reports (registered or not, handlers
+running, counters) and answers each probe as (status, body) from them and an
+injected clock; ``ProbeServer`` is the thin stdlib HTTP edge on --health-addr.
+
+Liveness means "making progress": only a handler that is *running* ages
+towards the /healthz threshold. Requests waiting for a worker, or replies
+waiting for a runtime that does not read them, are load, not a wedge: a
+restart would not help them, and a burst of valid work must never get the
+plugin restarted (containers created meanwhile would go uninjected).
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ class Health:
         self._runtime: RuntimeInfo | None = None     # kept across reconnects
         self._tokens = itertools.count()
         self._in_flight: dict[int, float] = {}
+        self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._gauges: dict[str, int] = dict.fromkeys(GAUGES, 0)
+        #: Read by /metrics: CreateContainers received and not yet answered.
+        self.in_flight_count: Callable[[], int] = lambda: 0
 
     # --- Facts, reported by the driver -----------------------------------------
 
@@ -51,16 +61,33 @@ class Health:
         with self._lock:
             return self._registered
 
+    def count(self, name: str, n: int = 1) -> int:
+        """Add ``n`` to the counter ``name`` (one of COUNTERS); its new value."""
+        with self._lock:
+            self._counters[name] += n
+            return self._counters[name]
+
+    def gauge(self, name: str, value: int) -> None:
+        with self._lock:
+            self._gauges[name] = value
+
+    def counter(self, name: str) -> int:
+        with self._lock:
+            return self._counters[name]
+
     def begin(self) -> int:
-        """A CreateContainer is in flight from now; pass the token to ``end``."""
+        """A CreateContainer handler runs from now; pass the token to ``end``."""
         with self._lock:
             token = next(self._tokens)
             self._in_flight[token] = self._now()
             return token
 
-    def end(self, token: int) -> None:
+    def end(self, token: int, answered: bool = False) -> None:
+        """The handler is done; ``answered`` counts a CreateContainer answered."""
         with self._lock:
             self._in_flight.pop(token, None)
+            if answered:
+                self._counters["create_container_total"] += 1
 
     @contextlib.contextmanager
     def in_flight(self):
@@ -90,14 +117,50 @@ class Health:
         if oldest is not None:
             age = self._now() - oldest
             if age > threshold:
-                return 503, (f"a CreateContainer handler has been in flight for {age:.1f}s, "
+                return 503, (f"a CreateContainer handler has been running for {age:.1f}s, "
                              f"longer than the {threshold:.1f}s threshold "
                              "(twice the runtime's request timeout)")
         return 200, "ok"
 
 
+    def metrics(self) -> tuple[int, str]:
+        """Prometheus text exposition of the counters and gauges."""
+        with self._lock:
+            counters, gauges = dict(self._counters), dict(self._gauges)
+            gauges["create_container_running"] = len(self._in_flight)
+            gauges["create_container_in_flight"] = self.in_flight_count()
+            gauges["registered"] = int(self._registered)
+        lines = []
+        for name, value in counters.items():
+            lines += [f"# HELP {METRIC_PREFIX}{name} {COUNTERS[name]}",
+                      f"# TYPE {METRIC_PREFIX}{name} counter", f"{METRIC_PREFIX}{name} {value}"]
+        for name, value in gauges.items():
+            lines += [f"# HELP {METRIC_PREFIX}{name} {GAUGE_HELP[name]}",
+                      f"# TYPE {METRIC_PREFIX}{name} gauge", f"{METRIC_PREFIX}{name} {value}"]
+        return 200, "\n".join(lines)
+
+
+METRIC_PREFIX = "mokka_nri_"
+#: Counter name -> help text.
+COUNTERS = {
+    "create_container_total": "CreateContainer requests answered",
+    "failed_open_total": "containers left unmodified because of an error (failed open)",
+    "rejected_requests_total": ("requests the codec refused (oversize, bad stream id, "
+                                "undecodable envelope), answered with no adjustment"),
+    "protocol_errors_total": "connections closed because the byte stream was corrupt",
+    "backpressure_pauses_total": "times reading from the runtime paused until replies drained",
+}
+GAUGE_HELP = {
+    "create_container_in_flight": "CreateContainer requests received and not yet answered",
+    "overloaded": "1 while reading is paused for backpressure in the current episode",
+    "create_container_running": "CreateContainer handlers running now",
+    "registered": "1 while registered with the container runtime",
+}
+GAUGES = ("overloaded",)
+
+
 def routes(health: Health) -> dict:
-    return {"/readyz": health.readyz, "/healthz": health.healthz}
+    return {"/readyz": health.readyz, "/healthz": health.healthz, "/metrics": health.metrics}
 
 
 class ProbeServer(probes.ProbeServer):

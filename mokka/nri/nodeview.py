@@ -122,6 +122,7 @@ class NodeViewBuilder:
         self._edits_key: tuple = ((), ())
         self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
+        self._watch: tuple[_Cached, ...] = ()     # every cache behind the last view
 
     @classmethod
     def for_config(cls, config: Config, **host_paths: Any) -> "NodeViewBuilder":
@@ -133,19 +134,42 @@ class NodeViewBuilder:
     def build(self, *, runtime_accepts_cdi: bool | None = None) -> NodeView:
         accepts = self.runtime_accepts_cdi if runtime_accepts_cdi is None else runtime_accepts_cdi
         with self._lock:
-            now, racy = self._clock_ns(), self._racy_window_ns
-            parts = (self._dev.get(now, racy), self._imex.get(now, racy),
-                     self._spec_staged.get(now, racy), self._cdi_edits(now, racy),
-                     self._shims.get(now, racy), self._topology.get(now, racy),
-                     self._hcas.get(now, racy), accepts)
-            # Same objects as last time: hand back the same view, no allocation.
-            if self._last is None or any(a is not b and a != b for a, b in zip(parts, self._last)):
-                self._last = parts
-                self._view = NodeView(dev_nodes=parts[0], imex_channels=parts[1],
-                                      cdi_spec_staged=parts[2], cdi_edits=parts[3],
-                                      staged_shims=parts[4], topology_staged=parts[5],
-                                      hca_count=parts[6], runtime_accepts_cdi=accepts)
-            return self._view
+            if self._unchanged(accepts):
+                return self._view
+            view = self._build(accepts)
+            self._watch = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
+                           *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
+            return view
+
+    def _unchanged(self, accepts: bool) -> bool:
+        """The fast path, run before every decision: one stat per watched path
+        (each once), every cache trusted and its signature unmoved -> the last view."""
+        if not self._watch or accepts != self._view.runtime_accepts_cdi:
+            return False
+        seen: dict[str, Signature] = {}
+        for cached in self._watch:
+            if not cached.trusted:
+                return False
+            path = cached.path
+            signature = seen[path] if path in seen else seen.setdefault(path, _signature(path))
+            if signature != cached.signature:
+                return False
+        return True
+
+    def _build(self, accepts: bool) -> NodeView:
+        now, racy = self._clock_ns(), self._racy_window_ns
+        parts = (self._dev.get(now, racy), self._imex.get(now, racy),
+                 self._spec_staged.get(now, racy), self._cdi_edits(now, racy),
+                 self._shims.get(now, racy), self._topology.get(now, racy),
+                 self._hcas.get(now, racy), accepts)
+        # Same objects as last time: hand back the same view, no allocation.
+        if self._last is None or any(a is not b and a != b for a, b in zip(parts, self._last)):
+            self._last = parts
+            self._view = NodeView(dev_nodes=parts[0], imex_channels=parts[1],
+                                  cdi_spec_staged=parts[2], cdi_edits=parts[3],
+                                  staged_shims=parts[4], topology_staged=parts[5],
+                                  hca_count=parts[6], runtime_accepts_cdi=accepts)
+        return self._view
 
     def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[CDIEdits, ...]]:
         paths = [path for spec_dir in self._spec_dirs for path in spec_dir.get(now, racy)]
@@ -190,13 +214,13 @@ class _ShimView:
             host_path = host.join(rel)
             by_dir.setdefault(os.path.dirname(host_path), []).append((container_path, host_path))
         self._trusted = frozenset(trusted)
-        self._dirs = [_Cached(d, lambda pairs=pairs: frozenset(c for c, h in pairs if os.path.isfile(h)))
-                      for d, pairs in by_dir.items()]
+        self.dirs = [_Cached(d, lambda pairs=pairs: frozenset(c for c, h in pairs if os.path.isfile(h)))
+                     for d, pairs in by_dir.items()]
         self._key: tuple = ()
         self._value = self._trusted
 
     def get(self, now: int, racy: int) -> frozenset[str]:
-        parts = tuple(d.get(now, racy) for d in self._dirs)
+        parts = tuple(d.get(now, racy) for d in self.dirs)
         if not _same(parts, self._key):
             self._key, self._value = parts, self._trusted.union(*parts)
         return self._value

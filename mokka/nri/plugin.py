@@ -2,18 +2,33 @@
 
 One session per connection: send RegisterPlugin on the runtime connection,
 serve the plugin connection meanwhile (Configure may arrive before that reply),
-run CreateContainer handlers on worker threads so the reader never blocks, and
-write every message whole under one lock. Whatever goes wrong, the container
-is answered OK, unadjusted (fail open), and the plugin keeps going: on EOF or a
-corrupt stream it is marked unregistered at once and reconnects.
+run CreateContainer handlers on worker threads so the reader never blocks on a
+handler, and write every message whole under one lock. Whatever goes wrong, the
+container is answered OK, unadjusted (fail open), and the plugin keeps going:
+on EOF or a corrupt stream it is marked unregistered at once and reconnects.
+
+Fail open by construction: a request the codec refuses on the plugin
+connection (over 4 MiB, a bad stream id, an undecodable envelope) is answered
+OK with no adjustment, never with ttrpc's error status; only a stream that
+cannot be resynchronised (a header claiming over 16 MiB) closes the socket.
+
+Leader/followers: ``workers`` threads per connection take turns reading; the
+one that reads a CreateContainer hands reading to the next and decides it
+itself, so no request waits for a thread switch on its way to the decision.
+
+Bounded memory by backpressure: at most ``workers`` CreateContainers (and
+``max_in_flight_bytes`` of their requests) are received and not yet answered.
+At the bound nobody reads, so a runtime that pipelines faster than we answer,
+or stops reading replies, fills its own socket buffer instead of our memory;
+the pause is logged once per episode and counted in /metrics.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import threading
+import time
 import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -25,17 +40,22 @@ from mokka.core import names
 from mokka.nri import runtime_info
 from mokka.nri.codec import ttrpc
 from mokka.nri.codec.conn import Connection
-from mokka.nri.codec.mux import PLUGIN_CONN, RUNTIME_CONN, ProtocolError
+from mokka.nri.codec.mux import NEED_DATA, PLUGIN_CONN, RUNTIME_CONN, ProtocolError
 from mokka.nri.health import Health
+from mokka.nri.session import Session
 from mokka.nri.proto import nri_pb2
 from mokka.nri.runtime_info import RuntimeInfo
 
 PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
 RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
 REGISTER_STREAM = 1          # our first (and only) call on the runtime connection
+#: An overload episode is logged at most this often; every one is counted.
+OVERLOAD_LOG_INTERVAL_S = 10.0
 
+#: The CreateContainer handler: a ContainerAdjustment, or the serialized
+#: CreateContainerResponse itself (bytes), or None for no adjustment.
 Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo],
-                   "nri_pb2.ContainerAdjustment | None"]
+                   "nri_pb2.ContainerAdjustment | bytes | None"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,9 @@ class PluginConfig:
     backoff_max_s: float = 2.0
     workers: int = 4
     prelaunched_fd: int | None = None     # set: use this fd once, never reconnect
+    #: Request bytes of the CreateContainers received and not yet answered, at
+    #: most (one request is always admitted). Their number is at most ``workers``.
+    max_in_flight_bytes: int = 4 << 20
 
 
 def from_environment(config: PluginConfig,
@@ -59,62 +82,6 @@ def from_environment(config: PluginConfig,
     return dataclasses.replace(config, name=name, index=index, prelaunched_fd=fd)
 
 
-class _Workers:
-    """A fixed set of daemon threads running submitted calls.
-
-    Not concurrent.futures: its workers are joined at interpreter exit, so one
-    wedged handler would turn SIGTERM into a hang until SIGKILL.
-    """
-
-    def __init__(self, count: int) -> None:
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        for i in range(count):
-            threading.Thread(target=self._work, name=f"nri-create-{i}", daemon=True).start()
-
-    def submit(self, fn, *args) -> None:
-        self._jobs.put((fn, args))
-
-    def close(self, count: int) -> None:
-        for _ in range(count):
-            self._jobs.put(None)
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            try:
-                job[0](*job[1])
-            except Exception:         # a worker must outlive any bug in a job
-                logmod.get("mokka.nri.plugin").exception("CreateContainer worker failed")
-
-
-class _Session:
-    """One connected socket: the codec state plus a lock that keeps messages whole."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.codec = Connection()
-        self.closed = threading.Event()
-        self._write_lock = threading.Lock()
-
-    def send(self, data: bytes) -> bool:
-        with self._write_lock:
-            if self.closed.is_set():
-                return False
-            try:
-                self.sock.sendall(data)
-                return True
-            except OSError:
-                self.close()
-                return False
-
-    def close(self) -> None:
-        self.closed.set()
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the reader blocked in recv
-        except OSError:
-            pass
-        self.sock.close()
-
-
 class Plugin:
     def __init__(self, config: PluginConfig, handler: Handler, *, health: Health | None = None,
                  connect: Callable[[], socket.socket] | None = None,
@@ -125,11 +92,9 @@ class Plugin:
         self._connect = connect or self._default_connect
         self._log = logger or logmod.get("mokka.nri.plugin")
         self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._session: _Session | None = None
-        self._failed_open = 0
+        self._overload_logged_at = -OVERLOAD_LOG_INTERVAL_S
+        self._session: Session | None = None
         self._runtime: RuntimeInfo | None = None
-        self._pool = _Workers(config.workers)
         # Method -> synchronous handler; the event mask follows from this table
         # (as containerd's stub derives it), so a method is never subscribed
         # without a handler.
@@ -141,8 +106,7 @@ class Plugin:
 
     @property
     def failed_open_total(self) -> int:
-        with self._lock:
-            return self._failed_open
+        return self.health.counter("failed_open_total")
 
     @property
     def runtime(self) -> RuntimeInfo | None:
@@ -166,15 +130,22 @@ class Plugin:
                       reason=str(exc), retry_in_s=delay)
             else:
                 failures = 0
-                if self._serve(_Session(sock)):
+                configured, reason = self._serve(Session(
+                    sock, max(1, self.config.workers), self.config.max_in_flight_bytes))
+                _return_freed_memory()
+                if configured:
                     delay = self.config.backoff_initial_s   # it registered: start over fast
                 if self.config.prelaunched_fd is not None:
-                    self._log.info("runtime closed the pre-launched plugin's connection; exiting")
+                    # The runtime cannot reconnect us and we cannot reconnect it:
+                    # exit, so it is visible, and containerd relaunches the plugin
+                    # when it restarts. See the README ("pre-launched").
+                    self._log.error("the pre-launched plugin's connection ended; exiting "
+                                    "(containers are not injected until the runtime "
+                                    "restarts and launches the plugin again)", reason=reason)
                     break
             if self._stop.wait(delay):
                 break
             delay = min(delay * 2, self.config.backoff_max_s)
-        self._pool.close(self.config.workers)
 
     def stop(self) -> None:
         """Safe from a signal handler: takes no lock the interrupted thread may hold."""
@@ -196,57 +167,101 @@ class Plugin:
             raise
         return sock
 
-    def _serve(self, session: _Session) -> bool:
-        """Serve one connection until it ends; True if the runtime configured us."""
+    def _serve(self, session: Session) -> tuple[bool, str]:
+        """Serve one connection until it ends: (configured by the runtime, why it ended)."""
         self._session = session
+        self.health.in_flight_count = lambda: session.admission.count
         if self._stop.is_set():        # stop() raced the connect
             session.close()
-        configured = False
-        reason = "connection closed by the runtime"
         session.send(Connection.request_bytes(
             RUNTIME_CONN, REGISTER_STREAM, RUNTIME_SERVICE, "RegisterPlugin",
             nri_pb2.RegisterPluginRequest(plugin_name=self.config.name,
                                           plugin_idx=self.config.index).SerializeToString()))
-        try:
-            while not session.closed.is_set():
-                data = session.sock.recv(65536)
-                if not data:
-                    break
-                session.codec.receive_data(data)
-                for event in session.codec.events():
-                    configured |= self._dispatch(session, event)
-        except ProtocolError as exc:
-            reason = f"protocol error: {exc}"
-        except OSError as exc:
-            reason = f"connection error: {exc}"
-        except Exception as exc:               # a bug here must cost a reconnect, not the plugin
-            self._log.exception("NRI session failed", reason=str(exc))
-            reason = f"internal error: {exc}"
+        for i in range(max(1, self.config.workers)):
+            threading.Thread(target=self._lead, args=(session,), daemon=True,
+                             name=f"nri-session-{i}").start()
+        # This thread only waits, so a wedged handler can never keep it from
+        # reporting the loss and reconnecting; the session's threads are
+        # daemons and end with it (a wedged one ends with the process).
+        session.closed.wait()
+        configured, reason = session.configured, session.end_reason
         self.health.clear_registered()        # first: /readyz must fail at once
         session.close()
         self._session = None
         if not self._stop.is_set():
             self._log.warning("NRI connection lost; containers are not injected until it is back",
                               reason=reason)
-        return configured
+        return configured, reason
 
-    def _dispatch(self, session: _Session, event: ttrpc.Event) -> bool:
+    def _lead(self, session: Session) -> None:
+        """Leader/followers: the thread holding ``read_lock`` reads and serves
+        the quick calls; with a CreateContainer in hand it lets go of the lock
+        (a follower takes over reading) and handles that request itself. No
+        handoff to another thread on the way from socket to decision."""
+        while not session.closed.is_set():
+            with session.read_lock:
+                event = self._next_create_container(session)
+            if event is None:
+                return
+            self._create_container(session, event)
+
+    def _next_create_container(self, session: Session) -> ttrpc.RequestReceived | None:
+        """Read and dispatch until a CreateContainer is admitted; None once the session ends."""
+        codec = session.codec
+        try:
+            while not session.closed.is_set():
+                event = codec.next_event()
+                if event is NEED_DATA:
+                    data = session.sock.recv(65536)
+                    if not data:
+                        session.end("connection closed by the runtime")
+                        return None
+                    codec.receive_data(data)
+                elif isinstance(event, ttrpc.RequestReceived) and event.conn_id == PLUGIN_CONN \
+                        and event.method == "CreateContainer" and event.service == PLUGIN_SERVICE:
+                    size = len(event.payload)
+                    if not session.admission.try_acquire(size):
+                        self._overloaded(session)
+                        if not session.admission.acquire(size, session.closed):  # reading stops
+                            return None
+                    elif session.admission.count >= self.config.workers:
+                        self._overloaded(session)      # every thread busy: nobody reads now
+                    return event
+                elif self._dispatch(session, event):
+                    session.configured = True
+        except ProtocolError as exc:
+            self.health.count("protocol_errors_total")
+            session.end(f"protocol error: {exc}")
+        except OSError as exc:
+            session.end(f"connection error: {exc}")
+        except Exception as exc:               # a bug here must cost a reconnect, not the plugin
+            self._log.exception("NRI session failed", reason=str(exc))
+            session.end(f"internal error: {exc}")
+        return None
+
+    def _dispatch(self, session: Session, event: ttrpc.Event) -> bool:
         if isinstance(event, ttrpc.Rejected):
-            session.send(Connection.response_bytes(event.conn_id, event.stream_id,
-                                                   code=event.code, message=event.message))
+            if event.conn_id == PLUGIN_CONN:
+                # Whatever it was (most likely a CreateContainer), fail open: no
+                # adjustment, never ttrpc's error status (seed 000).
+                total = self.health.count("rejected_requests_total")
+                self._log.warning("refused request answered with no adjustment (failed open)",
+                                  stream=event.stream_id, code=event.code, reason=event.message,
+                                  rejected_total=total)
+                session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id))
+            else:
+                session.send(Connection.response_bytes(event.conn_id, event.stream_id,
+                                                       code=event.code, message=event.message))
         elif isinstance(event, ttrpc.ResponseReceived):
             if event.conn_id == RUNTIME_CONN and event.stream_id == REGISTER_STREAM \
                     and event.code != ttrpc.OK:
                 self._log.error("the runtime refused the registration", plugin=self.config.name,
                                 index=self.config.index, code=event.code, reason=event.message)
-                session.close()
+                session.end(f"registration refused: {event.message}")
         elif event.conn_id != PLUGIN_CONN:
             session.send(Connection.response_bytes(
                 event.conn_id, event.stream_id, code=ttrpc.UNIMPLEMENTED,
                 message=f"service {event.service}"))
-        elif event.service == PLUGIN_SERVICE and event.method == "CreateContainer":
-            token = self.health.begin()          # from receipt: queueing counts as wedged too
-            self._pool.submit(self._create_container, session, event, token)
         else:
             payload, code, message = self._call_sync(event)
             session.send(Connection.response_bytes(PLUGIN_CONN, event.stream_id,
@@ -297,18 +312,60 @@ class Plugin:
         self._log.info("the runtime is shutting down")
         return b""
 
-    def _create_container(self, session: _Session, event: ttrpc.RequestReceived,
-                          token: int) -> None:
-        reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)   # fail-open default
+    def _overloaded(self, session: Session) -> None:
+        """Reading paused: count it; log the episode (at most every OVERLOAD_LOG_INTERVAL_S)."""
+        total = self.health.count("backpressure_pauses_total")
+        now = time.monotonic()
+        with session.overload_lock:
+            if session.overloaded_since is not None:
+                return                                  # same episode
+            session.overloaded_since = now
+            log_it = now - self._overload_logged_at >= OVERLOAD_LOG_INTERVAL_S
+            if log_it:
+                self._overload_logged_at = now
+            session.overload_logged = log_it
+        self.health.gauge("overloaded", 1)
+        if log_it:
+            self._log.warning("overloaded: not reading from the runtime until replies drain",
+                              in_flight=session.admission.count,
+                              in_flight_bytes=session.admission.bytes,
+                              workers=self.config.workers,
+                              backpressure_pauses_total=total,
+                              note=f"episodes within {OVERLOAD_LOG_INTERVAL_S:.0f}s of this "
+                                   "one are only counted (/metrics)")
+
+    def _overload_over(self, session: Session) -> None:
+        with session.overload_lock:
+            since, logged = session.overloaded_since, session.overload_logged
+            session.overloaded_since = None
+        if since is None:
+            return
+        self.health.gauge("overloaded", 0)
+        if logged:
+            self._log.info("overload over: every request answered",
+                           overloaded_s=round(time.monotonic() - since, 3),
+                           backpressure_pauses_total=self.health.counter(
+                               "backpressure_pauses_total"))
+
+    def _create_container(self, session: Session, event: ttrpc.RequestReceived) -> None:
+        token = self.health.begin()             # a running handler ages towards /healthz
         try:
             payload = self._adjust(event)
-            if payload:
-                reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
         except ProtocolError as exc:           # over the 4 MiB message limit
             self._fail_open("adjustment too large to send", str(exc))
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)
+        except Exception as exc:               # a bug here: still answer, unadjusted
+            self._log.exception("CreateContainer failed", stream=event.stream_id)
+            self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__)
+            reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)
         finally:
-            self.health.end(token)
-        if not session.send(reply):
+            self.health.end(token, answered=True)
+        sent = session.send(reply)
+        left = session.admission.release(len(event.payload))
+        if left == 0 and session.overloaded_since is not None:
+            self._overload_over(session)
+        if not sent:
             self._log.debug("dropped a CreateContainer reply: connection closed",
                             stream=event.stream_id)
 
@@ -324,6 +381,8 @@ class Plugin:
             adjust = self._handler(req.pod, req.container, runtime)
             if adjust is None:
                 return b""
+            if isinstance(adjust, bytes):
+                return adjust
             return nri_pb2.CreateContainerResponse(adjust=adjust).SerializeToString()
         except Exception as exc:      # fail open at the driver edge, never crash
             self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__,
@@ -332,8 +391,42 @@ class Plugin:
             return b""
 
     def _fail_open(self, reason: str, error: str, **fields) -> None:
-        with self._lock:
-            self._failed_open += 1
-            total = self._failed_open
+        total = self.health.count("failed_open_total")
         self._log.warning("container left unmodified (failed open)", reason=reason,
                           error=error, failed_open_total=total, **fields)
+
+
+#: glibc mallopt parameters (malloc.h).
+_M_MMAP_THRESHOLD = -3
+#: Requests and replies above this get their own mapping, unmapped when freed.
+MMAP_THRESHOLD = 128 << 10
+
+
+def keep_large_buffers_out_of_the_heap() -> None:
+    """Pin glibc's mmap threshold (process-wide; call once at start-up).
+
+    By default glibc raises the threshold to the size of the largest block
+    freed so far (up to 32 MiB), so after a few 1 MiB requests every later one
+    is carved from the worker threads' heaps, which keep what they free: RSS
+    then grows with the number of large requests served, not with how many
+    are in flight. Pinned, a large buffer is mapped and unmapped with its
+    request, and the in-flight bound is the memory bound.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):      # not glibc: nothing to do
+        pass
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap a closed connection freed back to the system.
+
+    glibc keeps freed chunks in its arenas (one per worker thread), so
+    without this RSS stays near its peak after a burst of large requests.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):      # not glibc: nothing to do
+        pass

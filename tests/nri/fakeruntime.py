@@ -60,6 +60,12 @@ class PluginLink:
         self.registrations: list[nri_pb2.RegisterPluginRequest] = []
         self.closed = False
         self._held: list[int] = []
+        # A runtime that stops reading (pause) or reads slowly (read_delay_s
+        # between reads of recv_size bytes), as a wedged or loaded one would.
+        self.reading = threading.Event()
+        self.reading.set()
+        self.recv_size = 65536
+        self.read_delay_s = 0.0
         self._reader = threading.Thread(target=self._read, daemon=True, name="fake-runtime")
         self._reader.start()
 
@@ -70,7 +76,10 @@ class PluginLink:
     def _read(self) -> None:
         try:
             while True:
-                data = self.sock.recv(65536)
+                self.reading.wait()
+                if self.read_delay_s:
+                    time.sleep(self.read_delay_s)
+                data = self.sock.recv(self.recv_size)
                 if not data:
                     break
                 self.codec.receive_data(data)
@@ -96,6 +105,14 @@ class PluginLink:
             with self._cond:
                 self.responses[event.stream_id] = event
                 self._cond.notify_all()
+
+    def pause(self) -> None:
+        """Stop reading: the plugin's replies back up in the socket."""
+        self.reading.clear()
+
+    def resume(self, read_delay_s: float = 0.0, recv_size: int = 65536) -> None:
+        self.read_delay_s, self.recv_size = read_delay_s, recv_size
+        self.reading.set()
 
     def release_register_reply(self, code: int = ttrpc.OK, message: str = "") -> None:
         for sid in self._held:
@@ -161,6 +178,7 @@ class PluginLink:
         return resp, nri_pb2.CreateContainerResponse.FromString(resp.payload)
 
     def close(self) -> None:
+        self.reading.set()
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:

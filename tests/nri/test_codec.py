@@ -241,3 +241,52 @@ def test_header_round_trip():
     assert ttrpc.decode_header(ttrpc.encode_header(header)) == header
     with pytest.raises(ProtocolError):
         ttrpc.decode_header(b"short")
+
+
+def test_a_long_frame_is_handed_on_in_pieces_as_it_arrives():
+    reader = FrameReader()
+    reader.receive_data(h("00000001 00500000"))                # one 5 MiB frame
+    assert reader.next_frame() is NEED_DATA
+    pieces = []
+    for _ in range(5):
+        reader.receive_data(b"\x5a" * MIB)
+        pieces.append(reader.next_frame())
+        assert reader.trailing_data == b""                      # nothing held back
+        assert reader.next_frame() is NEED_DATA
+    assert [(f.conn_id, len(f.payload)) for f in pieces] == [(1, MIB)] * 5
+    reader.receive_data(CASES[1][2])
+    assert reader.next_frame() == mux.Frame(2, CASES[1][2][8:])
+
+
+def test_a_5_mb_request_in_one_frame_is_dropped_as_it_streams_and_the_next_one_read():
+    conn = Connection()
+    body = b"\0" * (5 * 10**6)
+    message = h("004c4b40 00000001 01 00") + body                # claims 5_000_000 bytes
+    after = Connection.request_bytes(1, 3, PLUGIN_SERVICE, "Shutdown")
+    conn.receive_data(mux.FRAME_HEADER.pack(1, len(message)) + message[:MIB])
+    events = conn.events()
+    assert events == [Rejected(1, 1, ttrpc.RESOURCE_EXHAUSTED,
+                               "message length 5000000 exceeds maximum message size 4194304")]
+    for i in range(MIB, len(message), MIB):
+        conn.receive_data(message[i:i + MIB])
+        assert conn.events() == []
+    conn.receive_data(after)
+    assert conn.events() == [RequestReceived(1, 3, PLUGIN_SERVICE, "Shutdown", b"")]
+
+
+@pytest.mark.parametrize("length", [16 * MIB + 1, 2**32 - 1], ids=["16 MiB + 1", "4 GiB"])
+def test_a_header_claiming_more_than_anyone_sends_is_a_protocol_error_not_a_drain(length):
+    conn = Connection()
+    conn.receive_data(mux.encode_frame(1, ttrpc.encode_header(
+        ttrpc.Header(length, 1, ttrpc.TYPE_REQUEST))))
+    for _ in range(2):                        # and stays one: close the socket
+        with pytest.raises(ProtocolError, match=f"claims {length} bytes"):
+            conn.events()
+
+
+def test_a_message_of_an_unknown_type_is_skipped_unbuffered():
+    reader = MessageReader(1)
+    reader.receive_data(h("00100000 00000001 07 00") + b"\0" * 100)   # type 7, 1 MiB
+    assert reader.next_event() is NEED_DATA and reader.trailing_data == b""
+    reader.receive_data(b"\0" * (MIB - 100) + ttrpc.encode_request(1, PLUGIN_SERVICE, "Shutdown"))
+    assert reader.next_event() == RequestReceived(1, 1, PLUGIN_SERVICE, "Shutdown", b"")

@@ -36,7 +36,19 @@ def drain(conn: Connection, data: bytes, cuts: list[int]) -> tuple[list, bool]:
     return events, False
 
 
-small = dict(max_frame=1 << 16, max_message=1 << 14)
+small = dict(max_frame=1 << 16, max_message=1 << 14, max_discard=1 << 20)
+
+
+def claims_absurd(stream: bytes) -> bool:
+    """Walk one connection's ttrpc headers as a reader would: does one claim
+    more than ``small``'s max_discard?"""
+    pos = 0
+    while pos + ttrpc.HEADER_SIZE <= len(stream):
+        length = ttrpc.decode_header(stream[pos:pos + ttrpc.HEADER_SIZE]).length
+        if length > small["max_discard"]:
+            return True
+        pos += ttrpc.HEADER_SIZE + length
+    return False
 
 requests = st.builds(
     RequestReceived,
@@ -94,7 +106,10 @@ def test_garbage_raises_only_protocol_error(data, cuts):
 def test_garbage_inside_valid_frames_never_breaks_the_stream(frames, cuts):
     wire = b"".join(mux.encode_frame(cid, payload) for cid, payload in frames)
     events, broken = drain(Connection(**small), wire, cuts)
-    assert not broken                 # framing was valid: at worst events are rejected
+    # Framing was valid: at worst events are rejected, unless a ttrpc header
+    # claims more than anyone would drain - then, and only then, the stream breaks.
+    streams = {cid: b"".join(p for c, p in frames if c == cid) for cid in mux.CONN_IDS}
+    assert broken == any(claims_absurd(s) for s in streams.values())
     assert all(isinstance(e, (RequestReceived, ResponseReceived, ttrpc.Rejected))
                for e in events)
 

@@ -36,6 +36,19 @@ def test_malformed_env_entries_are_passed_over_by_the_decision():
     from mokka.nri.inject.env import EnvSet
     env = EnvSet(["NOEQUALS", "=value", "", "A=1", "B=x=y", "A=2"])
     assert (env.get("A"), env.get("B"), env.get("NOEQUALS"), env.get("")) == ("2", "x=y", None, None)
+    assert (env.get("A=1"), env.get("B=x")) == (None, None)       # keys never hold "="
+
+
+@pytest.mark.parametrize("entries,path", [
+    (["A=1\0PATH=/evil"], None),
+    (["A=1\0PATH=/evil", "PATH=/bin"], "/bin"),
+    (["PATH=/bin", None, 3, "A=1"], "/bin"),
+], ids=["a NUL inside an entry forges no key", "... and the real last entry still wins",
+        "non-strings are passed over"])
+def test_env_entries_no_process_could_receive_take_the_dict_route(entries, path):
+    from mokka.nri.inject.env import EnvSet
+    env = EnvSet(entries)
+    assert env.get("PATH") == path
 
 
 def _device(path, major, minor, mode=None, uid=None, gid=None):
@@ -67,7 +80,7 @@ def test_container_mounts_devices_rules_and_cdi_names():
     got = convert.container_from_pb(ctr)
     assert got == model.Container(
         name="app", id="c1", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
-        mounts=(model.Mount("/d", "/s", "bind", ("ro",)),),
+        mounts=(model.Mount("/d", "/s", "bind"),),      # options: read by no rule, not copied
         devices=(model.Device("/dev/nvidia0", "c", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
                  model.Device("/dev/null", "c", 1, 3)),
         device_rules=(model.DeviceRule(False, "a", None, None, "rwm"),
@@ -121,3 +134,39 @@ def test_no_adjustment_is_an_empty_message():
 def test_round_trip_of_devices():
     for d in ADJ.devices:
         assert convert.device_from_pb(convert.device_to_pb(d)) == d
+
+
+def pb_response(adj, accepts_cdi: bool) -> bytes:
+    return nri_pb2.CreateContainerResponse(
+        adjust=convert.adjustment_to_pb(adj, accepts_cdi)).SerializeToString()
+
+
+def imex(n: int) -> tuple[model.Device, ...]:
+    return tuple(model.Device(f"/dev/nvidia-caps-imex-channels/channel{i}", "c", 234, i, 0o666, 0, 0)
+                 for i in range(n))
+
+
+@pytest.mark.parametrize("adj", [
+    ADJ,
+    model.Adjustment(env=(("A", "1"),)),
+    model.Adjustment(devices=imex(2048)),
+    model.Adjustment(mounts=ADJ.mounts, env=ADJ.env, devices=imex(3), cdi_devices=("x/y=z",)),
+], ids=["mounts env devices cdi", "env only", "2048 imex channels", "every field"])
+@pytest.mark.parametrize("accepts", [True, False])
+def test_encoder_bytes_are_protobufs_own_every_time(adj, accepts):
+    encoder = convert.ResponseEncoder()
+    want = pb_response(adj, accepts)
+    assert encoder.encode(adj, accepts) == want
+    assert encoder.encode(adj, accepts) == want                    # reused
+    assert encoder.encode(adj, not accepts) == pb_response(adj, not accepts)
+
+
+def test_encoder_reuses_only_equal_adjustments():
+    encoder = convert.ResponseEncoder(size=2)
+    devices = imex(4)
+    a = model.Adjustment(env=(("PATH", "/a"),), devices=devices)
+    b = model.Adjustment(env=(("PATH", "/b"),), devices=devices)
+    c = model.Adjustment(env=(("PATH", "/a"),), devices=devices[:3])
+    for adj in (a, b, c, a, model.Adjustment(env=(("PATH", "/a"),), devices=imex(4))):
+        assert encoder.encode(adj, False) == pb_response(adj, False)
+    assert encoder.encode(model.Adjustment(), False) == b""

@@ -218,6 +218,27 @@ def test_a_slow_handler_does_not_block_the_reader_and_fails_healthz(harness):
     assert h.get("/healthz")[0] == 200
 
 
+def test_a_burst_of_valid_work_never_fails_healthz_however_long_it_queues(harness):
+    # Each handler runs 1 s of clock (a quarter of the 4 s threshold); the last of
+    # 40 pipelined requests waits ~10 s for a thread. Waiting is load, not a wedge.
+    clock, lock, seen = Clock(), threading.Lock(), []
+
+    def one_second(pod, container, runtime):
+        with lock:
+            clock.t += 1.0
+        seen.append(h.health.healthz()[0])
+        return None
+    h = harness(handler=one_second, clock=clock)
+    link = h.link()
+    link.handshake()
+    req = nri_pb2.CreateContainerRequest(pod=pod_and_container()[0],
+                                         container=pod_and_container()[1]).SerializeToString()
+    sids = [link.start_call("CreateContainer", req) for _ in range(40)]
+    assert [link.wait_response(sid).code for sid in sids] == [ttrpc.OK] * 40
+    assert seen == [200] * 40 and clock.t >= 1040.0
+    assert h.get("/healthz") == (200, "ok\n")
+
+
 def test_connection_loss_unreadies_then_reregisters_on_a_new_socket(harness):
     h = harness()
     h.link().handshake()
@@ -290,6 +311,34 @@ def test_pre_launched_plugin_uses_fd_and_exits_on_eof():
         link.close()
         thread.join(5)
         assert not thread.is_alive() and not plugin.health.registered
+    finally:
+        fake.close()
+        remove_socket_dir(path)
+
+
+def test_pre_launched_plugin_closes_a_corrupt_stream_and_exits_logging_why(caplog):
+    # It cannot reconnect (containerd relaunches it only when containerd restarts):
+    # exiting makes the runtime drop it at once, so containers are created
+    # uninjected instead of each waiting out the request timeout on a dead stream.
+    caplog.set_level(logging.ERROR)
+    ours, theirs = socket.socketpair()
+    fake = FakeRuntime(path := short_socket_path())
+    try:
+        plugin = Plugin(PluginConfig(name="mokka", index="05", prelaunched_fd=theirs.detach()),
+                        lambda *a: None)
+        thread = threading.Thread(target=plugin.run, daemon=True)
+        thread.start()
+        link = PluginLink(ours, fake)
+        link.wait_registered()
+        link.configure()
+        link.send(mux.encode_frame(mux.PLUGIN_CONN, ttrpc.encode_header(
+            ttrpc.Header(2**32 - 1, 5, ttrpc.TYPE_REQUEST))))
+        assert link.wait_closed()
+        thread.join(5)
+        assert not thread.is_alive() and not plugin.health.registered
+        errors = [r for r in caplog.records if "pre-launched" in r.getMessage()]
+        assert errors and "protocol error" in errors[-1].fields["reason"]
+        link.close()
     finally:
         fake.close()
         remove_socket_dir(path)

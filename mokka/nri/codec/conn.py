@@ -14,10 +14,11 @@ from mokka.nri.codec.mux import NEED_DATA, NeedData
 
 class Connection:
     def __init__(self, max_frame: int = mux.MAX_FRAME_PAYLOAD,
-                 max_message: int = ttrpc.MAX_PAYLOAD) -> None:
+                 max_message: int = ttrpc.MAX_PAYLOAD,
+                 max_discard: int = ttrpc.MAX_DISCARD) -> None:
         self._frames = mux.FrameReader(max_frame)
         # Frames for any other connection id are discarded, as the Go mux does.
-        self._readers = {cid: ttrpc.MessageReader(cid, max_message) for cid in mux.CONN_IDS}
+        self._readers = {cid: ttrpc.MessageReader(cid, max_message, max_discard) for cid in mux.CONN_IDS}
         self._draining: ttrpc.MessageReader | None = None
 
     def receive_data(self, data: bytes) -> None:

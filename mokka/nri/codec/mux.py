@@ -11,7 +11,7 @@ This module is the one home of the framing constants.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 FRAME_HEADER = struct.Struct(">II")
 FRAME_HEADER_SIZE = FRAME_HEADER.size          # 8
@@ -47,8 +47,9 @@ class NeedData:
 NEED_DATA = NeedData()
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
+    """A frame's payload, or a piece of it (``FrameReader`` streams long ones)."""
+
     conn_id: int
     payload: bytes
 
@@ -70,9 +71,22 @@ class ReceiveBuffer:
         self._data += data
 
     def peek(self, n: int) -> bytes | None:
-        if len(self) < n:
+        start = self._start
+        if len(self._data) - start < n:
             return None
-        return bytes(self._data[self._start:self._start + n])
+        with memoryview(self._data) as view:      # one copy, not two
+            return bytes(view[start:start + n])
+
+    def unpack(self, fmt: struct.Struct, consume: bool = True) -> tuple | None:
+        """``fmt`` unpacked from the front (and removed, if ``consume``), or None
+        if fewer than ``fmt.size`` bytes are buffered. No copy."""
+        start = self._start
+        if len(self._data) - start < fmt.size:
+            return None
+        out = fmt.unpack_from(self._data, start)
+        if consume:
+            self._start = start + fmt.size
+        return out
 
     def take(self, n: int) -> bytes | None:
         """Remove and return exactly ``n`` bytes, or None if fewer are buffered."""
@@ -86,45 +100,66 @@ class ReceiveBuffer:
         return out
 
     def take_up_to(self, n: int) -> bytes:
-        out = bytes(self._data[self._start:self._start + n])
-        self._start += len(out)
-        if self._start == len(self._data):
+        start = self._start
+        with memoryview(self._data) as view:
+            out = bytes(view[start:start + n])
+        self._start = start = start + len(out)
+        if start == len(self._data):
             self._data.clear()
+            self._start = 0
+        elif start > 65536 and start * 2 > len(self._data):
+            del self._data[:start]
             self._start = 0
         return out
 
 
 class FrameReader:
-    """bytes in (``receive_data``), Frames out (``next_frame``)."""
+    """bytes in (``receive_data``), Frames out (``next_frame``).
+
+    A frame's payload is handed on as it arrives, in pieces when it arrives in
+    pieces (frame boundaries mean nothing above), so the reader never holds
+    more than one read's worth of bytes whatever length a header claims: a
+    message the layer above discards is never buffered here either.
+    """
 
     def __init__(self, max_payload: int = MAX_FRAME_PAYLOAD) -> None:
         self._buf = ReceiveBuffer()
         self._max = max_payload
         self._error: ProtocolError | None = None
+        self._conn_id = 0
+        self._remaining: int | None = None     # payload bytes of the current frame still due
 
     def receive_data(self, data: bytes) -> None:
         self._buf.append(data)
 
     @property
     def trailing_data(self) -> bytes:
-        """Bytes received but not yet part of a complete frame."""
+        """Bytes received but not yet handed out."""
         return bytes(self._buf)
 
     def next_frame(self) -> Frame | NeedData:
+        """The next frame, or the next piece of one; NEED_DATA when nothing is due."""
         if self._error is not None:
             raise self._error        # a broken stream stays broken
-        header = self._buf.peek(FRAME_HEADER_SIZE)
-        if header is None:
+        if self._remaining is None:
+            header = self._buf.unpack(FRAME_HEADER)
+            if header is None:
+                return NEED_DATA
+            conn_id, length = header
+            if length > self._max:
+                self._error = ProtocolError(
+                    f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")
+                raise self._error
+            if length == 0:
+                return Frame(conn_id, b"")
+            self._conn_id, self._remaining = conn_id, length
+        if not len(self._buf):
             return NEED_DATA
-        conn_id, length = FRAME_HEADER.unpack(header)
-        if length > self._max:
-            self._error = ProtocolError(
-                f"frame of {length} bytes on connection {conn_id} exceeds {self._max}")
-            raise self._error
-        if len(self._buf) < FRAME_HEADER_SIZE + length:
-            return NEED_DATA
-        self._buf.take(FRAME_HEADER_SIZE)
-        return Frame(conn_id, self._buf.take(length) or b"")
+        piece = self._buf.take_up_to(self._remaining)
+        self._remaining -= len(piece)
+        if not self._remaining:
+            self._remaining = None
+        return Frame(self._conn_id, piece)
 
 
 def encode_frame(conn_id: int, payload: bytes) -> bytes:

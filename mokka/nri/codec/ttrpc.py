@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 
@@ -29,6 +30,11 @@ TYPE_DATA = 3                             # streaming only; NRI never sends it
 
 #: A receiver discards a longer message and answers ResourceExhausted.
 MAX_PAYLOAD = 4 << 20
+#: A header claiming more than this is not a message anyone sent (Go ttrpc
+#: refuses to send over MAX_PAYLOAD; this is the multiplexer's frame limit):
+#: the stream is corrupt, and draining what it claims (up to 4 GiB) would
+#: swallow every message after it. Close instead.
+MAX_DISCARD = 16 << 20
 
 # gRPC status codes the plugin sends or reads.
 OK = 0
@@ -39,8 +45,7 @@ UNIMPLEMENTED = 12
 INTERNAL = 13
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     length: int
     stream_id: int
     type: int
@@ -54,7 +59,7 @@ def encode_header(header: Header) -> bytes:
 def decode_header(data: bytes) -> Header:
     if len(data) != HEADER_SIZE:
         raise ProtocolError(f"ttrpc header needs {HEADER_SIZE} bytes, got {len(data)}")
-    return Header(*HEADER.unpack(data))
+    return Header._make(HEADER.unpack(data))
 
 
 # --- Events ------------------------------------------------------------------
@@ -129,13 +134,18 @@ class MessageReader:
     """One logical connection's bytes in, events out.
 
     Enforces the server-side stream rule (requests carry odd ids, strictly
-    increasing) and the payload limit without buffering what it discards.
+    increasing) and the payload limit without buffering what it discards: a
+    message over ``max_payload`` is skipped as it arrives (and a request
+    answered with a ``Rejected``); a header claiming over ``max_discard`` is a
+    ``ProtocolError`` (close the socket), not something to drain.
     """
 
-    def __init__(self, conn_id: int, max_payload: int = MAX_PAYLOAD) -> None:
+    def __init__(self, conn_id: int, max_payload: int = MAX_PAYLOAD,
+                 max_discard: int = MAX_DISCARD) -> None:
         self.conn_id = conn_id
         self._buf = ReceiveBuffer()
         self._max = max_payload
+        self._max_discard = max(max_discard, max_payload)
         self._skip = 0                 # bytes of an oversized message still to drop
         self._last_request_id = 0
 
@@ -147,24 +157,30 @@ class MessageReader:
         return bytes(self._buf)
 
     def next_event(self) -> Event | NeedData:
+        buf = self._buf
         while True:
             if self._skip:
-                self._skip -= len(self._buf.take_up_to(self._skip))
+                self._skip -= len(buf.take_up_to(self._skip))
                 if self._skip:
                     return NEED_DATA
-            raw = self._buf.peek(HEADER_SIZE)
-            if raw is None:
+            fields = buf.unpack(HEADER, consume=False)
+            if fields is None:
                 return NEED_DATA
-            header = decode_header(raw)
-            if header.length > self._max:
-                self._buf.take(HEADER_SIZE)
-                self._skip = header.length
-                event = self._too_large(header)
+            length, msg_type = fields[0], fields[2]
+            if length > self._max_discard:
+                raise ProtocolError(
+                    f"ttrpc header on connection {self.conn_id} claims {length} bytes, "
+                    f"more than the {self._max_discard} any sender would discard")
+            if length > self._max or msg_type not in (TYPE_REQUEST, TYPE_RESPONSE):
+                # Dropped as it streams past, never buffered.
+                buf.unpack(HEADER)
+                self._skip = length
+                event = self._too_large(Header._make(fields)) if length > self._max else None
             else:
-                if len(self._buf) < HEADER_SIZE + header.length:
+                if len(buf) < HEADER_SIZE + length:
                     return NEED_DATA
-                self._buf.take(HEADER_SIZE)
-                event = self._decode(header, self._buf.take(header.length) or b"")
+                buf.unpack(HEADER)
+                event = self._decode(Header._make(fields), buf.take(length) or b"")
             if event is not None:
                 return event
 
@@ -204,4 +220,4 @@ class MessageReader:
                                         message=f"unmarshal response error: {err}")
             return ResponseReceived(self.conn_id, header.stream_id, resp.payload,
                                     resp.status.code, resp.status.message)
-        return None                    # data or unknown types: unary NRI has none
+        return None

@@ -19,29 +19,41 @@ from mokka.nri.inject.model import (Adjustment, CDIEdits, Config, Container, Dec
                                     DeviceRule, Mount, NodeView, Pod)
 from mokka.nri.inject.selection import Selection, select
 
-__all__ = ["adjust", "skip_reason", "Adjustment", "CDIEdits", "Config", "Container", "Decision",
+__all__ = ["adjust", "plan", "skip_reason", "Adjustment", "CDIEdits", "Config", "Container", "Decision",
            "Device", "DeviceRule", "Mount", "NodeView", "Pod", "Selection"]
 
 
-def skip_reason(config: Config, pod: Pod, container: Container) -> str | None:
-    """Why ``adjust`` would leave the container as authored whatever is staged.
+def plan(config: Config, pod: Pod, container: Container) -> tuple[str | None, Selection | None]:
+    """(why ``adjust`` would leave the container as authored whatever is staged,
+    or None; the selection, once it is read).
 
     Needs no node view, so the driver can ask before the staging gate and keep
-    containers it skips anyway out of its "left unmodified" warnings.
+    containers it skips anyway out of its "left unmodified" warnings, then hand
+    the selection to ``adjust`` instead of reading it twice.
     """
     reason = skip.authored_reason(config, pod, container)
-    if reason is None and not select(config, pod, container).any:
-        reason = skip.NOTHING_SELECTED
-    return reason
-
-
-def adjust(config: Config, pod: Pod, container: Container, view: NodeView) -> Decision:
-    """What to add to ``container``; ``Decision.adjustment`` None leaves it as authored."""
-    reason = skip.authored_reason(config, pod, container)
     if reason is not None:
-        return Decision(None, reason)
-
+        return reason, None
     selection = select(config, pod, container)
+    return (None if selection.any else skip.NOTHING_SELECTED), selection
+
+
+def skip_reason(config: Config, pod: Pod, container: Container) -> str | None:
+    """Why ``adjust`` would leave the container as authored whatever is staged."""
+    return plan(config, pod, container)[0]
+
+
+def adjust(config: Config, pod: Pod, container: Container, view: NodeView,
+           selection: Selection | None = None) -> Decision:
+    """What to add to ``container``; ``Decision.adjustment`` None leaves it as authored.
+
+    ``selection`` is ``plan``'s for the same config, pod and container (it
+    depends on nothing else); without it, it is read here.
+    """
+    if selection is None:
+        reason, selection = plan(config, pod, container)
+        if selection is None:
+            return Decision(None, reason)
     if not selection.any:
         return Decision(None, skip.NOTHING_SELECTED, selection.warnings)
 

@@ -21,7 +21,6 @@ rule here reads and compares against.
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from typing import Iterable
 
@@ -34,32 +33,61 @@ SEARCH_PATH_SEPARATOR = ":"
 _PRELOAD_SPLIT = re.compile(r"[:\s]+")
 
 
-_split_entry = operator.methodcaller("split", "=", 1)
+#: Joins the entries; no entry that reaches a process can contain it.
+_SEP = "\0"
 
 
 class EnvSet:
-    """The container's effective environment plus this decision's edits."""
+    """The container's effective environment plus this decision's edits.
 
-    __slots__ = ("_authored", "_edits")
+    A decision reads a dozen keys of an environment that carries ~100 service
+    variables, so the entries are not split into a dict: they are joined once
+    (NUL-separated; no entry can hold a NUL, execve would refuse it) and each
+    key looked up from the end, the last occurrence being the one in effect.
+    An environment where that cannot hold (a NUL inside an entry, a
+    non-string) takes the dict route.
+    """
+
+    __slots__ = ("_joined", "_authored", "_edits", "_looked_up")
 
     def __init__(self, entries: Iterable[str]):
-        # dict() keeps the last of duplicate keys: the value the process sees.
         entries = tuple(entries)
-        try:
-            # All in C for the usual, well-formed env (this runs on every request).
-            authored = dict(map(_split_entry, entries))
-            authored.pop("", None)            # "=x" has no key
-        except (ValueError, TypeError, AttributeError):
-            # A malformed entry (no "=", not a string): pass over just those.
-            authored = dict(item.split("=", 1) for item in entries
-                            if isinstance(item, str) and item.find("=") > 0)
-        self._authored = authored
+        self._joined: str | None = None
+        self._authored: dict[str, str] = {}
         self._edits: dict[str, str] = {}
+        self._looked_up: dict[str, str | None] = {}     # each key searched for once
+        try:
+            joined = _SEP + _SEP.join(entries)
+        except TypeError:
+            joined = None
+        if joined is not None and joined.count(_SEP) == len(entries):
+            self._joined = joined
+            return
+        # dict() keeps the last of duplicate keys: the value the process sees.
+        self._authored = dict(item.split("=", 1) for item in entries
+                              if isinstance(item, str) and item.find("=") > 0)
+
+    def _authored_value(self, key: str) -> str | None:
+        joined = self._joined
+        if joined is None:
+            return self._authored.get(key)
+        looked_up = self._looked_up
+        if key in looked_up:
+            return looked_up[key]
+        value = None
+        if key and "=" not in key and _SEP not in key:     # else no entry has such a key
+            at = joined.rfind(f"{_SEP}{key}=")
+            if at >= 0:
+                start = at + len(key) + 2
+                end = joined.find(_SEP, start)
+                value = joined[start:] if end < 0 else joined[start:end]
+        looked_up[key] = value
+        return value
 
     def get(self, key: str) -> str | None:
         if key in self._edits:
             return self._edits[key]
-        return self._authored.get(key)
+        return self._authored_value(key)
 
     def default(self, key: str, value: str) -> None:
         """Set ``key`` unless the container (or an earlier step) already has it."""
@@ -102,9 +130,9 @@ class EnvSet:
 
     def changed(self) -> tuple[tuple[str, str], ...]:
         """The keys whose effective value moved, in the order first touched."""
-        authored = self._authored
+        authored = self._authored_value
         return tuple((key, value) for key, value in self._edits.items()
-                     if authored.get(key) != value)
+                     if authored(key) != value)
 
 
 @functools.lru_cache(maxsize=16)
