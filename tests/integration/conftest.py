@@ -14,6 +14,7 @@ Set MOKKA_REQUIRE_RUNTIME=1 to turn the "runtime not fetched" skip into a failur
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -179,3 +180,36 @@ def node(tmp_path_factory):
     subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
 
 
+
+
+# --- nodes staged with the native layer, and a glibc image without Python ---------
+
+GLIBC_IMAGE = "docker.io/library/mokka-glibc:test"
+
+
+@contextlib.contextmanager
+def native_node(tmp_path_factory, name: str, profile: str, *agent_args: str):
+    """A node staged by the real agent (--once) with this machine's native libraries
+    built first (the agent stages what native/build.py wrote); torn down after."""
+    build = subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"),
+                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    root = str(tmp_path_factory.mktemp(name))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", profile,
+             "--health-addr", "", "--log-format", "plain", *agent_args]
+    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    try:
+        yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
+    finally:
+        subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+
+
+@pytest.fixture
+def glibc_containerd(containerd, tmp_path):
+    """containerd with an image of Debian's libc6 and busybox-static: glibc, no Python."""
+    from tests.peers import peer
+    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
+                                   extra_root=peer("LIBC6_ROOT"))
+    containerd.import_image(image, GLIBC_IMAGE)
+    return containerd

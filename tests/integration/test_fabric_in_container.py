@@ -14,11 +14,10 @@ import sys
 import pytest
 
 from mokka.core import names
-from mokka.core.overlay import Overlay
 from tests.integration import runtime as rt
-from tests.integration.conftest import mokka_env
+from tests.integration.conftest import mokka_env, native_node
 from tests.integration.test_nri_plugin import PluginProcess, make
-from tests.integration.test_nvml_in_container import IMAGE, glibc_containerd  # noqa: F401 (fixture)
+from tests.integration.conftest import GLIBC_IMAGE as IMAGE
 from tests.peers import peer
 from tests.agent.helpers import wait_until
 
@@ -27,17 +26,8 @@ PROFILE = "gb300"
 
 @pytest.fixture(scope="module")
 def fabric_node(tmp_path_factory):
-    build = subprocess.run([sys.executable, os.path.join(os.path.dirname(rt.__file__), "..", "..",
-                                                         "native", "build.py"),
-                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    root = str(tmp_path_factory.mktemp("fabric-node"))
-    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
-             "--health-addr", "", "--log-format", "plain", "--nvidia-smi", peer("NVIDIA_SMI")]
-    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
-    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
+    with native_node(tmp_path_factory, "fabric-node", PROFILE, "--nvidia-smi", peer("NVIDIA_SMI")) as node:
+        yield node
 
 
 def fabricmanager(state_dir: str, *args: str) -> subprocess.Popen:

@@ -6,44 +6,25 @@ overlay, and the staged binary loads the mock NVML library through its RUNPATH.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from mokka.core import names
 from mokka.core.overlay import Overlay
 from tests.integration import runtime as rt
-from tests.integration.conftest import mokka_env
+from tests.integration.conftest import GLIBC_IMAGE, native_node
 from tests.integration.test_nri_plugin import PluginProcess, make
 from tests.peers import peer
 
-IMAGE = "docker.io/library/mokka-glibc:test"
+IMAGE = GLIBC_IMAGE
 PROFILE = "t4"
 
 
 @pytest.fixture(scope="module")
 def nvml_node(tmp_path_factory):
     """A t4 node staged with NVIDIA's nvidia-smi and the mock library."""
-    build = subprocess.run([sys.executable, os.path.join(os.path.dirname(rt.__file__), "..", "..",
-                                                         "native", "build.py"),
-                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    root = str(tmp_path_factory.mktemp("nvml-node"))
-    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
-             "--health-addr", "", "--log-format", "plain", "--nvidia-smi", peer("NVIDIA_SMI")]
-    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
-    subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
-
-
-@pytest.fixture
-def glibc_containerd(containerd, tmp_path):
-    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=IMAGE,
-                                   extra_root=peer("LIBC6_ROOT"))
-    containerd.import_image(image, IMAGE)
-    return containerd
+    with native_node(tmp_path_factory, "nvml-node", PROFILE, "--nvidia-smi", peer("NVIDIA_SMI")) as node:
+        yield node
 
 
 @pytest.fixture
