@@ -84,3 +84,16 @@ def parse_assignments(words: list[str]) -> dict:
             node = node.setdefault(part, {})
         node[leaf] = parser(key, value)
     return out
+
+
+#: Xid codes ``ctl xid`` accepts (the driver's numbering; mokka.core.xid names the common ones).
+XID_CODES = (1, 999)
+
+
+def parse_xid_code(text: str) -> int:
+    raw = text.strip()
+    lo, hi = XID_CODES
+    if not raw.isdigit() or not lo <= int(raw) <= hi:
+        raise CtlError(f"{text}: not an Xid code; expected an integer from {lo} to {hi} "
+                       "(e.g. 79: fallen off the bus, 48: double bit ECC error)")
+    return int(raw)
