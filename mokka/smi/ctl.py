@@ -42,6 +42,16 @@ def _choice(*choices: str):
     return parse
 
 
+def _flag():
+    def parse(key: str, text: str) -> bool:
+        value = text.strip().lower()
+        if value not in ("true", "false"):
+            raise CtlError(f"{key}={text}: expected one of true, false")
+        return value == "true"
+    parse.allowed = "true|false"
+    return parse
+
+
 _MIB = 1 << 20
 #: key -> (dotted path in the GPU's state, parser). Units as nvidia-smi prints them.
 KEYS = {
@@ -59,6 +69,8 @@ KEYS = {
     "ecc.aggregate.sbe": ("ecc.errors.aggregate.single_bit.total", _int_range(0, 1 << 31)),
     "ecc.aggregate.dbe": ("ecc.errors.aggregate.double_bit.total", _int_range(0, 1 << 31)),
     "fabric.state": ("fabric.state", _choice(*names.FABRIC_STATE_CODES, names.FABRIC_STATE_AUTO)),
+    # Every NVML query of the GPU fails with GPU_IS_LOST; nvidia-smi cannot get its handle.
+    "lost": (names.STATE_LOST_KEY, _flag()),
 }
 
 
