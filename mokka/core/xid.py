@@ -135,7 +135,7 @@ def kmsg_line(inj: Injection, node_name: str) -> str:
 
 # --- the events document and its companion -------------------------------------------
 
-HEADER = (b"# Xids injected on this node, written by the node agent's kernellog daemon.\n"
+HEADER = (b"# Xids injected on this node, by the node agent's kernellog daemon and mokka ctl xid.\n"
           b"# The mock NVML delivers each event newer than an event set to nvmlEventSetWait.\n")
 
 
