@@ -146,7 +146,3 @@ class Registry:
         for family in self._families:
             lines += family.render()
         return "\n".join(lines)     # the probe server ends the body with a newline
-
-
-#: The Content-Type of the text format.
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
