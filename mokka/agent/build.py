@@ -20,6 +20,7 @@ from mokka.agent.loop import Agent
 from mokka.agent.manifest import MANIFEST_FILE, Manifest
 from mokka.agent.reconciler import Reconciler
 from mokka.agent.rootlock import RootLock
+from mokka.agent.simulator import Daemon
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import Cri
 from mokka.agent.simulators.fabricmanager import FabricManager
@@ -102,7 +103,9 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
     log = log or mlog.get("mokka.agent")
     host = build_host(cfg, log)
     sims = simulators(host, cfg, container_runtime(cfg, host))
-    health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims))
+    health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims),
+                    daemons=lambda: ((s.name, s.ready()[0]) for s in sims if isinstance(s, Daemon)),
+                    simulators=[s.name for s in sims])
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)

@@ -2,6 +2,7 @@
 
 The reconciler and the loop push facts in (wave results, a rejected document);
 ``probe(path)`` turns them into (status, JSON body). Time is passed in.
+/metrics shows the same facts in the Prometheus text format.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import threading
 import time
 from typing import Callable, Iterable
 
+from mokka.core import metrics as m
+
+METRIC_PREFIX = "mokka_agent_"
+
 
 def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
@@ -17,7 +22,11 @@ def _stamp(t: float) -> str:
 
 class Health:
     def __init__(self, readiness: Callable[[], Iterable[tuple[str, bool, str]]] = lambda: (),
-                 now: Callable[[], float] = time.time):
+                 now: Callable[[], float] = time.time,
+                 daemons: Callable[[], Iterable[tuple[str, bool]]] = lambda: (),
+                 simulators: Iterable[str] = ()):
+        """``daemons``: (name, up) of each daemon, read at /metrics; ``simulators``:
+        names whose stage-error series show (as 0) from the start."""
         self._now = now
         self._readiness = readiness
         self._mu = threading.Lock()
@@ -28,6 +37,22 @@ class Health:
         self._digest = ""
         self._rejected: dict | None = None
         self._apply_error: str | None = None
+        self.registry = reg = m.Registry()
+        self._passes = reg.add(m.Counter(
+            METRIC_PREFIX + "reconcile_passes_total", "reconcile passes, by result",
+            ("result",), initial=[("ok",), ("failed",)]))
+        self._pass_seconds = reg.add(m.Histogram(
+            METRIC_PREFIX + "reconcile_duration_seconds", "time a reconcile pass took",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)))
+        self._stage_errors = reg.add(m.Counter(
+            METRIC_PREFIX + "stage_errors_total", "Stage failures, by simulator",
+            ("simulator",), initial=[(n,) for n in simulators]))
+        reg.add(m.Gauge(METRIC_PREFIX + "generation", "generation of the last staged state",
+                        source=lambda: [((), self._generation)]))
+        reg.add(m.Gauge(METRIC_PREFIX + "staged", "1 while /stagedz is open",
+                        source=lambda: [((), int(self._busy is None))]))
+        reg.add(m.Gauge(METRIC_PREFIX + "daemon_up", "1 while the daemon is running and ready",
+                        ("simulator",), source=lambda: [((n,), int(up)) for n, up in daemons()]))
 
     # --- facts pushed in -----------------------------------------------------
     def stage_started(self) -> None:
@@ -35,6 +60,8 @@ class Health:
             self._busy = "staging"
 
     def stage_finished(self, generation: int, digest: str, failures: dict[str, str]) -> None:
+        for name in failures:
+            self._stage_errors.inc(name)
         with self._mu:
             self._failures = dict(failures)
             self._failed_at = self._now() if failures else None
@@ -43,6 +70,10 @@ class Health:
                 self._busy = "last Stage failed: " + ", ".join(sorted(failures))
             else:
                 self._busy, self._digest = None, digest
+
+    def pass_finished(self, ok: bool, seconds: float) -> None:
+        self._passes.inc("ok" if ok else "failed")
+        self._pass_seconds.observe(seconds)
 
     def apply_finished(self, error: str | None) -> None:
         # Recorded for the log and body only: /stagedz follows Stage, not Apply.
@@ -80,6 +111,9 @@ class Health:
             if not ok:
                 return 503, {"ready": False, "simulator": name, "reason": reason}
         return 200, {"ready": True}
+
+    def metrics(self) -> tuple[int, str]:
+        return 200, self.registry.render()
 
     def stagedz(self) -> tuple[int, dict]:
         with self._mu:

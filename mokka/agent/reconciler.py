@@ -62,6 +62,12 @@ class Reconciler:
         return [s for s in self.sims if isinstance(s, Daemon)]
 
     def reconcile(self, desired: Desired, start_daemons: bool = True) -> PassResult:
+        started = self.clock()
+        result = self._reconcile(desired, start_daemons)
+        self.health.pass_finished(result.ok, self.clock() - started)
+        return result
+
+    def _reconcile(self, desired: Desired, start_daemons: bool) -> PassResult:
         result = PassResult(desired.generation)
         result.stage_errors = self._stage(desired)
         if result.stage_errors:

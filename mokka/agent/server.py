@@ -1,4 +1,4 @@
-"""The agent's probe endpoint (/healthz, /readyz, /stagedz) on --health-addr."""
+"""The agent's probe endpoint (/healthz, /readyz, /stagedz, /metrics) on --health-addr."""
 
 from __future__ import annotations
 
@@ -11,5 +11,6 @@ class ProbeServer(probes.ProbeServer):
         parsed = probes.parse_addr(addr)
         if parsed is None:
             raise ValueError("probes are disabled (empty --health-addr)")
-        routes = {"/healthz": health.healthz, "/readyz": health.readyz, "/stagedz": health.stagedz}
+        routes = {"/healthz": health.healthz, "/readyz": health.readyz, "/stagedz": health.stagedz,
+                  "/metrics": health.metrics}
         super().__init__(parsed[0], parsed[1], routes, name="agent-probes")

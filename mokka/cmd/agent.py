@@ -25,7 +25,7 @@ ENV = "MOKKA_AGENT_"
               default=names.OVERLAY_HOST_PATH, show_default=True,
               help="Staging root on the host. Env MOKKA_AGENT_OVERLAY_HOST_PATH.")
 @click.option("--health-addr", envvar=ENV + "HEALTH_ADDR", default=names.AGENT_HEALTH_ADDR,
-              show_default=True, help="/healthz /readyz /stagedz address; empty disables. "
+              show_default=True, help="/healthz /readyz /stagedz /metrics address; empty disables. "
                                       "Env MOKKA_AGENT_HEALTH_ADDR.")
 @click.option("--staging-lock-path", envvar=ENV + "STAGING_LOCK_PATH",
               default=names.STAGING_LOCK_PATH, show_default=True,

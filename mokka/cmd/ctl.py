@@ -2,6 +2,7 @@
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
     ctl reset [GPU]            drop GPU's overrides, or every override
+    ctl xid GPU CODE           raise Xid CODE on GPU: to nvmlEventSetWait callers and the kernel log
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
@@ -16,9 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 
+from mokka.core import names
+
 PROG = "ctl"
+ENV_KMSG_PATH = "MOKKA_CTL_KMSG_PATH"
+ENV_NODE_NAME = "NODE_NAME"
 
 
 class Fail(Exception):
@@ -36,6 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("reset", help="drop one GPU's overrides, or all of them")
     r.add_argument("gpu", nargs="?")
     sub.add_parser("status", help="the visible GPUs and their overrides, as JSON")
+    x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does")
+    x.add_argument("gpu")
+    x.add_argument("code")
+    x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH, names.KMSG_PATH),
+                   help=f"kernel log to append the driver's line to (never created; "
+                        f"default {names.KMSG_PATH}). Env {ENV_KMSG_PATH}.")
+    x.add_argument("--node-name", default=os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
+                   help=f"node named on the kernel log line (default: the host name). "
+                        f"Env {ENV_NODE_NAME}.")
     return ap
 
 
@@ -65,6 +80,13 @@ def run(args: list[str]) -> int:
                  "overrides": devices.get(str(g["physical_index"])) or {}} for g in node.gpus]
         print(json.dumps({"overrides": path, "all": doc.get("all") or {}, "gpus": gpus}, indent=2))
         return 0
+    if opts.verb == "xid":
+        gpu = _gpu(node, opts.gpu)
+        try:
+            code = ctl.parse_xid_code(opts.code)
+        except ctl.CtlError as exc:
+            raise Fail(str(exc))
+        return raise_xid(node.config_path, gpu, code, opts.kmsg_path, opts.node_name)
     if opts.verb == "set":
         gpu = _gpu(node, opts.gpu)
         try:
@@ -77,6 +99,43 @@ def run(args: list[str]) -> int:
         ovr.clear(path)
     else:
         ovr.reset(path, [_gpu(node, opts.gpu)["physical_index"]])
+    return 0
+
+
+def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str, node_name: str) -> int:
+    """Append the event to xid-events.yaml + companion (the lock and numbering kernellog
+    uses), then write the driver's line to the kernel log, as kernellog announces one."""
+    from mokka.core import flatstate, xid, yamlio
+    from mokka.core.fsutil import atomic_write, dir_locked
+
+    path = xid.events_path(config_path)
+    injection = xid.Injection(gpu["physical_index"], str(gpu.get("uuid", "")),
+                              str((gpu.get("pci") or {}).get("bus_id", "")), code)
+    with dir_locked(path):
+        try:
+            with open(path, "rb") as f:
+                previous, last = xid.parse(yamlio.safe_load(f.read()))
+        except FileNotFoundError:
+            previous, last = [], 0
+        except yamlio.YAMLError:
+            previous, last = [], 0      # rewritten whole; the numbers only grow from here
+        events, event, last = xid.inject(previous, injection, last)
+        text, companion = xid.render(events, last)
+        atomic_write(flatstate.companion_path(path), companion)    # companion first, as kernellog
+        atomic_write(path, text)
+    line = xid.kmsg_line(injection, node_name)
+    print(json.dumps({"seq": event.seq, "gpu": gpu["index"], "uuid": injection.uuid,
+                      "code": code, "kmsg": line}))
+    try:
+        fd = os.open(kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)   # never created
+    except OSError as exc:
+        print(f"{PROG}: Xid {code} reached the mock NVML only: cannot open the kernel log "
+              f"{kmsg_path}: {exc.strerror} (set --kmsg-path or {ENV_KMSG_PATH})", file=sys.stderr)
+        return 0
+    try:
+        os.write(fd, (xid.KMSG_PRIORITY + line + "\n").encode())     # one record per write
+    finally:
+        os.close(fd)
     return 0
 
 

@@ -112,7 +112,15 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
                     opts["agent_staged_url"], opts["staging_lock_path"])
 
 
-def decision_handler(config: "Config", staged):
+class _NoMetrics:
+    def injected(self) -> None: ...
+
+    def skipped(self, reason: str) -> None: ...
+
+    def gate_checked(self, outcome: str) -> None: ...
+
+
+def decision_handler(config: "Config", staged, metrics=_NoMetrics()):
     """The CreateContainer handler: convert, skip early, decide under the
     staging gate, encode the reply.
 
@@ -121,12 +129,15 @@ def decision_handler(config: "Config", staged):
     why the tree is not staged. Containers skipped anyway never reach the gate
     and are not reported. Returns the serialized CreateContainerResponse (the
     bytes of recent equal adjustments are reused), or None for no adjustment.
-    Exceptions propagate: the driver fails open and counts them.
+    Exceptions propagate: the driver fails open and counts them. ``metrics``
+    (mokka.nri.health.Health) counts each container injected or skipped, by reason.
     """
     import logging
 
     from mokka.core import log
     from mokka.nri import convert, inject
+    from mokka.nri.health import SKIPPED_NOT_STAGED
+    from mokka.nri.inject.skip import LABELS
     logger = log.get("mokka.nri")
     encoder = convert.ResponseEncoder()
     info_enabled = logging.getLogger("mokka.nri").isEnabledFor
@@ -135,9 +146,11 @@ def decision_handler(config: "Config", staged):
         pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb)
         reason, selection = inject.plan(config, pod, ctr)
         if reason is not None:
+            metrics.skipped(LABELS[reason])
             return None
         with staged(runtime) as (view, reason):
             if view is None:
+                metrics.skipped(SKIPPED_NOT_STAGED)
                 logger.warning("container left unmodified", reason=reason,
                                namespace=pod.namespace, pod=pod.name, container=ctr.name)
                 return None
@@ -145,7 +158,9 @@ def decision_handler(config: "Config", staged):
         for warning in decision.warnings:
             logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
         if decision.adjustment is None:
+            metrics.skipped(LABELS[decision.reason])
             return None
+        metrics.injected()
         if info_enabled(logging.INFO):
             logger.info("container adjusted", reason=decision.reason,
                         namespace=pod.namespace, pod=pod.name, container=ctr.name)
@@ -153,11 +168,11 @@ def decision_handler(config: "Config", staged):
     return handle
 
 
-def make_handler(settings: Settings):
+def make_handler(settings: Settings, metrics=_NoMetrics()):
     """(handler, gate_ready): the decision behind the staging gate."""
     import contextlib
 
-    from mokka.nri.gate import StagingGate
+    from mokka.nri.gate import StagingGate, outcome
     from mokka.nri.nodeview import NodeViewBuilder
 
     gate = StagingGate(settings.agent_staged_url, settings.staging_lock_path)
@@ -176,13 +191,14 @@ def make_handler(settings: Settings):
             yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
             return
         with gate.hold() as verdict:
+            metrics.gate_checked(outcome(verdict))
             if not verdict.ok:
                 yield None, verdict.reason
                 return
             # What the runtime takes is decided once, at Configure (RuntimeInfo).
             yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
 
-    return decision_handler(settings.config, staged), lambda: tuple(gate.ready())
+    return decision_handler(settings.config, staged, metrics), lambda: tuple(gate.ready())
 
 
 def serve(settings: Settings) -> int:
@@ -191,8 +207,13 @@ def serve(settings: Settings) -> int:
 
     keep_large_buffers_out_of_the_heap()
 
-    handler, gate_ready = make_handler(settings)
-    health = healthmod.Health(gate_ready=gate_ready)
+    from mokka.nri.gate import OUTCOMES
+    from mokka.nri.inject.skip import LABELS
+
+    health = healthmod.Health(
+        skip_reasons=(*LABELS.values(), healthmod.SKIPPED_NOT_STAGED), gate_outcomes=OUTCOMES)
+    handler, gate_ready = make_handler(settings, health)
+    health.gate_ready = gate_ready
     try:
         probes = healthmod.serve(settings.health_addr, health)
     except OSError as exc:
@@ -220,7 +241,7 @@ def _opt(flag: str, envvar: str, default, help: str, empty_counts: bool = False)
 
 OPTIONS = [
     _opt("--health-addr", "MOKKA_NRI_HEALTH_ADDR", names.NRI_HEALTH_ADDR,
-         "Address for /healthz and /readyz; empty disables them.", empty_counts=True),
+         "Address for /healthz, /readyz and /metrics; empty disables them.", empty_counts=True),
     _opt("--agent-staged-url", "MOKKA_NRI_AGENT_STAGED_URL", "",
          "Node agent's /stagedz URL; set together with --staging-lock-path."),
     _opt("--staging-lock-path", "MOKKA_NRI_STAGING_LOCK_PATH", "",

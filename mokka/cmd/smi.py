@@ -19,6 +19,7 @@ NO_DEVICES_LIST = "No devices found."      # what NVIDIA's -L prints, with exit 
 NO_TOPOLOGY = "Failed to run topology matrix"
 #: Exit statuses the real tool uses (NVML return codes).
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NO_DRIVER, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN = 2, 6, 9, 3, 255
+EXIT_GPU_LOST = 15          # nvidia-smi(1): the GPU has fallen off the bus or is otherwise inaccessible
 
 HELP = """NVIDIA System Management Interface -- v{version} (Mokka mock)
 
@@ -117,6 +118,22 @@ def main(args: list[str], prog_name: str = PROG) -> int:
             out.close()
 
 
+def lost_line(gpu: dict) -> str:
+    """What NVIDIA's nvidia-smi prints for a GPU whose handle NVML refuses as lost
+    (``mokka ctl set GPU lost=true``); "" for a GPU that is not lost."""
+    from mokka.core import names
+    from mokka.smi import values
+
+    if values.get(gpu, names.STATE_LOST_KEY) is not True:
+        return ""
+    bus = str(values.get(gpu, "pci.bus_id", ""))
+    domain, sep, rest = bus.partition(":")
+    if sep and len(domain) == 8:
+        bus = domain[4:] + ":" + rest           # the driver prints a 4-digit domain here
+    return (f"Unable to determine the device handle for GPU {bus.upper()}: GPU is lost. "
+            "Reboot the system to recover this GPU")
+
+
 def run(opts: dict, out) -> int:
     mode = opts.get("mode")
     if mode == "help":
@@ -164,6 +181,10 @@ def run(opts: dict, out) -> int:
         return 0
     if mode == "reset":
         return _reset(node, gpus, opts, out)
+    lost = [g for g in gpus if lost_line(g)]
+    if lost:
+        out.write("".join(lost_line(g) + "\n" for g in lost))
+        return EXIT_GPU_LOST
     if opts.get("sub"):
         return _subcommand(opts["sub"], opts["rest"], node, gpus, out)
     if opts.get("query-gpu") is not None or opts.get("query-compute-apps") is not None:

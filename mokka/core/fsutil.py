@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
 import tempfile
@@ -126,5 +128,22 @@ def read_bounded(path: str, limit: int) -> bytes:
         if size > limit:
             raise ReadRefused(f"is over the limit of {limit} bytes")
         return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def dir_locked(path: str):
+    """Hold the exclusive lock of ``path``'s directory (flock on a directory fd).
+
+    Serializes the read-modify-writes of the runtime files beside config.yaml
+    (overrides.yaml, xid-events.yaml and their companions) between ``mokka ctl``,
+    ``nvidia-smi -r`` and the agent's kernellog: no lock file to leave behind on
+    the host, and it works inside a container through the writable config bind.
+    """
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
         os.close(fd)

@@ -109,6 +109,9 @@ PROC_IMEX_MGMT_CAPABILITY = "capabilities/fabric-imex-mgmt"
 #: also say "auto" (follow the fabricmanager marker) or leave it empty (completed).
 FABRIC_STATE_CODES = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
 FABRIC_STATE_AUTO = "auto"
+#: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
+#: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
+STATE_LOST_KEY = "failure.lost"
 FABRIC_STATE_DEFAULT = "completed"
 
 # --- Device numbers ----------------------------------------------------------

@@ -12,6 +12,7 @@ and again only after it left and came back.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from mokka.core import flatstate, names
@@ -97,6 +98,25 @@ def next_events(previous: list[Event], wanted: list[Injection],
     return current, new, seq
 
 
+def inject(previous: list[Event], injection: Injection,
+           last_seq: int = 0) -> tuple[list[Event], Event, int]:
+    """``mokka ctl xid``: (every event, the new one, the last sequence number).
+
+    Always a new event with the next number, even for a (GPU, code) already
+    listed: each ctl call is one Xid, delivered once. The agent's kernellog keeps
+    only the profile's injections on its next pass (next_events drops the rest),
+    which is fine: a waiter has had the event by then, or never would have.
+    """
+    seq = max([last_seq] + [e.seq for e in previous]) + 1
+    event = Event(seq, injection)
+    return [*previous, event], event, seq
+
+
+def events_path(config_path: str) -> str:
+    """``xid-events.yaml`` beside config.yaml, where native/nvml/xid.c looks."""
+    return os.path.join(os.path.dirname(os.path.abspath(config_path)), names.XID_EVENTS_FILE)
+
+
 def kernel_pci(bus_id: str) -> str:
     """``00000000:1A:00.0`` -> ``0000:1a:00``, as NVRM prints it."""
     bus = parse_bus_id(bus_id)
@@ -115,7 +135,7 @@ def kmsg_line(inj: Injection, node_name: str) -> str:
 
 # --- the events document and its companion -------------------------------------------
 
-HEADER = (b"# Xids injected on this node, written by the node agent's kernellog daemon.\n"
+HEADER = (b"# Xids injected on this node, by the node agent's kernellog daemon and mokka ctl xid.\n"
           b"# The mock NVML delivers each event newer than an event set to nvmlEventSetWait.\n")
 
 

@@ -36,6 +36,26 @@ DISABLED = "staging gate not configured"
 STAGED = "node agent reports the tree staged"
 
 
+#: A check's outcome as the plugin's /metrics labels it (gate_checks_total{outcome}).
+OPEN, STAGING, NOT_STAGED, UNREACHABLE, LOCK_UNAVAILABLE = (
+    "open", "staging", "not_staged", "unreachable", "lock_unavailable")
+OUTCOMES = (OPEN, STAGING, NOT_STAGED, UNREACHABLE, LOCK_UNAVAILABLE)
+_STAGING_REASON = "node agent is staging (staging lock held)"
+
+
+def outcome(verdict: "Verdict") -> str:
+    """One of OUTCOMES: a bounded label for a verdict whose reason is free text."""
+    if verdict.ok:
+        return OPEN
+    if verdict.reason == _STAGING_REASON:
+        return STAGING
+    if verdict.reason.startswith("node agent unreachable"):
+        return UNREACHABLE
+    if verdict.reason.startswith("staging lock unavailable"):
+        return LOCK_UNAVAILABLE
+    return NOT_STAGED
+
+
 class Verdict(NamedTuple):
     ok: bool
     reason: str
@@ -129,7 +149,7 @@ class StagingGate:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 os.close(fd)
-                return None, Verdict(False, "node agent is staging (staging lock held)")
+                return None, Verdict(False, _STAGING_REASON)
             self._sleep(min(LOCK_RETRY_S, remaining))
 
     def _get_staged(self) -> Verdict:

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Callable
 
+from mokka.core import metrics as m
 from mokka.core import probes
 from mokka.nri.runtime_info import RuntimeInfo, wedge_threshold_s
 
@@ -33,16 +34,41 @@ def _always_ready() -> tuple[bool, str]:
 
 class Health:
     def __init__(self, now: Callable[[], float] = time.monotonic,
-                 gate_ready: GateReady = _always_ready) -> None:
+                 gate_ready: GateReady = _always_ready, *,
+                 skip_reasons: tuple[str, ...] = (), gate_outcomes: tuple[str, ...] = ()) -> None:
+        """``skip_reasons`` and ``gate_outcomes``: label values shown (as 0) from the start."""
         self._now = now
-        self._gate_ready = gate_ready
+        self.gate_ready = gate_ready     # settable: the gate is built after the probes' facts
         self._lock = threading.Lock()
         self._registered = False
         self._runtime: RuntimeInfo | None = None     # kept across reconnects
         self._tokens = itertools.count()
         self._in_flight: dict[int, float] = {}
-        self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._gauges: dict[str, int] = dict.fromkeys(GAUGES, 0)
+        self.registry = reg = m.Registry()
+        self._counters = {name: reg.add(m.Counter(METRIC_PREFIX + name, text, initial=[()]))
+                          for name, text in COUNTERS.items()}
+        self._injected = reg.add(m.Counter(
+            METRIC_PREFIX + "containers_injected_total", "containers given an adjustment",
+            initial=[()]))
+        self._skipped = reg.add(m.Counter(
+            METRIC_PREFIX + "containers_skipped_total",
+            "containers left as authored, by reason", ("reason",),
+            initial=[(r,) for r in skip_reasons]))
+        self._gate = reg.add(m.Counter(
+            METRIC_PREFIX + "gate_checks_total", "staging gate checks before a decision, by outcome",
+            ("outcome",), initial=[(o,) for o in gate_outcomes]))
+        self.decision_seconds = reg.add(m.Histogram(
+            METRIC_PREFIX + "decision_seconds",
+            "time the CreateContainer handler took to decide (gate included)"))
+        self.request_seconds = reg.add(m.Histogram(
+            METRIC_PREFIX + "request_seconds",
+            "time from reading a CreateContainer to sending its reply"))
+        reg.add(m.Gauge(METRIC_PREFIX + "info", "1; runtime is the registered runtime",
+                        ("runtime", "version"), source=self._runtime_info))
+        for name, text in GAUGE_HELP.items():
+            reg.add(m.Gauge(METRIC_PREFIX + name, text,
+                            source=lambda name=name: [((), self._gauge_now(name))]))
         #: Read by /metrics: CreateContainers received and not yet answered.
         self.in_flight_count: Callable[[], int] = lambda: 0
 
@@ -63,17 +89,25 @@ class Health:
 
     def count(self, name: str, n: int = 1) -> int:
         """Add ``n`` to the counter ``name`` (one of COUNTERS); its new value."""
-        with self._lock:
-            self._counters[name] += n
-            return self._counters[name]
+        return int(self._counters[name].inc(n=n))
+
+    def injected(self) -> None:
+        self._injected.inc()
+
+    def skipped(self, reason: str) -> None:
+        """A container left as authored, for ``reason`` (a label value)."""
+        self._skipped.inc(reason)
+
+    def gate_checked(self, outcome: str) -> None:
+        """A gate check before a decision ended in ``outcome`` (mokka.nri.gate.outcome)."""
+        self._gate.inc(outcome)
 
     def gauge(self, name: str, value: int) -> None:
         with self._lock:
             self._gauges[name] = value
 
     def counter(self, name: str) -> int:
-        with self._lock:
-            return self._counters[name]
+        return int(self._counters[name].value())
 
     def begin(self) -> int:
         """A CreateContainer handler runs from now; pass the token to ``end``."""
@@ -86,8 +120,8 @@ class Health:
         """The handler is done; ``answered`` counts a CreateContainer answered."""
         with self._lock:
             self._in_flight.pop(token, None)
-            if answered:
-                self._counters["create_container_total"] += 1
+        if answered:
+            self._counters["create_container_total"].inc()
 
     @contextlib.contextmanager
     def in_flight(self):
@@ -103,7 +137,7 @@ class Health:
         if not self.registered:
             return 503, "not registered with the container runtime: containers are not injected"
         try:
-            ok, reason = self._gate_ready()
+            ok, reason = self.gate_ready()
         except Exception as exc:     # a broken check must fail the probe, not the server
             ok, reason = False, f"readiness check failed: {exc}"
         if not ok:
@@ -123,21 +157,24 @@ class Health:
         return 200, "ok"
 
 
-    def metrics(self) -> tuple[int, str]:
-        """Prometheus text exposition of the counters and gauges."""
+    def _gauge_now(self, name: str) -> int:
         with self._lock:
-            counters, gauges = dict(self._counters), dict(self._gauges)
-            gauges["create_container_running"] = len(self._in_flight)
-            gauges["create_container_in_flight"] = self.in_flight_count()
-            gauges["registered"] = int(self._registered)
-        lines = []
-        for name, value in counters.items():
-            lines += [f"# HELP {METRIC_PREFIX}{name} {COUNTERS[name]}",
-                      f"# TYPE {METRIC_PREFIX}{name} counter", f"{METRIC_PREFIX}{name} {value}"]
-        for name, value in gauges.items():
-            lines += [f"# HELP {METRIC_PREFIX}{name} {GAUGE_HELP[name]}",
-                      f"# TYPE {METRIC_PREFIX}{name} gauge", f"{METRIC_PREFIX}{name} {value}"]
-        return 200, "\n".join(lines)
+            if name == "create_container_running":
+                return len(self._in_flight)
+            if name == "registered":
+                return int(self._registered)
+            if name in self._gauges:
+                return self._gauges[name]
+        return self.in_flight_count()
+
+    def _runtime_info(self):
+        with self._lock:
+            runtime = self._runtime
+        return [] if runtime is None else [((runtime.name, runtime.version), 1)]
+
+    def metrics(self) -> tuple[int, str]:
+        """Prometheus text exposition of everything recorded."""
+        return 200, self.registry.render()
 
 
 METRIC_PREFIX = "mokka_nri_"
@@ -149,6 +186,7 @@ COUNTERS = {
                                 "undecodable envelope), answered with no adjustment"),
     "protocol_errors_total": "connections closed because the byte stream was corrupt",
     "backpressure_pauses_total": "times reading from the runtime paused until replies drained",
+    "reconnects_total": "connections to the runtime made after an earlier one ended",
 }
 GAUGE_HELP = {
     "create_container_in_flight": "CreateContainer requests received and not yet answered",
@@ -157,6 +195,8 @@ GAUGE_HELP = {
     "registered": "1 while registered with the container runtime",
 }
 GAUGES = ("overloaded",)
+#: containers_skipped_total's reasons besides the decision's (mokka.nri.inject.skip.LABELS).
+SKIPPED_NOT_STAGED = "not_staged"        # the staging gate was closed
 
 
 def routes(health: Health) -> dict:

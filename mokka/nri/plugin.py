@@ -116,6 +116,7 @@ class Plugin:
         """Connect, serve, reconnect; returns after ``stop`` (or pre-launched EOF)."""
         delay = self.config.backoff_initial_s
         failures = 0
+        connected_before = False
         while not self._stop.is_set():
             try:
                 sock = self._connect()
@@ -130,6 +131,9 @@ class Plugin:
                       reason=str(exc), retry_in_s=delay)
             else:
                 failures = 0
+                if connected_before:
+                    self.health.count("reconnects_total")
+                connected_before = True
                 configured, reason = self._serve(Session(
                     sock, max(1, self.config.workers), self.config.max_in_flight_bytes))
                 _return_freed_memory()
@@ -201,9 +205,10 @@ class Plugin:
         while not session.closed.is_set():
             with session.read_lock:
                 event = self._next_create_container(session)
+                received = time.perf_counter()
             if event is None:
                 return
-            self._create_container(session, event)
+            self._create_container(session, event, received)
 
     def _next_create_container(self, session: Session) -> ttrpc.RequestReceived | None:
         """Read and dispatch until a CreateContainer is admitted; None once the session ends."""
@@ -347,7 +352,8 @@ class Plugin:
                            backpressure_pauses_total=self.health.counter(
                                "backpressure_pauses_total"))
 
-    def _create_container(self, session: Session, event: ttrpc.RequestReceived) -> None:
+    def _create_container(self, session: Session, event: ttrpc.RequestReceived,
+                          received: float) -> None:
         token = self.health.begin()             # a running handler ages towards /healthz
         try:
             payload = self._adjust(event)
@@ -362,6 +368,7 @@ class Plugin:
         finally:
             self.health.end(token, answered=True)
         sent = session.send(reply)
+        self.health.request_seconds.observe(time.perf_counter() - received)
         left = session.admission.release(len(event.payload))
         if left == 0 and session.overloaded_since is not None:
             self._overload_over(session)
@@ -377,8 +384,10 @@ class Plugin:
             self._fail_open("cannot decode CreateContainer request", str(exc))
             return b""
         runtime = self._runtime or RuntimeInfo()
+        started = time.perf_counter()
         try:
             adjust = self._handler(req.pod, req.container, runtime)
+            self.health.decision_seconds.observe(time.perf_counter() - started)
             if adjust is None:
                 return b""
             if isinstance(adjust, bytes):

@@ -42,6 +42,16 @@ def _choice(*choices: str):
     return parse
 
 
+def _flag():
+    def parse(key: str, text: str) -> bool:
+        value = text.strip().lower()
+        if value not in ("true", "false"):
+            raise CtlError(f"{key}={text}: expected one of true, false")
+        return value == "true"
+    parse.allowed = "true|false"
+    return parse
+
+
 _MIB = 1 << 20
 #: key -> (dotted path in the GPU's state, parser). Units as nvidia-smi prints them.
 KEYS = {
@@ -59,6 +69,8 @@ KEYS = {
     "ecc.aggregate.sbe": ("ecc.errors.aggregate.single_bit.total", _int_range(0, 1 << 31)),
     "ecc.aggregate.dbe": ("ecc.errors.aggregate.double_bit.total", _int_range(0, 1 << 31)),
     "fabric.state": ("fabric.state", _choice(*names.FABRIC_STATE_CODES, names.FABRIC_STATE_AUTO)),
+    # Every NVML query of the GPU fails with GPU_IS_LOST; nvidia-smi cannot get its handle.
+    "lost": (names.STATE_LOST_KEY, _flag()),
 }
 
 
@@ -84,3 +96,16 @@ def parse_assignments(words: list[str]) -> dict:
             node = node.setdefault(part, {})
         node[leaf] = parser(key, value)
     return out
+
+
+#: Xid codes ``ctl xid`` accepts (the driver's numbering; mokka.core.xid names the common ones).
+XID_CODES = (1, 999)
+
+
+def parse_xid_code(text: str) -> int:
+    raw = text.strip()
+    lo, hi = XID_CODES
+    if not raw.isdigit() or not lo <= int(raw) <= hi:
+        raise CtlError(f"{text}: not an Xid code; expected an integer from {lo} to {hi} "
+                       "(e.g. 79: fallen off the bus, 48: double bit ECC error)")
+    return int(raw)

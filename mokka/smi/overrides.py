@@ -7,8 +7,6 @@ visibility renumbering.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 
 
@@ -60,20 +58,10 @@ def apply(gpu: dict, doc: dict) -> None:
             deep_merge(gpu, own)
 
 
-@contextlib.contextmanager
 def locked(path: str):
-    """Serialize every read-modify-write of one overrides file.
-
-    The lock is the directory itself (flock on a directory fd): no lock file to
-    leave behind on the host, and it works inside a container through the
-    writable config bind.
-    """
-    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    """Serialize every read-modify-write of one overrides file (mokka.core.fsutil.dir_locked)."""
+    from mokka.core.fsutil import dir_locked
+    return dir_locked(path)
 
 
 def reset(path: str, physical_indices: list) -> bool:

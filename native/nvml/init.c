@@ -47,11 +47,18 @@ static nvmlReturn_t visible_slot(nvmlDevice_t device, const struct mock_node *n,
     return NVML_SUCCESS;
 }
 
+/* `mokka ctl set GPU lost=true` (overrides `failure.lost`): every query of that
+ * GPU, its handle included, fails as a GPU that fell off the bus does. */
+static int gpu_lost(const struct mock_gpu *g)
+{
+    int lost = 0;
+    return gpu_flag(g, MOKKA_STATE_LOST_KEY, &lost) == 1 && lost;
+}
+
 nvmlReturn_t mock_check_device(nvmlDevice_t device)
 {
-    nvmlReturn_t ret = mock_require_init();
-    unsigned int slot;
-    return ret != NVML_SUCCESS ? ret : visible_slot(device, mock_node(), &slot);
+    const struct mock_gpu *g;
+    return mock_gpu_of(device, &g);
 }
 
 nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g)
@@ -62,9 +69,12 @@ nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g)
     const struct mock_node *n = mock_node();
     unsigned int slot;
     ret = visible_slot(device, n, &slot);
-    if (ret == NVML_SUCCESS)
-        *g = &n->gpus[n->visible[slot]];
-    return ret;
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (gpu_lost(&n->gpus[n->visible[slot]]))
+        return NVML_ERROR_GPU_IS_LOST;
+    *g = &n->gpus[n->visible[slot]];
+    return NVML_SUCCESS;
 }
 
 nvmlDevice_t mock_handle_of(const struct mock_gpu *g)
@@ -147,8 +157,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevic
     nvmlReturn_t ret = mock_require_init();
     if (ret != NVML_SUCCESS)
         return ret;
-    if (!device || index >= mock_node()->nvisible)
+    const struct mock_node *n = mock_node();
+    if (!device || index >= n->nvisible)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_lost(&n->gpus[n->visible[index]]))
+        return NVML_ERROR_GPU_IS_LOST;
     *device = &mock_handles[index];
     return NVML_SUCCESS;
 }
@@ -178,6 +191,8 @@ static nvmlReturn_t find(const void *arg, gpu_match match, nvmlDevice_t *device)
                 *device = &mock_handles[i];
         }
     }
+    if (hits == 1 && gpu_lost(&n->gpus[n->visible[*device - mock_handles]]))
+        return NVML_ERROR_GPU_IS_LOST;
     return hits == 0 ? NVML_ERROR_NOT_FOUND : hits == 1 ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 

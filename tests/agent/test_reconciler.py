@@ -196,3 +196,35 @@ def test_readyz_names_the_simulator_that_is_not_ready(tmp_path):
     _, health = make(tmp_path, [FakeSim("a", calls), NotReady("cri", calls)])
     assert health.readyz() == (503, {"ready": False, "simulator": "cri",
                                      "reason": "CDI specs not published yet"})
+
+
+def scrape(health: Health) -> dict:
+    from prometheus_client.parser import text_string_to_metric_families
+    status, body = health.metrics()
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body) for s in family.samples}
+
+
+def test_metrics_count_passes_stage_errors_by_simulator_generation_and_daemons(tmp_path, desired):
+    calls, up = [], {"d": True}
+    sims = [FakeSim("good", calls), FakeSim("bad", calls, fail_stage=True), FakeDaemon("d", calls)]
+    ticks = iter([10.0, 10.25, 20.0, 20.5])
+    health = Health(daemons=lambda: up.items(), simulators=[s.name for s in sims])
+    rec = Reconciler(sims, health, StagingLock(os.path.join(tmp_path, "staging.lock")),
+                     mlog.get("test"), clock=lambda: next(ticks))
+    assert scrape(health)[("mokka_agent_stage_errors_total", (("simulator", "bad"),))] == 0
+    assert not rec.reconcile(desired).ok
+    sims[1].fail_stage = False
+    up["d"] = False
+    assert rec.reconcile(desired).ok
+    got = scrape(health)
+    assert got[("mokka_agent_reconcile_passes_total", (("result", "failed"),))] == 1
+    assert got[("mokka_agent_reconcile_passes_total", (("result", "ok"),))] == 1
+    assert got[("mokka_agent_reconcile_duration_seconds_sum", ())] == 0.75
+    assert got[("mokka_agent_reconcile_duration_seconds_bucket", (("le", "0.25"),))] == 1
+    assert got[("mokka_agent_stage_errors_total", (("simulator", "bad"),))] == 1
+    assert got[("mokka_agent_stage_errors_total", (("simulator", "good"),))] == 0
+    assert got[("mokka_agent_generation", ())] == 1
+    assert got[("mokka_agent_staged", ())] == 1
+    assert got[("mokka_agent_daemon_up", (("simulator", "d"),))] == 0

@@ -59,3 +59,12 @@ def test_rendered_document_parses_back():
     assert xid.parse(yamlio.safe_load(text)) == (events, 1)
     assert companion.decode().splitlines()[2:] == ["event.0.code 48", "event.0.gpu 2", "event.0.seq 1",
                                                    "event.len 1", "last_seq 1"]
+
+
+def test_ctl_injection_takes_the_next_number_even_for_a_listed_pair():
+    from mokka.core.xid import Event, Injection, inject
+    gpu1 = Injection(1, "GPU-1", "00000000:0B:00.0", 79)
+    events, event, last = inject([Event(4, gpu1)], gpu1, last_seq=6)
+    assert (event.seq, last) == (7, 7)
+    assert [e.seq for e in events] == [4, 7]
+    assert inject([], gpu1)[1:] == (Event(1, gpu1), 1)

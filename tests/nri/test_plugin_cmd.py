@@ -260,3 +260,43 @@ def test_make_handler_gate_closed_leaves_containers_and_fails_readiness(settings
     with caplog.at_level("WARNING"):
         assert handle(*_pbs(), RuntimeInfo()) is None
     assert any("left unmodified" in r.getMessage() for r in caplog.records)
+
+
+class Counted:
+    """What decision_handler reports to the plugin's /metrics."""
+
+    def __init__(self):
+        self.seen = []
+
+    def injected(self):
+        self.seen.append("injected")
+
+    def skipped(self, reason):
+        self.seen.append(reason)
+
+    def gate_checked(self, outcome):
+        self.seen.append(f"gate:{outcome}")
+
+
+def test_decision_handler_counts_each_container_by_outcome(fake_adjust):
+    from mokka.nri.inject import model
+    from mokka.nri.runtime_info import RuntimeInfo
+    counted = Counted()
+    open_gate = cmd.decision_handler(model.Config(), FakeGate(model.NodeView()), counted)
+    closed = cmd.decision_handler(model.Config(), FakeGate(None, "node agent is staging"), counted)
+    open_gate(*_pbs(), RuntimeInfo())
+    open_gate(*_pbs("kube-system"), RuntimeInfo())
+    closed(*_pbs(), RuntimeInfo())
+    assert counted.seen == ["injected", "excluded_namespace", "not_staged"]
+
+
+@pytest.mark.parametrize("verdict, outcome", [
+    ((True, "node agent reports the tree staged"), "open"),
+    ((False, "node agent is staging (staging lock held)"), "staging"),
+    ((False, "node agent unreachable at http://x/stagedz: refused"), "unreachable"),
+    ((False, "staging lock unavailable: EACCES"), "lock_unavailable"),
+    ((False, "node agent not staged (HTTP 503): tearing down"), "not_staged"),
+])
+def test_gate_outcome_is_a_bounded_label(verdict, outcome):
+    from mokka.nri.gate import Verdict, outcome as outcome_of
+    assert outcome_of(Verdict(*verdict)) == outcome

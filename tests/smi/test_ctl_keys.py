@@ -49,3 +49,18 @@ def test_an_unknown_key_lists_the_keys():
     with pytest.raises(CtlError) as err:
         parse_assignments(["fan=50"])
     assert str(err.value).startswith("fan: not a key ctl sets; keys: temperature (0..200C), ")
+
+
+@pytest.mark.parametrize("text, code", [("79", 79), (" 48 ", 48), ("1", 1), ("999", 999)])
+def test_xid_codes(text, code):
+    from mokka.smi.ctl import parse_xid_code
+    assert parse_xid_code(text) == code
+
+
+@pytest.mark.parametrize("text", ["0", "1000", "-1", "79.0", "fallen", ""])
+def test_xid_code_refused_in_one_line(text):
+    from mokka.smi.ctl import parse_xid_code
+    with pytest.raises(CtlError) as err:
+        parse_xid_code(text)
+    assert str(err.value) == (f"{text}: not an Xid code; expected an integer from 1 to 999 "
+                              "(e.g. 79: fallen off the bus, 48: double bit ECC error)")

@@ -15,6 +15,7 @@ over an existing one announces only what is new.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -22,7 +23,7 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import File
 from mokka.agent.simulators import Host
 from mokka.agent.supervisor import Supervisor, ThreadChild
-from mokka.core import flatstate, names, xid
+from mokka.core import flatstate, fsutil, names, xid
 
 OWNER = "kernellog"
 
@@ -82,13 +83,18 @@ class KernelLog:
                 self.announce(desired)
 
     def announce(self, desired: Desired) -> list[xid.Event]:
-        previous, last = self._recorded()
-        current, new, last = xid.next_events(previous, xid.injections(desired.state), last)
-        if new or current != previous or not os.path.exists(self.events_path):
-            text, companion = xid.render(current, last)
-            # converge writes in path order: the companion (.nvml) before the YAML.
-            self.host.fs.converge(OWNER, {flatstate.companion_path(self.events_path): File(companion),
-                                          self.events_path: File(text)})
+        # The same lock and numbering as ``mokka ctl xid`` (which appends to this file).
+        directory = os.path.dirname(self.events_path)
+        with fsutil.dir_locked(self.events_path) if os.path.isdir(directory) \
+                else contextlib.nullcontext():
+            previous, last = self._recorded()
+            current, new, last = xid.next_events(previous, xid.injections(desired.state), last)
+            if new or current != previous or not os.path.exists(self.events_path):
+                text, companion = xid.render(current, last)
+                # converge writes in path order: the companion (.nvml) before the YAML.
+                self.host.fs.converge(OWNER, {
+                    flatstate.companion_path(self.events_path): File(companion),
+                    self.events_path: File(text)})
         for event in new:
             line = xid.kmsg_line(event.injection, self.node_name)
             self._kmsg(line)

@@ -18,6 +18,10 @@ EXCLUDED_NAMESPACE = "namespace is excluded"
 ALREADY_MOUNTED = "overlay already mounted at the destination"
 NOTHING_SELECTED = "nothing selected"
 NOTHING_TO_ADD = "selected, but nothing is staged to add"
+#: Each reason as the plugin's /metrics labels it (containers_skipped_total{reason}).
+LABELS = {OPT_OUT: "opt_out", EXCLUDED_NAMESPACE: "excluded_namespace",
+          ALREADY_MOUNTED: "already_mounted", NOTHING_SELECTED: "nothing_selected",
+          NOTHING_TO_ADD: "nothing_to_add"}
 
 
 def authored_reason(config: Config, pod: Pod, container: Container) -> str | None:

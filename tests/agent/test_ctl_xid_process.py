@@ -1,0 +1,77 @@
+"""``mokka ctl xid GPU CODE`` on a node the real agent serves: the Xid reaches a pynvml
+process blocked in nvmlEventSetWait_v2 over the staged mock library and the kernel log
+(a file standing in for /dev/kmsg), through kernellog's own channel: the same events
+file, lock and numbering, so the agent's next announcement neither repeats nor reuses it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+from helpers import AgentProcess, profile_bytes, wait_until
+from test_kernellog_process import XID13, XID_CRITICAL, inject
+
+from mokka.core import names
+from mokka.core.overlay import host_overlay
+from tests.native.conftest import start_probe
+from tests.native.staged import nvml_build  # noqa: F401 (fixture: the agent stages this library)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def ctl(*args: str, env: dict) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("MOKKA_", "MOCK_"))}
+    full.update(PYTHONPATH=REPO, **env)
+    return subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_ctl_xid_reaches_event_waiters_and_the_kernel_log(scratch, nvml_build):
+    root, outside, procs = scratch
+    kmsg = os.path.join(root, names.KMSG_PATH.lstrip("/"))     # the agent's, under its host root
+    os.makedirs(os.path.dirname(kmsg))
+    open(kmsg, "w").close()
+    profile = os.path.join(outside, "profile.yaml")
+    healthy = profile_bytes("gb300", 4)
+    with open(profile, "wb") as f:
+        f.write(healthy)
+    agent = AgentProcess(root, "--profile", profile, "--node-name", "kind-worker-2",
+                         "--resync-interval", "0", log_dir=outside)
+    procs.append(agent)
+    ov = host_overlay(root)
+    agent.wait_staged()
+    events = os.path.join(ov.driver_config, names.XID_EVENTS_FILE)
+    wait_until(lambda: os.path.exists(events), what="the events file")
+    env = {names.ENV_NVML_CONFIG: ov.profile, "MOKKA_CTL_KMSG_PATH": kmsg, "NODE_NAME": "kind-worker-2"}
+
+    dev_root = os.path.join(outside, "no-dev")
+    os.makedirs(dev_root)
+    waiter = start_probe(ov.lib, {names.ENV_DEV_ROOT: dev_root}, "xid", "2")
+    try:
+        assert json.loads(waiter.stdout.readline()) == ["ready"]
+        done = ctl("xid", "1", "79", env=env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["seq"] == 1
+        assert json.loads(waiter.stdout.readline()) == {"index": 1, "type": XID_CRITICAL,
+                                                        "xid": 79, "gi": 0xFFFFFFFF}
+        with open(profile, "wb") as f:                     # the agent injects one of its own
+            f.write(inject(healthy, 2, XID13))
+        assert json.loads(waiter.stdout.readline()) == {"index": 2, "type": XID_CRITICAL,
+                                                        "xid": 13, "gi": 0xFFFFFFFF}
+        assert waiter.wait(60) == 0, waiter.stderr.read()
+    finally:
+        waiter.kill()
+    wait_until(lambda: len(open(kmsg).read().splitlines()) == 2, what="both kernel log lines")
+    assert open(kmsg).read().splitlines() == [
+        "<3>NVRM: Xid (PCI:0000:0b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus. "
+        "node=kind-worker-2",
+        "<3>NVRM: Xid (PCI:0000:4a:00): 13, pid='<unknown>', name=<unknown>, Graphics Engine Exception "
+        "node=kind-worker-2",
+    ]
+    doc = yaml.safe_load(open(events))
+    assert doc["last_seq"] == 2 and [e["seq"] for e in doc["events"]] == [2]
+
