@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from tests.corpus import engine_cases
 
 PROFILE = "h100"
+#: The second every staged process of the suite reads (tests/native/staged.py, the tests/smi
+#: conftest): every built-in profile's utilization moves, so processes compared with one
+#: another, or with literals, must read the same second.
+PINNED_CLOCK = 1700000000
 
 #: The chart's baseline (mokka-facts §2): 55 ± 3 °C with a 15 °C ramp over 120 s,
 #: 250 ± 25 W, utilization bursting 0-100 % every 30 s.
