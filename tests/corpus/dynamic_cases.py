@@ -36,6 +36,9 @@ CHART = {"seed": 42,
 #: What every built-in profile declares.
 BUILTIN = {"utilization": {"pattern": "steady", "gpu_min": 10, "gpu_max": 45,
                            "memory_min": 5, "memory_max": 25}}
+#: (utilization.gpu, utilization.memory) of GPU i of every built-in profile (all declare
+#: BUILTIN, no seed) at PINNED_CLOCK.
+BUILTIN_UTILIZATION = ((17, 8), (37, 6), (40, 12), (38, 12), (39, 24), (40, 18), (17, 24), (26, 16))
 
 
 @dataclass(frozen=True)
