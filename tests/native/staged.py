@@ -4,7 +4,7 @@ Import the fixtures into a test module: ``from tests.native.staged import nvml_b
 
     nvml_build     (session)  builds this machine's library into build/native
                               (where mokka.core.native, and so the agent, find it)
-    staged_node    (session)  factory(profile, nvidia_smi=True) -> StagedNode: a node
+    staged_node    (session)  factory(profile name or file, nvidia_smi=True) -> StagedNode: a node
                               staged by the real agent (--once), torn down at the end;
                               its processes read the pinned second (MOCK_NVML_CLOCK)
 """
@@ -82,7 +82,7 @@ def staged_node(nvml_build, tmp_path_factory):
         key = (profile, nvidia_smi)
         if key in nodes:
             return nodes[key]
-        root = str(tmp_path_factory.mktemp(f"node-{profile}"))
+        root = str(tmp_path_factory.mktemp(f"node-{os.path.basename(profile).partition('.')[0]}"))
         agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
                  "--profile", profile, "--health-addr", "", "--log-format", "plain"]
         if nvidia_smi:

@@ -18,7 +18,7 @@ from tests.native.conftest import REPO, SANITIZER_PRELOAD
 
 LIBRARY_TESTS = ["test_engine_corpus.py", "test_fields.py", "test_threads.py", "test_errors.py",
                  "test_overrides_live.py", "test_processes_and_placement.py",
-                 "test_fabric_state_dir.py", "test_xid_events.py"]
+                 "test_fabric_state_dir.py", "test_xid_events.py", "test_dynamic.py"]
 
 
 def runtime(name: str) -> str | None:

@@ -63,3 +63,14 @@ def test_overrides_win_over_moving_readings_and_the_others_keep_moving(tmp_path)
                                  'version: 1\ndevices:\n  "3":\n    thermal: {temperature_gpu_c: 81}\n'
                                  '    utilization: {gpu: 7}\n')
     assert reads(engine.load(env).gpus[3]) == (81, 252285, 7, 100)
+
+
+@pytest.mark.parametrize("mw, printed", [
+    (120125, "120.12"), (252285, "252.29"), (252595, "252.60"), (100005, "100.00"), (100015, "100.01"),
+    (100035, "100.04"), (100045, "100.04"), (100095, "100.10"), (777775, "777.78"), (123455, "123.46")])
+def test_watts_print_as_nvidia_smi_550_printed_them(mw, printed):
+    """Moving draws hit the third decimal; these are what NVIDIA's nvidia-smi 550 printed
+    over the mock library for these draws (it rounds a C float, not a double)."""
+    from mokka.smi import values
+
+    assert values.watts(mw) == f"{printed} W"
