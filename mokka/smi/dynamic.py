@@ -39,7 +39,6 @@ GOLDEN = 0x9E3779B97F4A7C15
 #: Channels: one independent stream of draws per reading.
 TEMPERATURE, POWER, UTIL_GPU, UTIL_MEMORY = 1, 2, 3, 4
 ONE = 1 << 16                       # fixed point of the ramp
-BURST_PERIOD_DEFAULT = 30
 
 
 def clock(environ) -> int:
@@ -106,7 +105,7 @@ def utilization(block: dict, seed: int, gpu: int, t: int, which: str) -> int:
         return hi
     if pattern == names.DYNAMIC_PATTERN_BURST:
         period = _field(block, "burst_period_sec", 0)
-        period = period if period > 0 else BURST_PERIOD_DEFAULT
+        period = period if period > 0 else names.DYNAMIC_BURST_PERIOD_DEFAULT_SEC
         return hi if t % period < (period + 1) // 2 else lo
     return pick(draw(seed, gpu, t, UTIL_GPU if which == "gpu" else UTIL_MEMORY), lo, hi)
 

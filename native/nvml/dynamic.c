@@ -22,7 +22,6 @@ typedef unsigned long long u64;
 
 enum { TEMPERATURE = 1, POWER = 2, UTIL_GPU = 3, UTIL_MEMORY = 4 };
 #define ONE 65536ULL
-#define BURST_PERIOD_DEFAULT 30
 
 static u64 mix(u64 x)
 {
@@ -157,7 +156,7 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
         long long period = field(g, "dynamic_metrics.utilization.burst_period_sec", 0);
         if (period <= 0)
-            period = BURST_PERIOD_DEFAULT;
+            period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
         return t % (u64)period < (u64)(period + 1) / 2 ? hi : lo;
     }
     return pick(draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU), lo, hi);

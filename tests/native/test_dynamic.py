@@ -36,3 +36,11 @@ def test_overrides_win_over_moving_readings_and_the_others_keep_moving(nvml_lib,
                                  '    utilization: {gpu: 7}\n')
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert seen["gpus"][3]["readings"] == [81, 252285, 7, 100], stderr
+
+
+def test_a_pinned_second_may_have_blanks_around_it(nvml_lib, tmp_path):
+    vector = corpus.VECTORS[1]                                    # GPU 0 of the chart baseline at 60
+    env = corpus.stage(vector, str(tmp_path))
+    env[names.ENV_NVML_CLOCK] = " 60\n"
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert seen["gpus"][0]["readings"] == [69, 241749, 100, 100], stderr
