@@ -156,6 +156,16 @@ ENV_GFD_MACHINE_TYPE_FILE = "GFD_MACHINE_TYPE_FILE"
 ENV_NODE_NAME = "NODE_NAME"
 ENV_TOPOLOGY_CONFIG = "MOCK_TOPOLOGY_CONFIG"
 ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
+#: Pins the clock of the moving readings (integer seconds since the epoch); unset: the real time.
+ENV_NVML_CLOCK = "MOCK_NVML_CLOCK"
+#: ``dynamic_metrics.utilization.pattern`` (mokka/smi/dynamic.py, native/nvml/dynamic.c).
+DYNAMIC_PATTERN_IDLE = "idle"
+DYNAMIC_PATTERN_BUSY = "busy"
+DYNAMIC_PATTERN_BURST = "burst"
+DYNAMIC_PATTERN_STEADY = "steady"
+DYNAMIC_BURST_PERIOD_DEFAULT_SEC = 30
+DYNAMIC_PATTERNS = (DYNAMIC_PATTERN_IDLE, DYNAMIC_PATTERN_BUSY, DYNAMIC_PATTERN_BURST,
+                    DYNAMIC_PATTERN_STEADY)
 #: ``mokka fabricmanager``'s other flags (Go Mokka's names where it had one).
 ENV_FABRICMANAGER_DELAY = "MOCK_FABRICMANAGER_INIT_DELAY_SEC"
 ENV_FABRICMANAGER_FAIL = "MOKKA_FABRICMANAGER_FAIL"

@@ -259,8 +259,17 @@ DEVICE_FIELDS = {
     "supported_clocks": Map({"memory_clocks": List(Map({
         "freq_mhz": Int(), "graphics_clocks": List(Int())}))}),
     "utilization": Map(ints("gpu memory encoder decoder jpeg ofa", maximum=100)),
-    "dynamic_metrics": Map({"utilization": Map({
-        **ints("gpu_min gpu_max memory_min memory_max", maximum=100), "pattern": Str()})}),
+    # Moving readings (mokka/smi/dynamic.py, native/nvml/dynamic.c): bounded so that
+    # every step of the integer algorithm stays inside a signed 64-bit value.
+    "dynamic_metrics": Map({
+        "seed": Int(maximum=INT64_MAX),
+        "temperature": Map({**ints("base_c variance_c ramp_c", maximum=1000),
+                            "ramp_period_sec": Int(maximum=10**9)}),
+        "power": Map(ints("base_mw variance_mw", maximum=10**9)),
+        "utilization": Map({
+            **ints("gpu_min gpu_max memory_min memory_max", maximum=100),
+            "burst_period_sec": Int(maximum=10**9),
+            "pattern": Str(choices=names.DYNAMIC_PATTERNS, noun="pattern")})}),
     "ecc": Map({**strs("default_mode mode_current mode_pending"),
                 "errors": Map({"aggregate": _ECC_KIND, "volatile": _ECC_KIND}),
                 "sram": Map({"aggregate": _SRAM_COUNTS, "volatile": _SRAM_COUNTS,

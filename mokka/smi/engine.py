@@ -2,7 +2,8 @@
 
 ``load`` finds the state (``MOCK_NVML_CONFIG`` or the overlay the entry point
 lives in), applies the topology document, resolves ``state: auto`` fabric,
-deep-merges the overrides file and keeps the visible GPUs, renumbered from 0.
+writes the moving readings of this second (mokka.smi.dynamic), deep-merges the
+overrides file and keeps the visible GPUs, renumbered from 0.
 Not even json or hashlib load on the way (see mokka.core.state); yaml is imported only
 when a topology document or an overrides file actually exists.
 """
@@ -13,6 +14,7 @@ import os
 import sys
 from mokka.core import names
 from mokka.core import state as core_state
+from mokka.smi import dynamic
 from mokka.smi import overrides as ovr
 
 
@@ -55,8 +57,10 @@ def load(environ=None, argv0: str | None = None) -> Node:
         node.warnings.append(str(exc))
         ov = None
     gpus = st.get("gpus") or []
+    now = dynamic.clock(environ)
     for gpu in gpus:
         gpu["physical_index"] = gpu["index"]
+        dynamic.apply(gpu, now)               # moving readings: over the state, under the overrides
         if ov:
             ovr.apply(gpu, ov)
     node.gpus = renumber(select_visible(gpus, environ))

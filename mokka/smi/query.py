@@ -28,8 +28,7 @@ def _mem(key):
 
 def _watts(key):
     def get(gpu, ctx):
-        mw = v.get(gpu, f"power.{key}")
-        return None if v.is_na(mw) else f"{float(mw) / 1000:.2f}"
+        return v.watts_number(v.get(gpu, f"power.{key}"))
     return get
 
 

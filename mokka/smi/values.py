@@ -55,8 +55,20 @@ def mib(value) -> int | None:
     return None if is_na(value) else int(value) // MIB
 
 
+def watts_number(mw) -> str | None:
+    """Milliwatts as nvidia-smi prints watts: NVIDIA's formats a C float, so the
+    value goes through one (252285 mW prints 252.29, as a double would print 252.28)."""
+    if is_na(mw):
+        return None
+    import struct                      # a builtin module: costs nothing on start-up
+
+    as_float = struct.unpack("f", struct.pack("f", float(mw) / 1000))[0]
+    return f"{as_float:.2f}"
+
+
 def watts(mw) -> str:
-    return NA if is_na(mw) else f"{float(mw) / 1000:.2f} W"
+    number = watts_number(mw)
+    return NA if number is None else f"{number} W"
 
 
 def architecture(gpu: dict) -> str:

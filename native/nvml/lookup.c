@@ -1,5 +1,5 @@
 /* One GPU's values through the layers (see mock.h):
- * overrides devices.<p>.K > overrides all.K > derived > state gpu.<p>.K.
+ * overrides devices.<p>.K > overrides all.K > derived (moving readings, fabric) > state gpu.<p>.K.
  *
  * Overrides merge like mokka/smi/overrides.deep_merge: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
@@ -46,8 +46,11 @@ static int layer_lookup(const struct flat *f, const char *prefix, const char *ke
     return MISS;
 }
 
-static const char *derived(const struct mock_gpu *g, const char *key)
+/* What this process derived: a moving reading (dynamic.c), the resolved fabric. */
+static const char *derived(const struct mock_gpu *g, const char *key, char *buf, size_t size)
 {
+    if (dynamic_reading(g, key, buf, size))
+        return buf;
     if (!g->has_fabric)
         return NULL;
     if (strcmp(key, "fabric.state") == 0)
@@ -65,10 +68,11 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
     struct ovr_layer *l = overrides_acquire(o);
     const struct flat *f = overrides_flat(l);
     const char *val = NULL;
+    char moving[32];
     int where = layer_lookup(f, g->dev, key, &val);
     if (where == MISS)
         where = layer_lookup(f, "all.", key, &val);
-    if (where == MISS && (val = derived(g, key)) != NULL)
+    if (where == MISS && (val = derived(g, key, moving, sizeof moving)) != NULL)
         where = FOUND;
     if (where == MISS)
         where = layer_lookup(&g->node->state, g->base, key, &val);

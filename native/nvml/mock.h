@@ -4,7 +4,8 @@
  * is immutable once published, apart from the overrides layer (overrides.c),
  * which is swapped under its own lock. A value of a GPU is looked up through
  * the layers, highest first: overrides `devices.<physical index>.K`, overrides
- * `all.K`, what this process derived (topology, fabric state), the state's own
+ * `all.K`, what this process derived (topology, fabric state, the moving readings
+ * of dynamic.c), the state's own
  * `gpu.<physical index>.K`.
  */
 #ifndef MOKKA_NVML_MOCK_H
@@ -51,6 +52,8 @@ struct mock_node {
     unsigned int nvisible;
     unsigned int visible[MOCK_MAX_GPUS];   /* visible index -> physical index */
     int fabric_ready;
+    int clock_pinned;                  /* MOCK_NVML_CLOCK held a second (dynamic.c) */
+    unsigned long long clock;
     char config_yaml[MOCK_PATH_MAX];
     char overrides_yaml[MOCK_PATH_MAX];
     struct mock_overrides *overrides;  /* the one mutable part */
@@ -107,6 +110,16 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix);
 /* The number of items of list `key` ("nvlink_links"), 0 when absent. */
 unsigned int gpu_list_len(const struct mock_gpu *g, const char *key);
 int mock_is_na(const char *value);
+
+/* --- dynamic.c: moving readings (the algorithm of mokka/smi/dynamic.py) --- */
+
+/* MOCK_NVML_CLOCK into n->clock / n->clock_pinned (node_build). */
+void dynamic_read_clock(struct mock_node *n);
+/* The second the readings are for: the pinned one, else the real time. */
+unsigned long long dynamic_clock(const struct mock_node *n);
+/* The moving value of `key` (temperature, power draw, utilization) as decimal text: 1,
+ * or 0 when the key does not move for this GPU. lookup.c's derived layer. */
+int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size);
 
 /* --- init.c: handles ----------------------------------------------------- */
 

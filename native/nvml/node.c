@@ -291,6 +291,7 @@ nvmlReturn_t node_build(struct mock_node **out)
     }
     apply_topology(n);
     resolve_fabric(n);
+    dynamic_read_clock(n);
     config_overrides_path(n->config_yaml, n->overrides_yaml, sizeof n->overrides_yaml);
     select_visible(n);
     *out = n;
@@ -302,6 +303,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
     if (a->state.len != b->state.len || memcmp(a->state.buf, b->state.buf, a->state.len) != 0)
         return 0;
     if (a->count != b->count || a->nvisible != b->nvisible || a->fabric_ready != b->fabric_ready ||
+        a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
         strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_yaml, b->overrides_yaml) != 0)
         return 0;
     if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)

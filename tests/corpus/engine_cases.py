@@ -49,6 +49,18 @@ devices:
     name: Renamed GPU
 """
 
+OVERRIDES_READINGS = """version: 1
+all:
+  utilization:
+    memory: 50
+devices:
+  "5":
+    thermal:
+      temperature_gpu_c: 77
+    utilization:
+      gpu: 99
+"""
+
 
 @dataclass(frozen=True)
 class Case:
@@ -65,6 +77,9 @@ class Case:
     #: for all, or {visible index: (state, clique, cluster)}.
     fabric: object = None
     names: dict = field(default_factory=dict)   # {visible index: name} to check
+    #: {visible index: (temperature C, power draw mW, utilization.gpu, utilization.memory)}
+    #: to check; give such a case MOCK_NVML_CLOCK, as readings move (tests/corpus/dynamic_cases.py).
+    readings: dict = field(default_factory=dict)
 
 
 def _seen(uuids, *physical):
@@ -130,6 +145,16 @@ CASES = [
     Case("overrides win over the topology document", "gb300", _seen(GB300, 2),
          env={names.ENV_NODE_NAME: "worker-3", names.ENV_NVML_VISIBLE_DEVICES: "2"},
          topology=TOPOLOGY, overrides=OVERRIDES_CLIQUES, fabric=("completed", 4, RACK_A)),
+    Case("moving readings: the pinned second and the physical GPU draw them", "h100", _seen(H100, 2, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000000"},
+         fabric=PROFILE_FABRIC, readings={0: (34, 120000, 40, 12), 1: (34, 120000, 40, 18)}),
+    Case("moving readings: another second, other values", "h100", _seen(H100, 2, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000001"},
+         fabric=PROFILE_FABRIC, readings={0: (34, 120000, 33, 15), 1: (34, 120000, 17, 18)}),
+    Case("overrides win over moving readings; what they leave out moves", "h100", _seen(H100, 2, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000000"},
+         overrides=OVERRIDES_READINGS, fabric=PROFILE_FABRIC,
+         readings={0: (34, 120000, 40, 50), 1: (77, 120000, 99, 50)}),
 ]
 
 IDS = [c.id for c in CASES]

@@ -1,6 +1,7 @@
 """Runs inside a process that loads the mock libnvidia-ml.so.1 (LD_LIBRARY_PATH).
 
-    probe.py visible            the visible GPUs: uuid, index, minor, name, fabric
+    probe.py visible            the visible GPUs: uuid, index, minor, name, fabric, readings
+                                (temperature, power draw, utilization gpu and memory)
     probe.py dump               every query the state answers, per GPU, via pynvml
     probe.py errors             return codes of the error paths
     probe.py watch INDEX NAME   print each new name of GPU INDEX until it is NAME
@@ -93,9 +94,16 @@ def visible():
         h = n.nvmlDeviceGetHandleByIndex(i)
         gpus.append({"uuid": n.nvmlDeviceGetUUID(h), "index": n.nvmlDeviceGetIndex(h),
                      "minor": n.nvmlDeviceGetMinorNumber(h), "name": n.nvmlDeviceGetName(h),
-                     "fabric": fabric(h)})
+                     "fabric": fabric(h), "readings": readings(h)})
     n.nvmlShutdown()
     return {"init": 0, "gpus": gpus}
+
+
+def readings(h):
+    """[temperature C, power draw mW, utilization.gpu, utilization.memory]: what moves."""
+    util = call(n.nvmlDeviceGetUtilizationRates, h)
+    util = util if isinstance(util, list) else [util.gpu, util.memory]
+    return [call(n.nvmlDeviceGetTemperature, h, 0), call(n.nvmlDeviceGetPowerUsage, h), *util]
 
 
 def fields(h, ids):

@@ -4,8 +4,9 @@ Import the fixtures into a test module: ``from tests.native.staged import nvml_b
 
     nvml_build     (session)  builds this machine's library into build/native
                               (where mokka.core.native, and so the agent, find it)
-    staged_node    (session)  factory(profile, nvidia_smi=True) -> StagedNode: a node
-                              staged by the real agent (--once), torn down at the end
+    staged_node    (session)  factory(profile name or file, nvidia_smi=True) -> StagedNode: a node
+                              staged by the real agent (--once), torn down at the end;
+                              its processes read the pinned second (MOCK_NVML_CLOCK)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from mokka.core import names
 from mokka.core.overlay import Overlay
 from tests.conftest import REPO
+from tests.corpus.dynamic_cases import PINNED_CLOCK
 from tests.peers import peer
 
 _STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
@@ -57,7 +59,7 @@ class StagedNode:
         return os.path.join(self.overlay.driver_config, names.PROFILE_FILE)
 
     def env(self, **extra) -> dict:
-        return clean_env(**{names.ENV_DEV_ROOT: self.dev_root, **extra})
+        return clean_env(**{names.ENV_DEV_ROOT: self.dev_root, names.ENV_NVML_CLOCK: PINNED_CLOCK, **extra})
 
     def run(self, args, **extra) -> subprocess.CompletedProcess:
         """NVIDIA's staged nvidia-smi, with no MOCK_NVML_CONFIG: the library finds the node."""
@@ -80,7 +82,7 @@ def staged_node(nvml_build, tmp_path_factory):
         key = (profile, nvidia_smi)
         if key in nodes:
             return nodes[key]
-        root = str(tmp_path_factory.mktemp(f"node-{profile}"))
+        root = str(tmp_path_factory.mktemp(f"node-{os.path.basename(profile).partition('.')[0]}"))
         agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
                  "--profile", profile, "--health-addr", "", "--log-format", "plain"]
         if nvidia_smi:

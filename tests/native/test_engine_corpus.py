@@ -28,4 +28,6 @@ def test_c_library_sees_what_the_corpus_says(case, nvml_lib, tmp_path):
             assert got[3] == 0                               # status NVML_SUCCESS
     for index, name in case.names.items():
         assert seen["gpus"][index]["name"] == name
+    for index, want in case.readings.items():
+        assert tuple(seen["gpus"][index]["readings"]) == want, index
     assert stderr == ""

@@ -15,6 +15,7 @@ from mokka.core import compile as comp
 from mokka.core import flatstate
 from mokka.core import names
 from mokka.core import profile as prof
+from tests.corpus.dynamic_cases import BUILTIN_UTILIZATION, PINNED_CLOCK
 from tests.native.conftest import run_probe
 
 NOT_SUPPORTED = ["err", 3]
@@ -123,7 +124,8 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
         "BAR1MemoryInfo": [g["bar1_memory"]["total_bytes"],
                            g["bar1_memory"]["total_bytes"] - g["bar1_memory"]["used_bytes"],
                            g["bar1_memory"]["used_bytes"]],
-        "UtilizationRates": [g["utilization"]["gpu"], g["utilization"]["memory"]],
+        # every built-in profile's utilization moves: the pinned second's (dynamic_cases.py)
+        "UtilizationRates": list(BUILTIN_UTILIZATION[index]),
         "Temperature": thermal["temperature_gpu_c"],
         "TemperatureThreshold": [thermal["shutdown_threshold_c"], thermal["slowdown_threshold_c"],
                                  thermal["max_operating_c"] if pre_ada else NOT_SUPPORTED,
@@ -172,7 +174,8 @@ def dumps(nvml_lib, tmp_path_factory):
         config.write_bytes(loaded.text)
         (root / "config.nvml").write_bytes(flatstate.state_companion(state))
         seen, stderr = run_probe(nvml_lib, {names.ENV_NVML_CONFIG: str(config),
-                                            names.ENV_DEV_ROOT: str(root)}, "dump")
+                                            names.ENV_DEV_ROOT: str(root),
+                                            names.ENV_NVML_CLOCK: str(PINNED_CLOCK)}, "dump")
         assert stderr == ""
         out[name] = (state, seen)
     return out

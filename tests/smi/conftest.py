@@ -5,8 +5,9 @@
                                         touch(i) creates <dev_root>/dev/nvidia<i>
 
 Every run gets a clean environment: no MOCK_* variables from the caller, the
-staged bin dir first on PATH, and a dev root with no /dev/nvidiaN unless a test
-creates some, so the host's devices never leak in.
+staged bin dir first on PATH, a dev root with no /dev/nvidiaN unless a test
+creates some, so the host's devices never leak in, and the pinned second
+(MOCK_NVML_CLOCK), so moving readings are the same in every run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from mokka.core import compile as comp
 from mokka.core import launcher, names
 from mokka.core import profile as prof
+from tests.corpus.dynamic_cases import PINNED_CLOCK
 
 PROFILES = names.BUILTIN_PROFILES
 _STRIP = ("MOCK_", "NODE_NAME", "PYTHONPATH", "PYTHONPROFILEIMPORTTIME")
@@ -53,6 +55,7 @@ class Overlay:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
         env["PATH"] = f"{self.bin}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
         env[names.ENV_DEV_ROOT] = dev_root
+        env[names.ENV_NVML_CLOCK] = str(PINNED_CLOCK)     # utilization moves: read one second
         env.update({k: str(v) for k, v in extra.items()})
         return env
 

@@ -22,3 +22,7 @@ def test_python_engine_sees_what_the_corpus_says(case, tmp_path):
         assert got == want, gpu["index"]
     for index, name in case.names.items():
         assert node.gpus[index]["name"] == name
+    for index, want in case.readings.items():
+        gpu = node.gpus[index]
+        assert (gpu["thermal"]["temperature_gpu_c"], gpu["power"]["current_draw_mw"],
+                gpu["utilization"]["gpu"], gpu["utilization"]["memory"]) == want, index

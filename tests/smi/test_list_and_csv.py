@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import PROFILES
+from tests.corpus.dynamic_cases import BUILTIN_UTILIZATION
 
 MIB = 1024 * 1024
 
@@ -45,7 +46,9 @@ def test_query_gpu_csv_matches_state(staged, dev_root, profile):
         assert cells[6] == f"{total} MiB"
         assert cells[7] == f"{mem['used_bytes'] // MIB} MiB"
         assert cells[8] == f"{total - mem['reserved_bytes'] // MIB - mem['used_bytes'] // MIB} MiB"
-        assert cells[9] == f"{gpu['utilization']['gpu']} %"
+        moving_gpu, moving_memory = BUILTIN_UTILIZATION[gpu["index"]]      # at the pinned second
+        assert cells[9] == f"{moving_gpu} %"
+        assert cells[10] == f"{moving_memory} %"
         assert cells[11] == str(gpu["thermal"]["temperature_gpu_c"])
         assert cells[12] == f"{gpu['power']['current_draw_mw'] / 1000:.2f} W"
         assert cells[13] == f"{gpu['power']['enforced_limit_mw'] / 1000:.2f} W"

@@ -17,7 +17,8 @@ def test_overrides_merge_and_reset_clears_one_bucket(fresh, dev_root):
                     'devices:\n  "2": {thermal: {temperature_gpu_c: 77}}\n  "3": {utilization: {gpu: 99}}\n')
     q = ["--query-gpu=temperature.gpu,utilization.gpu", "--format=csv,noheader,nounits"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
-    assert rows[0] == "50, 0" and rows[2] == "77, 0" and rows[3] == "50, 99"
+    # utilization moves (the pinned second: GPU 0 17 %, GPU 2 40 %) unless overridden
+    assert rows[0] == "50, 17" and rows[2] == "77, 40" and rows[3] == "50, 99"
     res = ov.run(["-r", "-i", "2"], str(dev_root))
     assert res.returncode == 0 and "was successfully reset" in res.stdout
     doc = yaml.safe_load(path.read_text())
@@ -28,7 +29,7 @@ def test_overrides_merge_and_reset_clears_one_bucket(fresh, dev_root):
                              "digest sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()]
     assert companion[2:] == ["all.thermal.temperature_gpu_c 50", "devices.3.utilization.gpu 99"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
-    assert rows[2] == "50, 0" and rows[3] == "50, 99"
+    assert rows[2] == "50, 40" and rows[3] == "50, 99"
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -1,0 +1,188 @@
+/* Moving readings: a GPU's `dynamic_metrics` turned into the values of one second.
+ *
+ * The C home of the algorithm that mokka/smi/dynamic.py documents (and is the
+ * reference for): unsigned 64-bit integer arithmetic only, so both languages
+ * give the same value for (seed, physical GPU index, second); the vectors of
+ * tests/corpus/dynamic_cases.py pin both. lookup.c asks here in its derived
+ * layer, so overrides win over a moving reading and a moving reading over the
+ * state's static one. The parameters and limits come from the state alone, as
+ * the Python engine applies them before the overrides.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "mock.h"
+
+typedef unsigned long long u64;
+
+enum { TEMPERATURE = 1, POWER = 2, UTIL_GPU = 3, UTIL_MEMORY = 4 };
+#define ONE 65536ULL
+
+static u64 mix(u64 x)
+{
+    u64 z = x + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static u64 draw(u64 seed, u64 gpu, u64 t, u64 channel)
+{
+    return mix(mix(mix(mix(seed) ^ gpu) ^ channel) ^ t);
+}
+
+/* lo + h mod (hi - lo + 1), hi >= lo; the span fits (the schema bounds every field). */
+static long long pick(u64 h, long long lo, long long hi)
+{
+    return lo + (long long)(h % (u64)(hi - lo + 1));
+}
+
+static long long ramp(u64 t, long long height, long long period)
+{
+    if (period <= 0 || height <= 0)
+        return 0;
+    u64 phase = t % (u64)period;
+    u64 rest = (u64)period - phase;
+    u64 u = 2 * (phase < rest ? phase : rest) * ONE / (u64)period;
+    u64 smooth = ((u * u) >> 16) * (3 * ONE - 2 * u) >> 16;
+    return (long long)(((u64)height * smooth) >> 16);
+}
+
+static long long clamp(long long v, int has_lo, long long lo, int has_hi, long long hi)
+{
+    if (has_hi && v > hi)
+        v = hi;
+    if (has_lo && v < lo)
+        v = lo;
+    return v;
+}
+
+/* The state's integer at gpu.<p>.<key>: 1, or 0 when absent or not an integer. */
+static int state_ll(const struct mock_gpu *g, const char *key, long long *out)
+{
+    char full[MOCK_VALUE_MAX];
+    snprintf(full, sizeof full, "%s%s", g->base, key);
+    const char *v = flat_get(&g->node->state, full);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end != '\0' || errno != 0)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static long long field(const struct mock_gpu *g, const char *key, long long dflt)
+{
+    long long v;
+    return state_ll(g, key, &v) ? v : dflt;
+}
+
+static int has_block(const struct mock_gpu *g, const char *block)
+{
+    char full[MOCK_VALUE_MAX];
+    snprintf(full, sizeof full, "%sdynamic_metrics.%s.", g->base, block);
+    return flat_has_prefix(&g->node->state, full);
+}
+
+u64 dynamic_clock(const struct mock_node *n)
+{
+    return n->clock_pinned ? n->clock : (u64)time(NULL);
+}
+
+void dynamic_read_clock(struct mock_node *n)
+{
+    const char *v = getenv(MOKKA_ENV_NVML_CLOCK);
+    n->clock_pinned = 0;
+    if (!v)
+        return;
+    while (*v == ' ' || *v == '\t' || *v == '\n')
+        v++;
+    if (*v < '0' || *v > '9')
+        return;
+    char *end;
+    errno = 0;
+    u64 x = strtoull(v, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (*end != '\0' || errno != 0)
+        return;
+    n->clock = x;
+    n->clock_pinned = 1;
+}
+
+static long long temperature(const struct mock_gpu *g, u64 seed, u64 t)
+{
+    long long variance = field(g, "dynamic_metrics.temperature.variance_c", 0), shutdown = 0;
+    int has_shutdown = state_ll(g, "thermal.shutdown_threshold_c", &shutdown);
+    long long v = field(g, "dynamic_metrics.temperature.base_c", field(g, "thermal.temperature_gpu_c", 0)) +
+                  ramp(t, field(g, "dynamic_metrics.temperature.ramp_c", 0),
+                       field(g, "dynamic_metrics.temperature.ramp_period_sec", 0)) +
+                  pick(draw(seed, g->phys, t, TEMPERATURE), -variance, variance);
+    return clamp(v, 1, 0, has_shutdown, shutdown);
+}
+
+static long long power(const struct mock_gpu *g, u64 seed, u64 t)
+{
+    long long variance = field(g, "dynamic_metrics.power.variance_mw", 0), lo = 0, hi = 0;
+    int has_lo = state_ll(g, "power.min_limit_mw", &lo), has_hi = state_ll(g, "power.max_limit_mw", &hi);
+    long long v = field(g, "dynamic_metrics.power.base_mw", field(g, "power.current_draw_mw", 0)) +
+                  pick(draw(seed, g->phys, t, POWER), -variance, variance);
+    return clamp(v, has_lo, lo, has_hi, hi);
+}
+
+static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memory)
+{
+    long long lo = field(g, memory ? "dynamic_metrics.utilization.memory_min" : "dynamic_metrics.utilization.gpu_min", 0);
+    long long hi = field(g, memory ? "dynamic_metrics.utilization.memory_max" : "dynamic_metrics.utilization.gpu_max", 100);
+    lo = clamp(lo, 1, 0, 1, 100);
+    hi = clamp(hi, 1, lo, 1, 100);
+    char full[MOCK_VALUE_MAX];
+    snprintf(full, sizeof full, "%sdynamic_metrics.utilization.pattern", g->base);
+    const char *pattern = flat_get(&g->node->state, full);
+    if (!pattern || !*pattern)
+        pattern = MOKKA_DYNAMIC_PATTERN_STEADY;
+    if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_IDLE) == 0)
+        return lo;
+    if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BUSY) == 0)
+        return hi;
+    if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
+        long long period = field(g, "dynamic_metrics.utilization.burst_period_sec", 0);
+        if (period <= 0)
+            period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
+        return t % (u64)period < (u64)(period + 1) / 2 ? hi : lo;
+    }
+    return pick(draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU), lo, hi);
+}
+
+int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size)
+{
+    const char *block;
+    if (strcmp(key, "thermal.temperature_gpu_c") == 0)
+        block = "temperature";
+    else if (strcmp(key, "power.current_draw_mw") == 0)
+        block = "power";
+    else if (strcmp(key, "utilization.gpu") == 0 || strcmp(key, "utilization.memory") == 0)
+        block = "utilization";
+    else
+        return 0;
+    if (!has_block(g, block))
+        return 0;
+    u64 seed = (u64)field(g, "dynamic_metrics.seed", 0), t = dynamic_clock(g->node);
+    long long v;
+    if (block[0] == 't')
+        v = temperature(g, seed, t);
+    else if (block[0] == 'p')
+        v = power(g, seed, t);
+    else
+        v = utilization(g, seed, t, strcmp(key, "utilization.memory") == 0);
+    int n = snprintf(out, size, "%lld", v);
+    return n > 0 && (size_t)n < size;
+}

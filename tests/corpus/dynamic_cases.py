@@ -1,0 +1,112 @@
+"""The moving readings' vectors: one table that mokka/smi/dynamic.py and native/nvml/dynamic.c
+must both give, bit for bit.
+
+A vector is a ``dynamic_metrics`` block (set as the h100 profile's
+``device_defaults.dynamic_metrics``, so every GPU has it), the physical GPU to
+read and the pinned second (``MOCK_NVML_CLOCK``), and what that GPU reads:
+(temperature °C, power draw mW, utilization.gpu %, utilization.memory %).
+The h100 profile gives the static readings (34 °C, 120000 mW, 0 %, 0 %) and
+the clamps (shutdown 92 °C, power 200000..700000 mW). Expected values are
+literals on purpose; the hand-checkable ones say why in their id.
+
+tests/smi/test_dynamic.py checks them through the Python engine,
+tests/native/test_dynamic.py through the library (pynvml).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tests.corpus import engine_cases
+
+PROFILE = "h100"
+#: The second every staged process of the suite reads (tests/native/staged.py, the tests/smi
+#: conftest): every built-in profile's utilization moves, so processes compared with one
+#: another, or with literals, must read the same second.
+PINNED_CLOCK = 1700000000
+
+#: The chart's baseline (mokka-facts §2): 55 ± 3 °C with a 15 °C ramp over 120 s,
+#: 250 ± 25 W, utilization bursting 0-100 % every 30 s.
+CHART = {"seed": 42,
+         "temperature": {"base_c": 55, "variance_c": 3, "ramp_c": 15, "ramp_period_sec": 120},
+         "power": {"base_mw": 250000, "variance_mw": 25000},
+         "utilization": {"pattern": "burst", "gpu_min": 0, "gpu_max": 100,
+                         "memory_min": 0, "memory_max": 100, "burst_period_sec": 30}}
+#: What every built-in profile declares.
+BUILTIN = {"utilization": {"pattern": "steady", "gpu_min": 10, "gpu_max": 45,
+                           "memory_min": 5, "memory_max": 25}}
+#: (utilization.gpu, utilization.memory) of GPU i of every built-in profile (all declare
+#: BUILTIN, no seed) at PINNED_CLOCK.
+BUILTIN_UTILIZATION = ((17, 8), (37, 6), (40, 12), (38, 12), (39, 24), (40, 18), (17, 24), (26, 16))
+
+
+@dataclass(frozen=True)
+class Vector:
+    id: str
+    dynamic_metrics: dict
+    gpu: int
+    clock: int
+    #: (temperature_c, power_mw, utilization_gpu, utilization_memory)
+    reads: tuple
+
+
+VECTORS = [
+    Vector("chart baseline at t=0: no ramp yet, burst high", CHART, 0, 0, (55, 239117, 100, 100)),
+    Vector("chart baseline at t=60: the ramp's peak, +15 C", CHART, 0, 60, (69, 241749, 100, 100)),
+    Vector("chart baseline at t=15: ramp +2 C, burst low", CHART, 0, 15, (55, 232959, 0, 0)),
+    Vector("another GPU draws other noise", CHART, 3, 60, (69, 252285, 100, 100)),
+    Vector("another seed draws other noise", {**CHART, "seed": 7}, 3, 60, (72, 250836, 100, 100)),
+    Vector("the last second of 64 bits", CHART, 7, 18446744073709551615, (55, 235119, 0, 0)),
+    Vector("clamped to shutdown and the max limit; busy with max below min is min",
+           {"temperature": {"base_c": 200, "variance_c": 5}, "power": {"base_mw": 900000, "variance_mw": 1000},
+            "utilization": {"pattern": "busy", "gpu_min": 20, "gpu_max": 90,
+                            "memory_min": 5, "memory_max": 3}},
+           1, 1000, (92, 700000, 90, 5)),
+    Vector("clamped to 0 C and the min limit; idle is min",
+           {"temperature": {"base_c": 0, "variance_c": 0}, "power": {"base_mw": 0},
+            "utilization": {"pattern": "idle", "gpu_min": 12, "gpu_max": 90}},
+           2, 1000, (0, 200000, 12, 0)),
+    Vector("left-out bases are the static readings: 34 C + noise; 120 W + noise is under the 200 W min",
+           {"temperature": {"variance_c": 2}, "power": {"variance_mw": 5000}}, 4, 1234, (36, 200000, 0, 0)),
+    Vector("the built-in steady utilization; temperature and power stay static", BUILTIN, 5,
+           1700000000, (34, 120000, 40, 18)),
+    Vector("the built-in steady utilization, a second later", BUILTIN, 5, 1700000001, (34, 120000, 17, 18)),
+    Vector("steady with no bounds is 0-100, seeded", {"seed": 9223372036854775807,
+                                                      "utilization": {"pattern": "steady"}},
+           6, 99, (34, 120000, 25, 12)),
+    Vector("burst with an odd period: high for the first 4 of 7 s", {"utilization": {
+        "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
+        "burst_period_sec": 7}}, 0, 3, (34, 120000, 60, 2)),
+    Vector("burst with an odd period: low from the 5th s", {"utilization": {
+        "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
+        "burst_period_sec": 7}}, 0, 4, (34, 120000, 10, 1)),
+]
+
+IDS = [v.id for v in VECTORS]
+
+
+def profile_text(dynamic_metrics: dict) -> bytes:
+    """The h100 profile with ``device_defaults.dynamic_metrics`` set to this block."""
+    import yaml
+
+    from mokka.core import profile as prof
+    from mokka.core import yamlio
+
+    doc = yamlio.safe_load(prof.load(PROFILE).text)
+    doc["device_defaults"]["dynamic_metrics"] = dynamic_metrics
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def stage(vector: Vector, root: str) -> dict:
+    """The vector's profile compiled under root; the environment of a process reading it."""
+    from mokka.core import names
+
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, "dynamic.yaml")
+    with open(path, "wb") as f:
+        f.write(profile_text(vector.dynamic_metrics))
+    case = engine_cases.Case(vector.id, path, ())
+    env = engine_cases.stage(case, os.path.join(root, "node"))
+    env[names.ENV_NVML_CLOCK] = str(vector.clock)
+    return env

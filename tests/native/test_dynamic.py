@@ -1,0 +1,46 @@
+"""Moving readings through the mock libnvidia-ml.so.1 (pynvml): the shared vectors
+(tests/corpus/dynamic_cases.py) that the Python engine gives too, and precedence."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mokka.core import names
+from tests.corpus import dynamic_cases as corpus
+from tests.corpus import engine_cases
+from tests.native.conftest import run_probe
+
+
+@pytest.mark.parametrize("vector", corpus.VECTORS, ids=corpus.IDS)
+def test_c_library_reads_what_the_vector_says(vector, nvml_lib, tmp_path):
+    seen, stderr = run_probe(nvml_lib, corpus.stage(vector, str(tmp_path)), "visible")
+    assert seen["init"] == 0, stderr
+    assert tuple(seen["gpus"][vector.gpu]["readings"]) == vector.reads
+    assert stderr == ""
+
+
+def test_the_physical_index_draws_not_the_visible_one(nvml_lib, tmp_path):
+    env = corpus.stage(corpus.VECTORS[3], str(tmp_path))       # GPU 3 of the chart baseline
+    env[names.ENV_NVML_VISIBLE_DEVICES] = "3"
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert [g["readings"] for g in seen["gpus"]] == [[69, 252285, 100, 100]], stderr
+
+
+def test_overrides_win_over_moving_readings_and_the_others_keep_moving(nvml_lib, tmp_path):
+    env = corpus.stage(corpus.VECTORS[3], str(tmp_path))
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    engine_cases.write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE),
+                                 'version: 1\ndevices:\n  "3":\n    thermal: {temperature_gpu_c: 81}\n'
+                                 '    utilization: {gpu: 7}\n')
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert seen["gpus"][3]["readings"] == [81, 252285, 7, 100], stderr
+
+
+def test_a_pinned_second_may_have_blanks_around_it(nvml_lib, tmp_path):
+    vector = corpus.VECTORS[1]                                    # GPU 0 of the chart baseline at 60
+    env = corpus.stage(vector, str(tmp_path))
+    env[names.ENV_NVML_CLOCK] = " 60\n"
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert seen["gpus"][0]["readings"] == [69, 241749, 100, 100], stderr

@@ -1,0 +1,80 @@
+"""Moving readings on a node staged by the agent: with the second pinned
+(MOCK_NVML_CLOCK), our nvidia-smi, NVIDIA's nvidia-smi 550 over the mock library
+and pynvml read the same values, the shared vectors' (tests/corpus/dynamic_cases.py);
+``mokka ctl`` values win over them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mokka.core import names
+from tests.corpus import dynamic_cases as corpus
+from tests.native.conftest import run_probe
+from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
+
+QUERY = ["--query-gpu=index,temperature.gpu,power.draw,utilization.gpu,utilization.memory",
+         "--format=csv,noheader,nounits"]
+#: The chart-baseline vectors: (GPU, second) -> (°C, mW, util.gpu, util.memory).
+CHART = {(v.gpu, v.clock): v.reads for v in corpus.VECTORS if v.dynamic_metrics is corpus.CHART
+         and v.clock < 1 << 32}
+#: Their draws as both nvidia-smis print them (NVIDIA's formats a C float: 252.285 W prints .29).
+PRINTED_WATTS = {239117: "239.12", 241749: "241.75", 232959: "232.96", 252285: "252.29"}
+
+
+@pytest.fixture(scope="module")
+def node(staged_node, tmp_path_factory):
+    path = tmp_path_factory.mktemp("dynamic-profile") / "chart-dynamic.yaml"
+    path.write_bytes(corpus.profile_text(corpus.CHART))
+    node = staged_node(str(path))
+    yield node
+    ctl(node, "reset")
+
+
+def ctl(node, *args):
+    return subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], capture_output=True, text=True,
+                          env=node.env(MOCK_NVML_CONFIG=node.config), timeout=60)
+
+
+def ok(result):
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+    return result.stdout
+
+
+def pynvml_readings(node, clock) -> list:
+    seen, stderr = run_probe(node.overlay.lib, node.env(**{names.ENV_NVML_CONFIG: node.config,
+                                                            names.ENV_NVML_CLOCK: clock}), "visible")
+    assert seen["init"] == 0, stderr
+    return [g["readings"] for g in seen["gpus"]]
+
+
+@pytest.mark.parametrize("clock", sorted({c for _, c in CHART}))
+def test_both_nvidia_smis_and_pynvml_read_the_vectors(node, clock):
+    theirs = ok(node.run(QUERY, MOCK_NVML_CLOCK=clock))
+    assert ok(node.run_python(QUERY, MOCK_NVML_CLOCK=clock)) == theirs
+    rows = [r.split(", ") for r in theirs.splitlines()]
+    readings = pynvml_readings(node, clock)
+    assert len(rows) == len(readings) == 8
+    for (gpu, second), (temp, mw, util, mem) in CHART.items():
+        if second == clock:
+            assert rows[gpu] == [str(gpu), str(temp), PRINTED_WATTS[mw], str(util), str(mem)]
+            assert readings[gpu] == [temp, mw, util, mem]
+
+
+def test_the_chart_baseline_at_second_60_through_nvidia_smi(node):
+    rows = ok(node.run(QUERY, MOCK_NVML_CLOCK=60)).splitlines()
+    assert rows[0] == "0, 69, 241.75, 100, 100"        # 55 C + the ramp's 15 C - 1 C of noise
+    assert rows[3] == "3, 69, 252.29, 100, 100"
+
+
+def test_ctl_values_win_over_moving_readings(node):
+    done = ctl(node, "set", "3", "temperature=88", "utilization.gpu=5")
+    assert (done.returncode, done.stderr) == (0, "")
+    theirs = ok(node.run(QUERY, MOCK_NVML_CLOCK=60))
+    assert ok(node.run_python(QUERY, MOCK_NVML_CLOCK=60)) == theirs
+    assert theirs.splitlines()[3] == "3, 88, 252.29, 5, 100"         # power and memory still move
+    assert pynvml_readings(node, 60)[3] == [88, 252285, 5, 100]
+    ok(ctl(node, "reset", "3"))
+    assert ok(node.run(QUERY, MOCK_NVML_CLOCK=60)).splitlines()[3] == "3, 69, 252.29, 100, 100"
