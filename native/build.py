@@ -185,16 +185,17 @@ def generate(gen_dir: str, libs: list[Library], header: str | None) -> None:
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
     names_gen = _load(os.path.join(HERE, "gen_names.py"), "mokka_gen_names")
-    _write_if_changed(os.path.join(gen_dir, "mokka_names.h"), names_gen.render())
+    stubs = _load(os.path.join(SRC, "gen_stubs.py"), "mokka_gen_stubs")
+    write = stubs.write_if_changed        # one writer for every generated file
+    write(os.path.join(gen_dir, "mokka_names.h"), names_gen.render())
     for lib in libs:
         if lib.nvml:
-            stubs = _load(os.path.join(SRC, "gen_stubs.py"), "mokka_gen_stubs")
             with open(header, encoding="utf-8") as f:
                 functions = stubs.parse_header(f.read())
             text = stubs.render(functions, stubs.handwritten(hand_written_sources(SRC)))
-            _write_if_changed(os.path.join(gen_dir, "stubs.c"), text)
+            write(os.path.join(gen_dir, "stubs.c"), text)
         if lib.exports:
-            _write_if_changed(os.path.join(gen_dir, _stem(lib.file) + ".map"), version_script(lib))
+            write(os.path.join(gen_dir, _stem(lib.file) + ".map"), version_script(lib))
 
 
 def generated(lib: Library) -> list[str]:
@@ -204,19 +205,6 @@ def generated(lib: Library) -> list[str]:
     if lib.exports:
         out.append(_stem(lib.file) + ".map")
     return out
-
-
-def _write_if_changed(path: str, text: str) -> None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == text:
-                return
-    except FileNotFoundError:
-        pass
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- compile

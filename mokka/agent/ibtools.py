@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import tempfile
 
 from mokka.core import elf, names
 
@@ -90,16 +88,11 @@ def glibc_needed(blobs) -> tuple[int, ...]:
 
 
 def _with_rpath(tool: str, data: bytes, patchelf: str) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="mokka-ibtools-") as tmp:
-        copy = os.path.join(tmp, os.path.basename(tool))
-        with open(copy, "wb") as f:
-            f.write(data)
-        done = subprocess.run([patchelf, "--force-rpath", "--set-rpath", TOOLS_RPATH, copy],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
-            raise ToolsError(f"--ib-tools: patchelf could not set the RPATH of {tool}: {reason}")
-        return _read(copy)
+    from mokka.agent.native import PatchelfError, with_search_path
+    try:
+        return with_search_path(patchelf, data, TOOLS_RPATH, "--force-rpath")
+    except PatchelfError as exc:
+        raise ToolsError(f"--ib-tools: patchelf could not set the RPATH of {tool}: {exc}") from None
 
 
 def load(root: str, arch: str, patchelf: str | None) -> tuple[tuple[str, bytes], ...]:

