@@ -52,7 +52,7 @@ def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = Fals
     if nvml_library_staged:
         mounts.append(_bind(f"{host.lib}/{names.NVML_LIB_FILE}", names.CDI_NVML_LIB_MOUNT))
     mounts += [
-        _bind(f"{host.bin}/nvidia-smi", names.CDI_NVIDIA_SMI_MOUNT),
+        _bind(f"{host.bin}/{names.NVIDIA_SMI}", names.CDI_NVIDIA_SMI_MOUNT),
         _bind(host.pylib, names.CDI_PYLIB_MOUNT),
         _bind(host.driver_config, names.CDI_CONFIG_MOUNT),
     ]

@@ -21,7 +21,7 @@ from mokka.core import names
 from mokka.core.fsutil import atomic_write
 
 #: Commands staged as launchers in driver/usr/bin.
-SHIM_COMMANDS = ("nvidia-smi", "check-fabric", "nvml-mock-ctl")
+SHIM_COMMANDS = (names.NVIDIA_SMI, "check-fabric", "nvml-mock-ctl")
 #: Subpackages a shim never needs (protobuf, daemons).
 _SKIP_DIRS = {"nri", "agent", "__pycache__"}
 MIN_PYTHON = (3, 9)

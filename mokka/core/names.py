@@ -242,7 +242,8 @@ CDI_DEVICE_ALL = "all"
 CDI_MOCK_DEVICE_ALL = f"{CDI_KIND_MOCK}={CDI_DEVICE_ALL}"
 #: Where the toolkit's CDI spec mounts the config directory inside a container.
 CDI_CONFIG_MOUNT = "/etc/nvml-mock"
-CDI_NVIDIA_SMI_MOUNT = "/usr/bin/nvidia-smi"
+NVIDIA_SMI = "nvidia-smi"                   # the command, staged in driver/usr/bin
+CDI_NVIDIA_SMI_MOUNT = f"/usr/bin/{NVIDIA_SMI}"
 CDI_PYLIB_MOUNT = "/usr/lib/mokka"
 CDI_NVML_LIB_MOUNT = "/usr/lib64/libnvidia-ml.so.1"
 NVML_LIB_FILE = "libnvidia-ml.so.1"        # the soname; a link to the versioned file

@@ -62,18 +62,15 @@ def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
         out[os.path.join(host.overlay.lib, names.NVML_LIB_FILE)] = Link(versioned)
         out[os.path.join(host.overlay.lib, names.NVML_LIB_DEV_LINK)] = Link(names.NVML_LIB_FILE)
     if host.native.nvidia_smi is not None:
-        out[os.path.join(host.overlay.bin, NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
+        out[os.path.join(host.overlay.bin, names.NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
     return out
-
-
-NVIDIA_SMI = "nvidia-smi"
 
 
 def launcher_commands(host: Host) -> tuple[str, ...]:
     """The Python launchers to stage: nvidia-smi only where NVIDIA's binary is not."""
     if host.native.nvidia_smi is None:
         return launcher.SHIM_COMMANDS
-    return tuple(c for c in launcher.SHIM_COMMANDS if c != NVIDIA_SMI)
+    return tuple(c for c in launcher.SHIM_COMMANDS if c != names.NVIDIA_SMI)
 
 
 def shim_paths(overlay_root: str, commands: tuple[str, ...] = launcher.SHIM_COMMANDS) -> list[str]:
