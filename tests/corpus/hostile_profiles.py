@@ -70,7 +70,7 @@ def set_path(doc: dict, path: tuple, value) -> None:
         if isinstance(node, list):
             while len(node) <= key:
                 node.append({})
-            if not isinstance(node[key], (dict, list)):
+            if not isinstance(node[key], type(want)):   # an earlier edit may have left a scalar or the other kind
                 node[key] = want
             node = node[key]
         else:
@@ -81,7 +81,10 @@ def set_path(doc: dict, path: tuple, value) -> None:
     if isinstance(node, list):
         while len(node) <= last:
             node.append({})
-        node[last] = value
+        if value is ...:
+            del node[last]
+        else:
+            node[last] = value
     elif value is ...:
         node.pop(last, None)
     else:
