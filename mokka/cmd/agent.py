@@ -6,6 +6,7 @@ import os
 
 import click
 
+from mokka.cmd import printconfig
 from mokka.cmd.common import CommandError, common_options
 from mokka.core import names
 
@@ -91,28 +92,23 @@ ENV = "MOKKA_AGENT_"
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",
               help="Remove what an earlier run staged, exit. Env MOKKA_AGENT_TEARDOWN.")
+@printconfig.option(ENV + "PRINT_CONFIG")
 @common_options
-def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> None:
-    from mokka.agent.build import AgentConfig, build_agent, root_lock
+def command(once: bool, teardown: bool, print_config: bool, health_addr: str, gates,
+            **kwargs) -> None:
+    from mokka.agent.build import build_agent, load_native, root_lock
     from mokka.agent import runner
     from mokka.agent.native import NativeError
     from mokka.agent.rootlock import RootLockHeld
 
-    if once and teardown:
-        raise CommandError("--once and --teardown exclude each other")
-    if kwargs["ib_relay_listen"] or kwargs["ib_relay_peers"]:
-        from mokka.ib.relay import parse_addr
+    cfg = agent_config(once, teardown, health_addr, kwargs)
+    if print_config:
         try:
-            for addr in [kwargs["ib_relay_listen"]] + kwargs["ib_relay_peers"].split(","):
-                if addr.strip():
-                    parse_addr(addr)
-        except ValueError as exc:
+            load_native(cfg)            # the node-provided binaries, read as a start reads them
+        except NativeError as exc:
             raise CommandError(str(exc))
-    kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
-                                     if p.strip())
-    # Absolute: mount points are compared with /proc/self/mountinfo, which has no relative paths.
-    kwargs["host_root"] = os.path.abspath(kwargs["host_root"] or "/")
-    cfg = AgentConfig(health_addr=health_addr, **kwargs)
+        printconfig.emit("node-agent", effective(cfg, once, teardown), gates)
+        return
     held = root_lock(cfg)
     try:
         held.acquire()              # before anything else: a second agent changes nothing
@@ -136,6 +132,45 @@ def command(once: bool, teardown: bool, health_addr: str, gates, **kwargs) -> No
         code = runner.serve(agent, cfg.health_addr, cfg.shutdown_timeout)
     if isinstance(code, str):
         raise CommandError(code)
+
+
+def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
+    """Every check of the command line a start makes before touching the host;
+    the AgentConfig it starts with. Raises CommandError."""
+    from mokka.agent.build import AgentConfig
+    from mokka.core import probes
+
+    if once and teardown:
+        raise CommandError("--once and --teardown exclude each other")
+    try:
+        probes.parse_addr(health_addr)
+    except ValueError as exc:
+        raise CommandError(str(exc))
+    if kwargs["ib_relay_listen"] or kwargs["ib_relay_peers"]:
+        from mokka.ib.relay import parse_addr
+        try:
+            for addr in [kwargs["ib_relay_listen"]] + kwargs["ib_relay_peers"].split(","):
+                if addr.strip():
+                    parse_addr(addr)
+        except ValueError as exc:
+            raise CommandError(str(exc))
+    kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
+                                     if p.strip())
+    # Absolute: mount points are compared with /proc/self/mountinfo, which has no relative paths.
+    kwargs["host_root"] = os.path.abspath(kwargs["host_root"] or "/")
+    return AgentConfig(health_addr=health_addr, **kwargs)
+
+
+def effective(cfg, once: bool, teardown: bool) -> dict:
+    """The configuration as JSON values, with the host paths it resolves to."""
+    from mokka.agent.build import root_lock
+    from mokka.core.overlay import host_overlay, under
+    return {"mode": "teardown" if teardown else "once" if once else "serve", **printconfig.plain(cfg),
+            "resolved": {"overlay": host_overlay(cfg.host_root, cfg.overlay_host_path).root,
+                         "staging_lock": under(cfg.host_root, cfg.staging_lock_path),
+                         "root_lock": root_lock(cfg).path,
+                         "cdi_spec_dir": under(cfg.host_root, cfg.cdi_spec_dir),
+                         "kmsg": under(cfg.host_root, cfg.kmsg_path)}}
 
 
 def main(args: list[str], prog_name: str = "node-agent") -> int:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mokka.cmd import common
+from mokka.cmd import common, printconfig
 from mokka.core import names
 from mokka.core.overlay import Overlay
 
@@ -298,10 +298,15 @@ def _with_options(fn):
 
 @click.command(name=COMMAND, context_settings={"help_option_names": ["-h", "--help"]})
 @_with_options
+@printconfig.option("MOKKA_NRI_PRINT_CONFIG")
 @common.common_options
-def command(gates: dict[str, bool], **opts) -> int:
+def command(gates: dict[str, bool], print_config: bool, **opts) -> int:
     """Inject the mock driver into containers as containerd creates them."""
-    return serve(build_settings(opts, gates))
+    settings = build_settings(opts, gates)
+    if print_config:
+        printconfig.emit(COMMAND, printconfig.plain(settings), gates)
+        return 0
+    return serve(settings)
 
 
 def main(args: list[str], prog_name: str = COMMAND) -> int:
