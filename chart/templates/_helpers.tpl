@@ -1,0 +1,101 @@
+{{/* Names and labels. */}}
+{{- define "nvml-mock.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "nvml-mock.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nvml-mock.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nvml-mock.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "nvml-mock.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "nvml-mock.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "nvml-mock.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* Fixed container paths (not values): where the ConfigMaps, the host and the staging lock are. */}}
+{{- define "nvml-mock.hostRoot" -}}/host{{- end -}}
+{{- define "nvml-mock.profileDir" -}}/etc/mokka/profile{{- end -}}
+{{- define "nvml-mock.topologyDir" -}}/etc/mokka/topology{{- end -}}
+{{/* names.STAGING_LOCK_PATH and its directory (the memory-backed emptyDir). */}}
+{{- define "nvml-mock.stagingLockDir" -}}/run/mokka{{- end -}}
+{{- define "nvml-mock.stagingLock" -}}/run/mokka/staging.lock{{- end -}}
+{{/* The directory of names.AGENT_LOCK_PATH: one agent per host root, on the host. */}}
+{{- define "nvml-mock.agentLockDir" -}}/var/lib/mokka{{- end -}}
+{{/* names.RUN_NVIDIA_DRIVER's directory: the agent bind-mounts the driver tree there. */}}
+{{- define "nvml-mock.runNvidia" -}}/run/nvidia{{- end -}}
+{{/* names.NFD_FEATURE_FILE's directory. */}}
+{{- define "nvml-mock.nfdFeaturesDir" -}}/etc/kubernetes/node-feature-discovery/features.d{{- end -}}
+{{/* names.KMSG_PATH */}}
+{{- define "nvml-mock.kmsg" -}}/dev/kmsg{{- end -}}
+
+{{/* --feature-gates value, sorted: "" when none is set. */}}
+{{- define "nvml-mock.featureGates" -}}
+{{- $out := list -}}
+{{- range $name := keys .Values.featureGates | sortAlpha -}}
+{{- $out = append $out (printf "%s=%t" $name (index $.Values.featureGates $name)) -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/* --excluded-namespaces: the release namespace first, then kube-system, then the extras. */}}
+{{- define "nvml-mock.excludedNamespaces" -}}
+{{- $ns := list .Release.Namespace "kube-system" -}}
+{{- range .Values.nri.excludedNamespaces -}}{{- $ns = append $ns . -}}{{- end -}}
+{{- join "," (uniq $ns) -}}
+{{- end -}}
+
+{{- define "nvml-mock.systemd" -}}
+{{- if and .Values.nodeAgent.containerRuntime.enabled (eq .Values.nodeAgent.containerRuntime.restartMode "systemd") -}}true{{- end -}}
+{{- end -}}
+
+{{- define "nvml-mock.metricsPort" -}}
+{{- if eq (toString .Values.metrics.port) "" -}}{{ .Values.nodeAgent.healthPort }}{{- else -}}{{ .Values.metrics.port }}{{- end -}}
+{{- end -}}
+
+{{/* The refusals: values a render must not turn into a DaemonSet. */}}
+{{- define "nvml-mock.validate" -}}
+{{- $mode := toString .Values.nri.deviceInjectionMode -}}
+{{- if not (has $mode (list "raw" "cdi")) -}}
+{{- fail (printf "nri.deviceInjectionMode must be \"raw\" or \"cdi\", got %q" $mode) -}}
+{{- end -}}
+{{- $rolling := .Values.updateStrategy.rollingUpdate | default dict -}}
+{{- $surge := toString (default "" (get $rolling "maxSurge")) -}}
+{{- if and .Values.nodeAgent.containerRuntime.enabled (eq (toString .Values.updateStrategy.type) "RollingUpdate") (not (has $surge (list "" "0" "0%"))) -}}
+{{- fail (printf "updateStrategy.rollingUpdate.maxSurge must be 0 or unset while nodeAgent.containerRuntime.enabled is true, got %q: the old pod's teardown would remove the new pod's containerd setup; use maxUnavailable, or set nodeAgent.containerRuntime.enabled=false" $surge) -}}
+{{- end -}}
+{{- if not .Values.fabricmanager.enabled -}}
+{{- fail "fabricmanager.enabled=false is not supported by this version's node agent: the nv-fabricmanager stand-in always runs (use fabricmanager.fail=true for a fabric that never comes up)" -}}
+{{- end -}}
+{{- $port := toString .Values.metrics.port -}}
+{{- if not (has $port (list "" (toString .Values.nodeAgent.healthPort) (toString .Values.nri.healthPort))) -}}
+{{- fail (printf "metrics.port %s is not served: /metrics is on nodeAgent.healthPort (%v) and nri.healthPort (%v)" $port .Values.nodeAgent.healthPort .Values.nri.healthPort) -}}
+{{- end -}}
+{{- if eq (int .Values.nodeAgent.healthPort) (int .Values.nri.healthPort) -}}
+{{- if .Values.nri.enabled -}}
+{{- fail (printf "nodeAgent.healthPort and nri.healthPort are both %v: the two containers share the pod's network namespace; give them different ports" .Values.nodeAgent.healthPort) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.topology.enabled (not .Values.topology.domains) -}}
+{{- fail "topology.enabled is true but topology.domains is empty: list at least one domain, or set topology.enabled=false" -}}
+{{- end -}}
+{{- end -}}
