@@ -64,6 +64,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- join "," (uniq $ns) -}}
 {{- end -}}
 
+{{/* --plugin-index: two digits (--set gives an integer: zero-padded). */}}
+{{- define "nvml-mock.pluginIndex" -}}
+{{- if kindIs "string" .Values.nri.pluginIndex -}}{{ .Values.nri.pluginIndex }}{{- else -}}{{ printf "%02d" (int .Values.nri.pluginIndex) }}{{- end -}}
+{{- end -}}
+
 {{- define "nvml-mock.systemd" -}}
 {{- if and .Values.nodeAgent.containerRuntime.enabled (eq .Values.nodeAgent.containerRuntime.restartMode "systemd") -}}true{{- end -}}
 {{- end -}}
