@@ -1,0 +1,170 @@
+"""The chart's pod runs here: real Helm renders the DaemonSet, the stand-in kubelet
+(kubepod.py) runs its pod template in the real containerd from the image image/build.sh
+built, with every hostPath under a scratch root made rshared. Both containers become
+ready, the agent stages the node, the plugin registers, and a pod created through CRI
+with the devices annotation is injected and lists the profile's GPUs with nvidia-smi.
+Stopping the pod leaves the scratch root as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.request
+
+import pytest
+import yaml
+
+from mokka.core import names
+from tests import peers
+from tests.integration import kubepod
+from tests.integration import runtime as rt
+from tests.integration.conftest import GLIBC_IMAGE
+from tests.netutil import free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHART = os.path.join(ROOT, "chart")
+NODE = "worker-1"
+# The profile the chart installs when nothing is said, and what NVIDIA's nvidia-smi 550
+# prints for it (gb300 is Blackwell: 550 predates it and names it by its product name).
+PROFILE = "gb300"
+GPUS = 8
+
+
+def render(helm: str, *sets: str) -> list[dict]:
+    argv = [helm, "template", "nvml-mock", CHART, "--namespace", "mokka", "--kube-version", "1.31.0"]
+    for s in sets:
+        argv += ["--set", s]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def tree(root: str) -> dict[str, str]:
+    """Every path under root with its kind (and a symlink's target)."""
+    out = {}
+    for here, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                out[rel] = "link " + os.readlink(path)
+            elif os.path.isdir(path):
+                out[rel] = "dir"
+            else:
+                out[rel] = f"file {os.path.getsize(path)}"
+    return out
+
+
+def mounts_under(path: str) -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(path + "/")]
+
+
+@pytest.fixture
+def scratch_host(tmp_path):
+    """A scratch root that is its own rshared mount, as a node's / is: the agent's
+    Bidirectional /run/nvidia mount needs a shared source."""
+    host = tmp_path / "host"
+    host.mkdir()
+    subprocess.run(["mount", "--bind", str(host), str(host)], check=True)
+    subprocess.run(["mount", "--make-rshared", str(host)], check=True)
+    yield str(host)
+    # Anything still mounted is a failure the test reports; unmount so the machine is clean.
+    for mnt in sorted(mounts_under(str(host)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mnt], check=False)
+    subprocess.run(["umount", "-l", str(host)], check=False)
+
+
+def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
+        containerd, mokka_image, tmp_path, scratch_host):
+    helm = peers.peer("HELM")
+    archive, ref = mokka_image.path, mokka_image.ref
+    containerd.import_image(archive, ref)
+    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
+                                   extra_root=peers.peer("LIBC6_ROOT"))
+    containerd.import_image(image, GLIBC_IMAGE)
+
+    overlay = scratch_host + names.OVERLAY_HOST_PATH
+    agent_port, plugin_port = free_port(), free_port()
+    docs = render(
+        helm,
+        # containerd is the test's own: the agent must not edit a config or restart it.
+        "nodeAgent.containerRuntime.enabled=false",
+        f"nri.socketPath={containerd.nri_socket}",
+        # Host paths that containerd itself resolves (the overlay the plugin mounts into
+        # containers) must be real paths on this machine: the scratch root's.
+        f"nri.overlay.hostPath={overlay}",
+        f"nodeAgent.healthPort={agent_port}",
+        f"nri.healthPort={plugin_port}",
+        "nodeAgent.terminationGracePeriodSeconds=20",
+    )
+    (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    configmaps = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
+    template = daemonset["spec"]["template"]
+    assert [c["name"] for c in template["spec"]["containers"]] == ["node-agent", "nri-plugin"]
+    assert kubepod.normalise_image(template["spec"]["containers"][0]["image"]) == ref
+
+    def host_path(path: str) -> str:
+        # Paths the test already placed under its scratch dirs stay; the rest move under
+        # the scratch root.
+        return path if path.startswith(str(tmp_path) + "/") else scratch_host + path
+
+    # A node's /dev/kmsg exists; the scratch root gets a plain file in its place.
+    os.makedirs(scratch_host + "/dev")
+    open(scratch_host + "/dev/kmsg", "w").close()
+    before = tree(scratch_host)
+
+    pod = kubepod.KubePod(containerd.client(), template, host_path=host_path, scratch=tmp_path,
+                          configmaps=configmaps, name="nvml-mock-abcde", namespace="mokka",
+                          node_name=NODE)
+    pod.start()
+    try:
+        pod.wait_ready(timeout=120)
+        # The agent staged the node: the driver root, the state, the library.
+        state_file = os.path.join(overlay, "driver", "config", names.STATE_FILE)
+        with open(state_file) as f:
+            state = json.load(f)
+        assert len(state["gpus"]) == GPUS
+        # /stagedz says so; the plugin's /readyz says it registered.
+        with urllib.request.urlopen(f"http://127.0.0.1:{agent_port}/stagedz", timeout=5) as resp:
+            assert resp.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{plugin_port}/readyz", timeout=5) as resp:
+            assert resp.status == 200
+        assert "nvml-mock" in containerd.log_text()
+        # The liveness probes pass too, as the kubelet would run them.
+        for name in ("node-agent", "nri-plugin"):
+            ok, detail = pod.probe(name, "livenessProbe")
+            assert ok, (name, detail)
+
+        # A workload that opts in with the devices annotation is injected.
+        cri = containerd.client()
+        pod_id, pod_config = rt.run_pod(cri, "workload", "default", {names.ANNOTATION_DEVICES: "true"})
+        cid = rt.create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
+        rt.start_container(cri, cid)
+        listed = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+        assert listed.exit_code == 0, listed
+        want = [f"GPU {i}: " for i in range(GPUS)]
+        lines = listed.stdout.splitlines()
+        assert [line[:len(w)] for line, w in zip(lines, want)] == want and len(lines) == GPUS
+        uuids = [g["uuid"] for g in state["gpus"]]
+        assert [line.rsplit("(UUID: ", 1)[1].rstrip(")") for line in lines] == uuids
+        # A pod in the release namespace is excluded (the chart prepends it).
+        ex_id, ex_config = rt.run_pod(cri, "excluded", "mokka", {names.ANNOTATION_DEVICES: "true"})
+        ex_cid = rt.create_container(cri, ex_id, ex_config, "app", None, image=GLIBC_IMAGE)
+        spec = rt.container_spec(cri, ex_cid)
+        assert not any(m["destination"].startswith("/opt/nvml-mock") for m in spec.get("mounts", []))
+        rt.remove_pod(cri, ex_id)
+        rt.remove_pod(cri, pod_id)
+    finally:
+        pod.stop()
+
+    # The agent tore the node down within the grace period: no mount left, and the
+    # scratch root holds what it held plus only the (empty) directories the kubelet
+    # created for DirectoryOrCreate hostPaths.
+    assert mounts_under(scratch_host) == []
+    after = tree(scratch_host)
+    added = {p: kind for p, kind in after.items() if p not in before}
+    assert all(kind == "dir" for kind in added.values()), added
+    assert {p: after.get(p) for p in before} == before
