@@ -141,8 +141,9 @@ if [ "$CLUSTER_NAME" != "$default_cluster" ]; then
     sed "s/$default_cluster-worker/$CLUSTER_NAME-worker/g" "$here/values.yaml" >"$scratch/values-$CLUSTER_NAME.yaml"
     values+=(-f "$scratch/values-$CLUSTER_NAME.yaml")
 fi
-sets=(--set "image.tag=$IMAGE_TAG")
-[ -z "$GPU_PROFILE" ] || sets+=(--set "gpu.profile=$GPU_PROFILE")
+# --set-string: a tag such as 1.0 must not turn into the number 1.
+sets=(--set-string "image.tag=$IMAGE_TAG")
+[ -z "$GPU_PROFILE" ] || sets+=(--set-string "gpu.profile=$GPU_PROFILE")
 [ -z "$GPU_COUNT" ] || sets+=(--set "gpu.count=$GPU_COUNT")
 [ "$WITH_COMPUTE_DOMAIN" = true ] || sets+=(--set "topology.enabled=false")
 

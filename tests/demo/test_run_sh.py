@@ -91,7 +91,7 @@ def fresh_run_calls(cluster: str = CLUSTER, context: str = CONTEXT) -> list[list
         ["kind", "load", "docker-image", "mokka:0.1.0", "--name", cluster],
         ["helm", "status", "nvml-mock", "--namespace", "mokka", "--kube-context", context],
         ["helm", "upgrade", "--install", "nvml-mock", f"{REPO}/chart", "--namespace", "mokka",
-         "--create-namespace", "-f", f"{DEMO}/values.yaml", "--set", "image.tag=0.1.0",
+         "--create-namespace", "-f", f"{DEMO}/values.yaml", "--set-string", "image.tag=0.1.0",
          "--kube-context", context],
         kc("-n", "mokka", "rollout", "status", "daemonset/nvml-mock", "--timeout=300s",
            context=context),
@@ -180,8 +180,8 @@ def test_overrides_reach_every_call(demo):
     extra = argv[argv.index("-f", 8) + 1]
     assert argv == ["upgrade", "--install", "nvml-mock", f"{REPO}/chart", "--namespace", "my-mokka",
                     "--create-namespace", "-f", f"{DEMO}/values.yaml", "-f", extra,
-                    "--set", "image.tag=dev-1", "--set", "gpu.profile=t4", "--set", "gpu.count=4",
-                    "--set", "topology.enabled=false", "--kube-context", ctx]
+                    "--set-string", "image.tag=dev-1", "--set-string", "gpu.profile=t4",
+                    "--set", "gpu.count=4", "--set", "topology.enabled=false", "--kube-context", ctx]
     # The later values file names this cluster's nodes in the same cliques.
     default_text = (DEMO / "values.yaml").read_text()
     assert upgrade["files"][extra] == default_text.replace(
@@ -317,3 +317,15 @@ def test_the_scratch_folder_is_removed(demo):
     assert demo.run(CLUSTER_NAME="gpu-lab").returncode == 0
     # TMPDIR is the state folder: only the stand-ins' own files stay there.
     assert sorted(p.name for p in demo.state.iterdir()) == ["clusters", "releases"]
+
+
+def test_readme_documents_every_setting_run_sh_reads():
+    import re
+    readme = (DEMO / "README.md").read_text()
+    script = RUN.read_text()
+    read = set(re.findall(r'^([A-Z_]+)="\$\{\1:-', script, re.M))
+    documented = set(re.findall(r"^\| `([A-Z_]+)`(?:, `([A-Z_]+)`)? \|", readme, re.M))
+    documented = {name for pair in documented for name in pair if name}
+    assert read == documented == {
+        "CLUSTER_NAME", "FORCE_RECREATE", "KIND_NODE_IMAGE", "IMAGE_TAG", "NVML_MOCK_NAMESPACE",
+        "WORKLOAD_NAMESPACE", "GPU_PROFILE", "GPU_COUNT", "WITH_COMPUTE_DOMAIN", "ROLLOUT_TIMEOUT"}
