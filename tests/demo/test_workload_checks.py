@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.native.staged import nvml_build  # noqa: F401  (fixture)
 from tests.smi.conftest import stage_overlay
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "node-wide-injection"
@@ -170,3 +172,37 @@ def test_a_fabric_that_never_completes_fails(nodes, tmp_path):
     # With the marker the same node passes.
     (overlay.root / "driver" / "fabric-state" / "fabricmanager.ready").write_text("")
     Agent(overlay, tmp_path, NODE, FABRIC_WAIT_SECONDS="0").run_until_ok()
+
+
+def test_with_nvidia_s_own_nvidia_smi_as_the_image_stages_it(nvml_build, tmp_path):
+    """The image stages NVIDIA's nvidia-smi 550 over the mock NVML library: the real agent
+    stages gb200 with the demo's topology (and its compiled companion) that way, and the
+    self-check passes on NVIDIA's own -L and -q output."""
+    from types import SimpleNamespace
+
+    from tests.native.staged import clean_env
+    from tests.peers import peer
+
+    root = tmp_path / "host"
+    topo = tmp_path / "topology.yaml"
+    domains = yaml.safe_load((DEMO / "values.yaml").read_text())["topology"]["domains"]
+    topo.write_text(yaml.safe_dump({"version": 1, "domains": domains}))
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", str(root),
+             "--profile", "gb200", "--topology", str(topo), "--container-runtime", "none",
+             "--nvidia-smi", peer("NVIDIA_SMI"), "--health-addr", "", "--log-format", "plain"]
+    done = subprocess.run(agent + ["--once"], capture_output=True, text=True, env=clean_env())
+    try:
+        assert done.returncode == 0, done.stderr
+        overlay = root / "var" / "lib" / "nvml-mock"
+        smi = overlay / "driver" / "usr" / "bin" / "nvidia-smi"
+        assert smi.read_bytes()[:4] == b"\x7fELF"          # NVIDIA's binary, not our launcher
+        node = SimpleNamespace(root=overlay, env=lambda dev_root: clean_env(
+            PATH=f"{overlay}/driver/usr/bin{os.pathsep}{os.path.dirname(sys.executable)}"
+                 f"{os.pathsep}/usr/bin:/bin",
+            LD_LIBRARY_PATH=f"{overlay}/driver/usr/lib64", MOCK_NVML_DEV_ROOT=dev_root))
+        os.makedirs(tmp_path / "devroot")
+        lines = Agent(node, tmp_path, f"{NODE}3").run_until_ok()
+        assert lines[-1] == (f"gpu-agent: OK node={NODE}3 gpus=8 clique=1 "
+                             "cluster=00000000-0000-0000-0000-0000000000cd")
+    finally:
+        subprocess.run(agent + ["--teardown"], capture_output=True, env=clean_env())
