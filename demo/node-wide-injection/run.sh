@@ -178,8 +178,9 @@ k -n "$WORKLOAD_NAMESPACE" apply -f "$scratch/gpu-agent-checks.yaml"
 k -n "$WORKLOAD_NAMESPACE" delete daemonset gpu-agent --ignore-not-found --wait=true
 k -n "$WORKLOAD_NAMESPACE" apply -f "$here/workload.yaml"
 if ! k -n "$WORKLOAD_NAMESPACE" rollout status daemonset/gpu-agent --timeout="$ROLLOUT_TIMEOUT"; then
-    k -n "$WORKLOAD_NAMESPACE" logs daemonset/gpu-agent --tail=40 || true
-    die "gpu-agent did not pass its checks on every worker within $ROLLOUT_TIMEOUT; its log is above"
+    # Every pod's log, not just one: the failing node may be any of the four.
+    k -n "$WORKLOAD_NAMESPACE" logs -l app.kubernetes.io/name=gpu-agent --prefix --tail=20 || true
+    die "gpu-agent did not pass its checks on every worker within $ROLLOUT_TIMEOUT; its logs are above"
 fi
 ready="$(k -n "$WORKLOAD_NAMESPACE" get daemonset gpu-agent -o 'jsonpath={.status.numberReady}')"
 [ "$ready" = "${#workers[@]}" ] ||

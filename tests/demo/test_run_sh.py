@@ -286,10 +286,11 @@ def test_a_failing_workload_shows_its_log_and_fails(demo):
     calls = demo.calls()
     assert calls[-2:] == [
         kc("-n", "default", "rollout", "status", "daemonset/gpu-agent", "--timeout=300s"),
-        kc("-n", "default", "logs", "daemonset/gpu-agent", "--tail=40"),
+        kc("-n", "default", "logs", "-l", "app.kubernetes.io/name=gpu-agent", "--prefix",
+           "--tail=20"),
     ]
     assert proc.stderr.strip().splitlines()[-1] == (
-        "run.sh: gpu-agent did not pass its checks on every worker within 300s; its log is above")
+        "run.sh: gpu-agent did not pass its checks on every worker within 300s; its logs are above")
 
 
 def test_a_chart_that_never_gets_ready_stops_before_the_workload(demo):
