@@ -1,7 +1,8 @@
 """Runs inside a process that loads the mock libnvidia-ml.so.1 (LD_LIBRARY_PATH).
 
     probe.py visible            the visible GPUs: uuid, index, minor, name, fabric, readings
-                                (temperature, power draw, utilization gpu and memory)
+                                (temperature, power draw, utilization gpu and memory), memory
+                                (v1 [total, free, used], v2 [total, reserved, free, used])
     probe.py dump               every query the state answers, per GPU, via pynvml
     probe.py errors             return codes of the error paths
     probe.py watch INDEX NAME   print each new name of GPU INDEX until it is NAME
@@ -94,7 +95,7 @@ def visible():
         h = n.nvmlDeviceGetHandleByIndex(i)
         gpus.append({"uuid": n.nvmlDeviceGetUUID(h), "index": n.nvmlDeviceGetIndex(h),
                      "minor": n.nvmlDeviceGetMinorNumber(h), "name": n.nvmlDeviceGetName(h),
-                     "fabric": fabric(h), "readings": readings(h)})
+                     "fabric": fabric(h), "readings": readings(h), "memory": memory(h)})
     n.nvmlShutdown()
     return {"init": 0, "gpus": gpus}
 
@@ -104,6 +105,12 @@ def readings(h):
     util = call(n.nvmlDeviceGetUtilizationRates, h)
     util = util if isinstance(util, list) else [util.gpu, util.memory]
     return [call(n.nvmlDeviceGetTemperature, h, 0), call(n.nvmlDeviceGetPowerUsage, h), *util]
+
+
+def memory(h):
+    """{"v1": [total, free, used], "v2": [total, reserved, free, used]} in bytes."""
+    v1 = call(n.nvmlDeviceGetMemoryInfo, h)
+    return {"v1": v1 if isinstance(v1, list) else [v1.total, v1.free, v1.used], "v2": memory_v2(h)}
 
 
 def fields(h, ids):
