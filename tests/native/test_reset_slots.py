@@ -30,7 +30,8 @@ CASES = [
     ("a key that only starts with the index stays", "devices:\n  '10':\n    utilization: {gpu: 5}\n"
      "  '1':\n    utilization: {gpu: 6}\n", [1], "devices:\n  '10':\n    utilization: {gpu: 5}\n"),
     ("plain and double-quoted keys, flow values, comments, a later top-level key",
-     "# mine\ndevices:   # per GPU\n    1: {thermal: {temperature_gpu_c: 95}}\n    \"2\": {power: {current_draw_mw: 1}}\n"
+     "# mine\ndevices:   # per GPU\n    1: {thermal: {temperature_gpu_c: 95}}\n"
+     "    \"2\": {power: {current_draw_mw: 1}}\n"
      "    # about 3\n    3:\n      fabric: {state: completed}\nall:\n  utilization: {gpu: 1}\n", [1, 3],
      "# mine\ndevices:   # per GPU\n    \"2\": {power: {current_draw_mw: 1}}\n    # about 3\n"
      "all:\n  utilization: {gpu: 1}\n"),
