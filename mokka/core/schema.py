@@ -269,6 +269,11 @@ DEVICE_FIELDS = {
         "utilization": Map({
             **ints("gpu_min gpu_max memory_min memory_max", maximum=100),
             "burst_period_sec": Int(maximum=10**9),
+            "pattern": Str(choices=names.DYNAMIC_PATTERNS, noun="pattern")}),
+        # Mokka's own: memory used moving between percentages of total - reserved.
+        "memory": Map({
+            **ints("used_min_pct used_max_pct", maximum=100),
+            "burst_period_sec": Int(maximum=10**9),
             "pattern": Str(choices=names.DYNAMIC_PATTERNS, noun="pattern")})}),
     "ecc": Map({**strs("default_mode mode_current mode_pending"),
                 "errors": Map({"aggregate": _ECC_KIND, "volatile": _ECC_KIND}),

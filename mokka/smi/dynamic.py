@@ -19,12 +19,18 @@ so Python and C agree bit for bit:
     power       = base_mw + pick(draw(.., POWER), -variance_mw, variance_mw),
                   clamped to [power.min_limit_mw, power.max_limit_mw]
     utilization (gpu with channel UTIL_GPU, memory with UTIL_MEMORY), lo..hi within 0..100:
+        patterned(lo, hi), where by the block's pattern
         idle: lo; busy: hi; steady: pick(draw, lo, hi);
         burst: hi in the first half of every burst_period_sec (t mod P < (P + 1) // 2), lo after
+    memory used (Mokka's own block, channel MEMORY_USED), in whole MiB, then bytes:
+        usable = (memory.total_bytes - memory.reserved_bytes) >> 20   (0 when negative)
+        lo = usable * used_min_pct // 100, hi = usable * used_max_pct // 100 (pcts within 0..100)
+        used_bytes = patterned(lo, hi) << 20, with the memory block's own pattern and period;
+        so free = total - reserved - used never goes below 0. No total_bytes: nothing moves.
 
 A block left out moves nothing. Defaults: seed 0; base_c / base_mw the state's
 static reading; variance, ramp 0; ramp_period_sec 0 (no ramp); pattern steady;
-gpu/memory min 0, max 100; burst_period_sec 30. ``t`` is the whole second: of
+gpu/memory min 0, max 100; used_min_pct 0, used_max_pct 100; burst_period_sec 30. ``t`` is the whole second: of
 ``MOCK_NVML_CLOCK`` when it holds a non-negative integer, else of the real time.
 """
 
@@ -37,7 +43,7 @@ from mokka.core import names
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 #: Channels: one independent stream of draws per reading.
-TEMPERATURE, POWER, UTIL_GPU, UTIL_MEMORY = 1, 2, 3, 4
+TEMPERATURE, POWER, UTIL_GPU, UTIL_MEMORY, MEMORY_USED = 1, 2, 3, 4, 5
 ONE = 1 << 16                       # fixed point of the ramp
 
 
@@ -95,9 +101,8 @@ def power(block: dict, seed: int, gpu: int, t: int, static: int, low, high) -> i
     return _clamp(value, low, high)
 
 
-def utilization(block: dict, seed: int, gpu: int, t: int, which: str) -> int:
-    lo = _clamp(_field(block, f"{which}_min", 0), 0, 100)
-    hi = _clamp(_field(block, f"{which}_max", 100), lo, 100)
+def patterned(block: dict, lo: int, hi: int, t: int, steady_draw: int) -> int:
+    """lo..hi over time by the block's ``pattern`` and ``burst_period_sec``."""
     pattern = str(block.get("pattern") or names.DYNAMIC_PATTERN_STEADY).lower()
     if pattern == names.DYNAMIC_PATTERN_IDLE:
         return lo
@@ -107,7 +112,22 @@ def utilization(block: dict, seed: int, gpu: int, t: int, which: str) -> int:
         period = _field(block, "burst_period_sec", 0)
         period = period if period > 0 else names.DYNAMIC_BURST_PERIOD_DEFAULT_SEC
         return hi if t % period < (period + 1) // 2 else lo
-    return pick(draw(seed, gpu, t, UTIL_GPU if which == "gpu" else UTIL_MEMORY), lo, hi)
+    return pick(steady_draw, lo, hi)
+
+
+def utilization(block: dict, seed: int, gpu: int, t: int, which: str) -> int:
+    lo = _clamp(_field(block, f"{which}_min", 0), 0, 100)
+    hi = _clamp(_field(block, f"{which}_max", 100), lo, 100)
+    return patterned(block, lo, hi, t, draw(seed, gpu, t, UTIL_GPU if which == "gpu" else UTIL_MEMORY))
+
+
+def memory_used(block: dict, seed: int, gpu: int, t: int, total: int, reserved: int) -> int:
+    """Bytes used: whole MiB between the block's percentages of the usable memory."""
+    usable = max(total - reserved, 0) >> 20
+    lo_pct = _clamp(_field(block, "used_min_pct", 0), 0, 100)
+    hi_pct = _clamp(_field(block, "used_max_pct", 100), lo_pct, 100)
+    lo, hi = usable * lo_pct // 100, usable * hi_pct // 100
+    return patterned(block, lo, hi, t, draw(seed, gpu, t, MEMORY_USED)) << 20
 
 
 def apply(gpu: dict, t: int) -> None:
@@ -132,6 +152,11 @@ def apply(gpu: dict, t: int) -> None:
         util = gpu.setdefault("utilization", {})
         util["gpu"] = utilization(block, seed, index, t, "gpu")
         util["memory"] = utilization(block, seed, index, t, "memory")
+    block = _block(dm, "memory")
+    mem = gpu.get("memory")
+    if block and isinstance(mem, dict) and mem.get("total_bytes") is not None:
+        mem["used_bytes"] = memory_used(block, seed, index, t, _int(mem.get("total_bytes")),
+                                        _int(mem.get("reserved_bytes")))
 
 
 def _block(dm: dict, name: str) -> dict | None:

@@ -20,7 +20,7 @@
 
 typedef unsigned long long u64;
 
-enum { TEMPERATURE = 1, POWER = 2, UTIL_GPU = 3, UTIL_MEMORY = 4 };
+enum { TEMPERATURE = 1, POWER = 2, UTIL_GPU = 3, UTIL_MEMORY = 4, MEMORY_USED = 5 };
 #define ONE 65536ULL
 
 static u64 mix(u64 x)
@@ -138,14 +138,12 @@ static long long power(const struct mock_gpu *g, u64 seed, u64 t)
     return clamp(v, has_lo, lo, has_hi, hi);
 }
 
-static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memory)
+/* lo..hi over time by the block's pattern and burst period (dynamic.py's patterned). */
+static long long patterned(const struct mock_gpu *g, const char *block, long long lo, long long hi, u64 t,
+                           u64 steady_draw)
 {
-    long long lo = field(g, memory ? "dynamic_metrics.utilization.memory_min" : "dynamic_metrics.utilization.gpu_min", 0);
-    long long hi = field(g, memory ? "dynamic_metrics.utilization.memory_max" : "dynamic_metrics.utilization.gpu_max", 100);
-    lo = clamp(lo, 1, 0, 1, 100);
-    hi = clamp(hi, 1, lo, 1, 100);
     char full[MOCK_VALUE_MAX];
-    snprintf(full, sizeof full, "%sdynamic_metrics.utilization.pattern", g->base);
+    snprintf(full, sizeof full, "%sdynamic_metrics.%s.pattern", g->base, block);
     const char *pattern = flat_get(&g->node->state, full);
     if (!pattern || !*pattern)
         pattern = MOKKA_DYNAMIC_PATTERN_STEADY;
@@ -154,12 +152,39 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BUSY) == 0)
         return hi;
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
-        long long period = field(g, "dynamic_metrics.utilization.burst_period_sec", 0);
+        snprintf(full, sizeof full, "dynamic_metrics.%s.burst_period_sec", block);
+        long long period = field(g, full, 0);
         if (period <= 0)
             period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
         return t % (u64)period < (u64)(period + 1) / 2 ? hi : lo;
     }
-    return pick(draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU), lo, hi);
+    return pick(steady_draw, lo, hi);
+}
+
+static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memory)
+{
+    long long lo = field(g, memory ? "dynamic_metrics.utilization.memory_min" : "dynamic_metrics.utilization.gpu_min", 0);
+    long long hi = field(g, memory ? "dynamic_metrics.utilization.memory_max" : "dynamic_metrics.utilization.gpu_max", 100);
+    lo = clamp(lo, 1, 0, 1, 100);
+    hi = clamp(hi, 1, lo, 1, 100);
+    return patterned(g, "utilization", lo, hi, t, draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU));
+}
+
+/* Bytes used: whole MiB between the block's percentages of total - reserved, so
+ * free = total - reserved - used stays >= 0. 0 (and *ok 0) without a total. */
+static long long memory_used(const struct mock_gpu *g, u64 seed, u64 t, int *ok)
+{
+    long long total = 0, reserved = 0;
+    *ok = state_ll(g, "memory.total_bytes", &total);
+    if (!*ok)
+        return 0;
+    state_ll(g, "memory.reserved_bytes", &reserved);
+    long long usable = total > reserved ? (total - reserved) >> 20 : 0;
+    long long lo_pct = clamp(field(g, "dynamic_metrics.memory.used_min_pct", 0), 1, 0, 1, 100);
+    long long hi_pct = clamp(field(g, "dynamic_metrics.memory.used_max_pct", 100), 1, lo_pct, 1, 100);
+    long long mib = patterned(g, "memory", usable * lo_pct / 100, usable * hi_pct / 100, t,
+                              draw(seed, g->phys, t, MEMORY_USED));
+    return mib << 20;
 }
 
 int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size)
@@ -171,18 +196,25 @@ int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t
         block = "power";
     else if (strcmp(key, "utilization.gpu") == 0 || strcmp(key, "utilization.memory") == 0)
         block = "utilization";
+    else if (strcmp(key, "memory.used_bytes") == 0)
+        block = "memory";
     else
         return 0;
     if (!has_block(g, block))
         return 0;
     u64 seed = (u64)field(g, "dynamic_metrics.seed", 0), t = dynamic_clock(g->node);
     long long v;
+    int ok = 1;
     if (block[0] == 't')
         v = temperature(g, seed, t);
     else if (block[0] == 'p')
         v = power(g, seed, t);
+    else if (block[0] == 'm')
+        v = memory_used(g, seed, t, &ok);
     else
         v = utilization(g, seed, t, strcmp(key, "utilization.memory") == 0);
+    if (!ok)
+        return 0;
     int n = snprintf(out, size, "%lld", v);
     return n > 0 && (size_t)n < size;
 }

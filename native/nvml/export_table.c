@@ -29,6 +29,20 @@
  *       212, also once per GPU in the default table: (device, unsigned int *count
  *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
  *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
+ *   `-r`/`--gpu-reset` [-i N,…], in this order (learned the same way, by
+ *   answering one slot at a time until nvidia-smi printed its success text):
+ *   19  per GPU: (device, unsigned int *is_primary). An error prints "could not
+ *       be determined if GPU … is the primary GPU", 1 "GPU … is the primary GPU";
+ *       0 goes on.
+ *   168 once: (unsigned int *mode). An error prints "fabric state could not be
+ *       determined"; 1 makes nvidia-smi disable persistence mode first; 0 goes on.
+ *   31, 196 per GPU, and 183: NOT_SUPPORTED goes on.
+ *   181 once: (out, device array, count, 1): "allocate group of reset devices".
+ *   182 once: "get group of reset devices". Both SUCCESS, nothing written.
+ *   167 once: (count, device array, …): the reset itself. SUCCESS prints "GPU …
+ *       was successfully reset." per GPU and "All done."; an error prints "GPU
+ *       reset unavailable: <error string>" and exits 3. reset.c drops the GPUs'
+ *       overrides here.
  *   With a NULL table those -q rows read "Uninitialized" and `topo -m` fails.
  * Every other slot: NVML_ERROR_NOT_SUPPORTED.
  */
@@ -51,9 +65,14 @@ MOKKA_EXPORT nvmlReturn_t DECLDIR nvmlInternalGetExportTable(const void **table,
 
 enum {
     SLOT_COUNT = 250,
+    SLOT_RESET_IS_PRIMARY = 19,
     SLOT_TOPO_LINK_LEVEL = 22,
     SLOT_DEBUG_LOG = 25,
     SLOT_HANDLE_BY_INDEX = 80,
+    SLOT_RESET = 167,
+    SLOT_RESET_MODE = 168,
+    SLOT_RESET_GROUP_ALLOC = 181,
+    SLOT_RESET_GROUP_GET = 182,
     SLOT_HOST_MAX_PCIE_GEN = 229,
 };
 
@@ -168,6 +187,18 @@ static nvmlReturn_t host_max_pcie_gen(void *device, void *gen)
     return NVML_SUCCESS;
 }
 
+/* No mock GPU drives a display: none is the primary GPU that a reset must spare. */
+static nvmlReturn_t reset_is_primary(void *device, void *is_primary)
+{
+    nvmlReturn_t ret = mock_check_device((nvmlDevice_t)device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (is_primary == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *(unsigned int *)is_primary = 0;
+    return NVML_SUCCESS;
+}
+
 static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, void *a3, void *a4, void *a5)
 {
 #ifdef MOKKA_TRACE_EXPORT_TABLE
@@ -188,6 +219,18 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         return nvmlDeviceGetHandleByIndex_v2((unsigned int)(uintptr_t)a0, (nvmlDevice_t *)a1);
     case SLOT_HOST_MAX_PCIE_GEN:
         return host_max_pcie_gen(a0, a1);
+    case SLOT_RESET_IS_PRIMARY:
+        return reset_is_primary(a0, a1);
+    case SLOT_RESET_MODE:
+        if (a0 == NULL)
+            return NVML_ERROR_INVALID_ARGUMENT;
+        *(unsigned int *)a0 = 0;            /* reset at once: no persistence mode to drop */
+        return NVML_SUCCESS;
+    case SLOT_RESET_GROUP_ALLOC:
+    case SLOT_RESET_GROUP_GET:
+        return mock_require_init();
+    case SLOT_RESET:
+        return mock_reset_gpus((unsigned int)(uintptr_t)a0, (const nvmlDevice_t *)a1);
     default:
         (void)a0, (void)a1, (void)a2;
         return NVML_ERROR_NOT_SUPPORTED;

@@ -42,4 +42,11 @@ nvmlDevice_t mock_handle_of_physical(unsigned int phys);
 /* The physical index of a valid handle: 1, or 0 for an invalid one. */
 int mock_physical_of(nvmlDevice_t device, unsigned int *phys);
 
+/* --- reset.c: what a GPU reset does over the mock ------------------------------ */
+
+/* Drop the runtime overrides of `count` devices (a valid handle each), as
+ * `nvidia-smi -r` and `mokka ctl reset` do: NVML_SUCCESS, or the error of the
+ * first that could not be dropped (one line on stderr says why). */
+nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices);
+
 #endif

@@ -89,6 +89,16 @@ CASES = [
     ("negative links per gpu", mutate("nvlink", {"links_per_gpu": -2}), "nvlink.links_per_gpu",
      "at least 0"),
     ("devices is a mapping", mutate("devices", {"a": 1}), "devices", "must be a list"),
+    ("moving memory above 100 %", mutate("device_defaults.dynamic_metrics", {"memory": {"used_max_pct": 101}}),
+     "device_defaults.dynamic_metrics.memory.used_max_pct", "at most 100"),
+    ("moving memory below 0 %", mutate("device_defaults.dynamic_metrics", {"memory": {"used_min_pct": -1}}),
+     "device_defaults.dynamic_metrics.memory.used_min_pct", "at least 0"),
+    ("moving memory in MiB", mutate("device_defaults.dynamic_metrics", {"memory": {"used_min_pct": "4GiB"}}),
+     "device_defaults.dynamic_metrics.memory.used_min_pct", "must be an integer"),
+    ("unknown moving memory pattern", mutate("device_defaults.dynamic_metrics", {"memory": {"pattern": "leak"}}),
+     "device_defaults.dynamic_metrics.memory.pattern", "unknown pattern"),
+    ("moving memory is a number", mutate("device_defaults.dynamic_metrics", {"memory": 50}),
+     "device_defaults.dynamic_metrics.memory", "must be a mapping"),
 ]
 
 # Issue 11's reproductions, each as it was filed: one line naming file and field, never a traceback.

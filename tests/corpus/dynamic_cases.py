@@ -11,6 +11,10 @@ literals on purpose; the hand-checkable ones say why in their id.
 
 tests/smi/test_dynamic.py checks them through the Python engine,
 tests/native/test_dynamic.py through the library (pynvml).
+
+MEMORY_VECTORS do the same for Mokka's own ``dynamic_metrics.memory`` block: what
+GPU reads as memory used, in MiB. The h100 has 81920 MiB, 1024 of them reserved,
+so 80896 MiB usable; free is always 80896 minus used.
 """
 
 from __future__ import annotations
@@ -85,6 +89,47 @@ VECTORS = [
 
 IDS = [v.id for v in VECTORS]
 
+#: The h100's usable memory (total - reserved), MiB.
+USABLE_MIB = 80896
+#: The chart baseline with memory moving steadily between 20 and 60 % of the usable memory.
+CHART_MEMORY = {**CHART, "memory": {"pattern": "steady", "used_min_pct": 20, "used_max_pct": 60}}
+
+
+@dataclass(frozen=True)
+class MemoryVector:
+    id: str
+    dynamic_metrics: dict
+    gpu: int
+    clock: int
+    used_mib: int
+
+
+MEMORY_VECTORS = [
+    MemoryVector("busy is the max: 90 % of 80896 MiB, rounded down", {"memory": {
+        "pattern": "busy", "used_min_pct": 10, "used_max_pct": 90}}, 0, 1000, 72806),
+    MemoryVector("idle is the min: 10 % of 80896 MiB, rounded down", {"memory": {
+        "pattern": "idle", "used_min_pct": 10, "used_max_pct": 90}}, 0, 1000, 8089),
+    MemoryVector("burst: the max (75 %) in the first 10 of 20 s", {"memory": {
+        "pattern": "burst", "used_min_pct": 25, "used_max_pct": 75, "burst_period_sec": 20}}, 1, 9, 60672),
+    MemoryVector("burst: the min (25 %) from the 11th s", {"memory": {
+        "pattern": "burst", "used_min_pct": 25, "used_max_pct": 75, "burst_period_sec": 20}}, 1, 10, 20224),
+    MemoryVector("steady between 20 and 60 % (16179..48537 MiB)", {"memory": {
+        "pattern": "steady", "used_min_pct": 20, "used_max_pct": 60}}, 2, 1700000000, 33165),
+    MemoryVector("steady, a second later", {"memory": {
+        "pattern": "steady", "used_min_pct": 20, "used_max_pct": 60}}, 2, 1700000001, 18646),
+    MemoryVector("steady with no bounds is 0-100 %, seeded", {"seed": 5, "memory": {"pattern": "steady"}},
+                 6, 99, 15177),
+    MemoryVector("max below min is min: busy at 70 %", {"memory": {
+        "pattern": "busy", "used_min_pct": 70, "used_max_pct": 30}}, 3, 5, 56627),
+    MemoryVector("100 % is every usable MiB: free is 0", {"memory": {"pattern": "busy", "used_max_pct": 100}},
+                 4, 5, 80896),
+    MemoryVector("0 to 0 % is nothing used", {"memory": {"used_min_pct": 0, "used_max_pct": 0}}, 4, 5, 0),
+    MemoryVector("with the chart baseline, GPU 0 at t=60", CHART_MEMORY, 0, 60, 26554),
+    MemoryVector("with the chart baseline, GPU 3 at t=60", CHART_MEMORY, 3, 60, 44808),
+]
+
+MEMORY_IDS = [v.id for v in MEMORY_VECTORS]
+
 
 def profile_text(dynamic_metrics: dict) -> bytes:
     """The h100 profile with ``device_defaults.dynamic_metrics`` set to this block."""
@@ -98,7 +143,7 @@ def profile_text(dynamic_metrics: dict) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
-def stage(vector: Vector, root: str) -> dict:
+def stage(vector, root: str) -> dict:
     """The vector's profile compiled under root; the environment of a process reading it."""
     from mokka.core import names
 

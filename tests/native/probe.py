@@ -1,13 +1,17 @@
 """Runs inside a process that loads the mock libnvidia-ml.so.1 (LD_LIBRARY_PATH).
 
     probe.py visible            the visible GPUs: uuid, index, minor, name, fabric, readings
-                                (temperature, power draw, utilization gpu and memory)
+                                (temperature, power draw, utilization gpu and memory), memory
+                                (v1 [total, free, used], v2 [total, reserved, free, used])
     probe.py dump               every query the state answers, per GPU, via pynvml
     probe.py errors             return codes of the error paths
     probe.py watch INDEX NAME   print each new name of GPU INDEX until it is NAME
     probe.py threads N ROUNDS   N threads init/query/shutdown; prints what each saw
     probe.py xid COUNT          register Xid events on every GPU, print "ready", then one
                                 line per event from nvmlEventSetWait_v2 until COUNT came
+    probe.py reset INDEX...     what NVIDIA's nvidia-smi -r calls in the export table: slot 19
+                                (is primary) per GPU, 168 (mode), 181 and 182 (the group), then
+                                167 (the reset) with the GPUs' handles; the return codes
 
 Prints one JSON document (watch: one line per change). An NVML error is
 ["err", code]. pynvml's own fabric struct (12.550.89) has a 80-byte UUID and is
@@ -94,7 +98,7 @@ def visible():
         h = n.nvmlDeviceGetHandleByIndex(i)
         gpus.append({"uuid": n.nvmlDeviceGetUUID(h), "index": n.nvmlDeviceGetIndex(h),
                      "minor": n.nvmlDeviceGetMinorNumber(h), "name": n.nvmlDeviceGetName(h),
-                     "fabric": fabric(h), "readings": readings(h)})
+                     "fabric": fabric(h), "readings": readings(h), "memory": memory(h)})
     n.nvmlShutdown()
     return {"init": 0, "gpus": gpus}
 
@@ -104,6 +108,12 @@ def readings(h):
     util = call(n.nvmlDeviceGetUtilizationRates, h)
     util = util if isinstance(util, list) else [util.gpu, util.memory]
     return [call(n.nvmlDeviceGetTemperature, h, 0), call(n.nvmlDeviceGetPowerUsage, h), *util]
+
+
+def memory(h):
+    """{"v1": [total, free, used], "v2": [total, reserved, free, used]} in bytes."""
+    v1 = call(n.nvmlDeviceGetMemoryInfo, h)
+    return {"v1": v1 if isinstance(v1, list) else [v1.total, v1.free, v1.used], "v2": memory_v2(h)}
 
 
 def fields(h, ids):
@@ -359,6 +369,42 @@ def extra():
     return out
 
 
+SMI_TABLE_ID = bytes.fromhex("c4fe3e6cc98f6c4ea327ee696e12f7c4")
+SLOT = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 6)
+
+
+def reset(indices):
+    n.nvmlInit()
+    table = ctypes.c_void_p()
+    ret = lib().nvmlInternalGetExportTable(ctypes.byref(table), ctypes.c_char_p(SMI_TABLE_ID))
+    assert ret == 0, ret
+    words = ctypes.cast(table, ctypes.POINTER(ctypes.c_void_p))
+
+    def slot(k, *args):
+        fn = SLOT(words[1 + k])                   # a size word, then the slots
+        return fn(*[ctypes.c_void_p(a) if a is not None else None for a in args], *[None] * (6 - len(args)))
+
+    handles = (ctypes.c_void_p * len(indices))()
+    for k, i in enumerate(indices):
+        h = ctypes.c_void_p()
+        assert lib().nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(i), ctypes.byref(h)) == 0
+        handles[k] = h
+    word = ctypes.c_uint(7)
+    out = {"primary": [], "primary_word": []}
+    for h in handles:
+        word.value = 7
+        out["primary"].append(slot(19, h, ctypes.addressof(word)))
+        out["primary_word"].append(word.value)
+    word.value = 7
+    out["mode"] = [slot(168, ctypes.addressof(word)), word.value]
+    group = ctypes.c_void_p()
+    out["group"] = [slot(181, ctypes.addressof(group), ctypes.addressof(handles), len(indices), 1),
+                    slot(182, None, None, None, None)]
+    out["reset"] = slot(167, len(indices), ctypes.addressof(handles))
+    n.nvmlShutdown()
+    return out
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "visible":
@@ -379,6 +425,9 @@ def main(argv):
         print(json.dumps(extra()))
     elif cmd == "xid":
         xid(int(argv[2]))
+    elif cmd == "reset":
+        n._LoadNvmlLibrary()
+        print(json.dumps(reset([int(a) for a in argv[2:]])))
     elif cmd == "watch":
         watch(int(argv[2]), argv[3])
     elif cmd == "threads":

@@ -44,3 +44,26 @@ def test_a_pinned_second_may_have_blanks_around_it(nvml_lib, tmp_path):
     env[names.ENV_NVML_CLOCK] = " 60\n"
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert seen["gpus"][0]["readings"] == [69, 241749, 100, 100], stderr
+
+
+@pytest.mark.parametrize("vector", corpus.MEMORY_VECTORS, ids=corpus.MEMORY_IDS)
+def test_c_library_moves_memory_used_as_the_vector_says(vector, nvml_lib, tmp_path):
+    seen, stderr = run_probe(nvml_lib, corpus.stage(vector, str(tmp_path)), "visible")
+    assert seen["init"] == 0, stderr
+    mem = seen["gpus"][vector.gpu]["memory"]
+    total, reserved, used = 81920 << 20, 1024 << 20, vector.used_mib << 20
+    free = total - reserved - used
+    assert mem["v2"] == [total, reserved, free, used]
+    assert mem["v1"] == [total, free, total - free]                 # v1 counts the reserved as used
+    assert stderr == ""
+
+
+def test_ctl_memory_used_wins_over_moving_memory(nvml_lib, tmp_path):
+    env = corpus.stage(corpus.MEMORY_VECTORS[-1], str(tmp_path))  # GPU 3 of the chart with memory, t=60
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    engine_cases.write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE),
+                                 'version: 1\ndevices:\n  "3":\n    memory: {used_bytes: 1048576000}\n')
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert seen["gpus"][3]["memory"]["v2"][3] == 1000 << 20, stderr
+    assert seen["gpus"][3]["readings"] == [69, 252285, 100, 100]
+    assert seen["gpus"][0]["memory"]["v2"][3] == 26554 << 20

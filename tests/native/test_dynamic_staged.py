@@ -78,3 +78,37 @@ def test_ctl_values_win_over_moving_readings(node):
     assert pynvml_readings(node, 60)[3] == [88, 252285, 5, 100]
     ok(ctl(node, "reset", "3"))
     assert ok(node.run(QUERY, MOCK_NVML_CLOCK=60)).splitlines()[3] == "3, 69, 252.29, 100, 100"
+
+
+MEMORY_QUERY = ["--query-gpu=index,memory.total,memory.reserved,memory.used,memory.free",
+                "--format=csv,noheader,nounits"]
+
+
+@pytest.fixture(scope="module")
+def memory_node(staged_node, tmp_path_factory):
+    path = tmp_path_factory.mktemp("memory-profile") / "chart-memory.yaml"
+    path.write_bytes(corpus.profile_text(corpus.CHART_MEMORY))
+    node = staged_node(str(path))
+    yield node
+    ctl(node, "reset")
+
+
+def test_moving_memory_reads_the_same_through_both_nvidia_smis_and_pynvml(memory_node):
+    theirs = ok(memory_node.run(MEMORY_QUERY, MOCK_NVML_CLOCK=60))
+    assert ok(memory_node.run_python(MEMORY_QUERY, MOCK_NVML_CLOCK=60)) == theirs
+    rows = theirs.splitlines()
+    assert rows[0] == "0, 81920, 1024, 26554, 54342"          # the vectors: 26554 MiB used at t=60
+    assert rows[3] == "3, 81920, 1024, 44808, 36088"
+    seen, stderr = run_probe(memory_node.overlay.lib, memory_node.env(
+        **{names.ENV_NVML_CONFIG: memory_node.config, names.ENV_NVML_CLOCK: 60}), "visible")
+    assert [g["memory"]["v2"][3] >> 20 for g in seen["gpus"]] == [int(r.split(", ")[3]) for r in rows]
+
+
+def test_ctl_memory_used_wins_over_moving_memory_through_both_nvidia_smis(memory_node):
+    ok(ctl(memory_node, "set", "3", "memory.used=1000"))
+    theirs = ok(memory_node.run(MEMORY_QUERY, MOCK_NVML_CLOCK=60))
+    assert ok(memory_node.run_python(MEMORY_QUERY, MOCK_NVML_CLOCK=60)) == theirs
+    assert theirs.splitlines()[3] == "3, 81920, 1024, 1000, 79896"
+    assert theirs.splitlines()[0] == "0, 81920, 1024, 26554, 54342"
+    ok(ctl(memory_node, "reset", "3"))
+    assert ok(memory_node.run(MEMORY_QUERY, MOCK_NVML_CLOCK=60)).splitlines()[3] == "3, 81920, 1024, 44808, 36088"

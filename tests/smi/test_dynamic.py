@@ -74,3 +74,32 @@ def test_watts_print_as_nvidia_smi_550_printed_them(mw, printed):
     from mokka.smi import values
 
     assert values.watts(mw) == f"{printed} W"
+
+
+@pytest.mark.parametrize("vector", corpus.MEMORY_VECTORS, ids=corpus.MEMORY_IDS)
+def test_python_engine_moves_memory_used_as_the_vector_says(vector, tmp_path):
+    from mokka.smi import values
+
+    gpu = engine.load(corpus.stage(vector, str(tmp_path))).gpus[vector.gpu]
+    assert gpu["memory"]["used_bytes"] == vector.used_mib << 20
+    assert values.memory_mib(gpu) == {"total": 81920, "reserved": 1024, "used": vector.used_mib,
+                                      "free": 80896 - vector.used_mib}
+
+
+def test_moving_memory_needs_a_total():
+    gpu = {"index": 0, "memory": {"used_bytes": 5 << 20},
+           "dynamic_metrics": {"memory": {"pattern": "busy", "used_min_pct": 50}}}
+    dynamic.apply(gpu, 5)
+    assert gpu["memory"] == {"used_bytes": 5 << 20}
+
+
+def test_ctl_memory_used_wins_over_moving_memory(tmp_path):
+    vector = corpus.MEMORY_VECTORS[-1]                  # GPU 3 of the chart baseline with memory, t=60
+    env = corpus.stage(vector, str(tmp_path))
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    engine_cases.write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE),
+                                 'version: 1\ndevices:\n  "3":\n    memory: {used_bytes: 1048576000}\n')
+    gpus = engine.load(env).gpus
+    assert gpus[3]["memory"]["used_bytes"] == 1000 << 20
+    assert reads(gpus[3]) == (69, 252285, 100, 100)                  # the rest still moves
+    assert gpus[0]["memory"]["used_bytes"] == 26554 << 20
