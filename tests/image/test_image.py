@@ -118,3 +118,10 @@ def test_the_nonroot_user_runs_mokka(cri, mokka_image):
     assert ok(cri, cid, ["id", "-un"]).strip() == "nonroot"
     assert "gb300" in ok(cri, cid, ["mokka", "profiles"])
     assert "kind: nvidia.com/gpu" in ok(cri, cid, ["mokka", "render-cdi"])
+
+
+def test_the_tools_the_agent_runs_start(cri, mokka_image):
+    cid = run(cri, mokka_image.ref)
+    assert ok(cri, cid, ["systemctl", "--version"]).startswith("systemd 252 ")
+    assert ok(cri, cid, ["patchelf", "--version"]).startswith("patchelf ")
+    assert rt.exec_sync(cri, cid, ["ibstat", "-V"]).stderr.startswith("ibstat BUILD VERSION: 44.0")
