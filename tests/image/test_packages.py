@@ -117,3 +117,11 @@ def test_the_image_scripts_are_clean_under_shellcheck():
     assert scripts
     done = subprocess.run([tool("shellcheck"), "-x", *scripts], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_build_sh_refuses_an_unknown_architecture(tmp_path):
+    done = subprocess.run(["bash", os.path.join(IMAGE, "build.sh"), str(tmp_path / "x.tar"), "sparc"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == "build.sh: ARCH must be amd64 or arm64, not 'sparc'\n"
+    assert not os.path.exists(tmp_path / "x.tar")
