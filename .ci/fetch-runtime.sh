@@ -13,7 +13,8 @@
 #   trixie   golang-tags.cncf-container-device-interface-dev  CDI JSON schema
 #   bookworm busybox-static                                 the test image's only binary
 #   trixie   nvidia-smi (non-free)                          NVIDIA's nvidia-smi 550: a peer of
-#                                                           native/nvml (never installed, only dpkg -x)
+#                                                           native/nvml (never installed, only dpkg -x);
+#                                                           the version image/packages.txt pins
 #   trixie   libnvidia-ml1 (non-free)                       NVIDIA's real libnvidia-ml 550, unpacked
 #                                                           apart in DEST/real-nvml: read with nm and
 #                                                           strings ONLY, never loaded (as root with no
@@ -64,6 +65,10 @@ mkdir -p "$DEST/debs"
 private_apt_setup "$APTDIR" "bookworm:main,contrib trixie:main,non-free"
 APT_OPTS+=(-o "Dir::Cache::pkgcache=")
 
+# NVIDIA's nvidia-smi at the version the image ships (image/packages.txt's extract line).
+NVIDIA_SMI_VERSION="$(sed -n 's/^extract[[:space:]]\+nvidia-smi=\([^[:space:]]\+\).*/\1/p' \
+                      "$(dirname "${BASH_SOURCE[0]}")/../image/packages.txt")"
+[[ -n "$NVIDIA_SMI_VERSION" ]] || { log "ERROR: image/packages.txt pins no nvidia-smi version"; exit 1; }
 PACKAGES=(
     containerd/trixie
     runc/bookworm
@@ -71,7 +76,7 @@ PACKAGES=(
     golang-github-containerd-nri-dev/trixie
     golang-tags.cncf-container-device-interface-dev/trixie
     busybox-static/bookworm
-    nvidia-smi/trixie
+    "nvidia-smi=$NVIDIA_SMI_VERSION"
     libnvidia-ml1/trixie
     nvtop/bookworm
     tmux/bookworm
@@ -101,7 +106,7 @@ declare -A APART=([libnvidia-ml1]=real-nvml [libc6]=libc6-root
 have_all_debs() {
     local spec name
     for spec in "${PACKAGES[@]}"; do
-        name="${spec%%/*}"
+        name="${spec%%[/=]*}"
         compgen -G "$DEST/debs/${name}_*.deb" > /dev/null || return 1
     done
 }

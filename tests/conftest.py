@@ -30,3 +30,7 @@ def run_mokka(*args: str, env: dict | None = None, check: bool = False,
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "mokka", *args], capture_output=True,
                           text=True, env=full_env, check=check, input=input)
+
+
+# The built image (image/build.sh), for tests anywhere: see tests/image/fixtures.py.
+from tests.image.fixtures import mokka_image, mokka_image_arm64  # noqa: E402,F401
