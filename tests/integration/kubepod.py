@@ -60,6 +60,17 @@ def normalise_image(ref: str) -> str:
     return ref
 
 
+_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
+def quantity_bytes(text: str) -> int:
+    """A Kubernetes quantity such as 1Mi or 64k, in bytes (what tmpfs's size= takes)."""
+    match = re.fullmatch(r"(\d+)(|k|M|G|Ki|Mi|Gi)", text)
+    if not match:
+        raise PodSpecError(f"quantity {text!r} is not modelled")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -160,7 +171,7 @@ class KubePod:
                 path.mkdir(parents=True, exist_ok=True)
                 if (volume["emptyDir"] or {}).get("medium") == "Memory":
                     size = (volume["emptyDir"] or {}).get("sizeLimit")
-                    opts = ["-o", f"size={size}"] if size else []
+                    opts = ["-o", f"size={quantity_bytes(str(size))}"] if size else []
                     subprocess.run(["mount", "-t", "tmpfs", *opts, "tmpfs", str(path)], check=True)
                     self._tmpfs.append(str(path))
                 self._volume_paths[name] = str(path)

@@ -77,9 +77,14 @@ def scratch_host(tmp_path):
     subprocess.run(["umount", "-l", str(host)], check=False)
 
 
+@pytest.mark.parametrize("mode", ["raw", "cdi"])
 def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
-        containerd, mokka_image, tmp_path, scratch_host):
+        mode, containerd_factory, mokka_image, tmp_path, scratch_host):
     helm = peers.peer("HELM")
+    # containerd reads CDI specs where the chart's agent writes them: the scratch root's
+    # /var/run/cdi (the chart's nri.cdiSpecDir default).
+    containerd = containerd_factory(enable_cdi=mode == "cdi",
+                                    cdi_spec_dirs=[scratch_host + "/var/run/cdi"])
     archive, ref = mokka_image.path, mokka_image.ref
     containerd.import_image(archive, ref)
     image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
@@ -99,6 +104,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         f"nodeAgent.healthPort={agent_port}",
         f"nri.healthPort={plugin_port}",
         "nodeAgent.terminationGracePeriodSeconds=20",
+        f"nri.deviceInjectionMode={mode}",
     )
     (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
     configmaps = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
@@ -106,10 +112,12 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     assert [c["name"] for c in template["spec"]["containers"]] == ["node-agent", "nri-plugin"]
     assert kubepod.normalise_image(template["spec"]["containers"][0]["image"]) == ref
 
+    own = (str(tmp_path) + "/", str(containerd.sockdir) + "/")
+
     def host_path(path: str) -> str:
-        # Paths the test already placed under its scratch dirs stay; the rest move under
-        # the scratch root.
-        return path if path.startswith(str(tmp_path) + "/") else scratch_host + path
+        # Paths the test already placed under its scratch dirs (and the test containerd's
+        # sockets) stay; the rest move under the scratch root.
+        return path if path.startswith(own) else scratch_host + path
 
     # A node's /dev/kmsg exists; the scratch root gets a plain file in its place.
     os.makedirs(scratch_host + "/dev")
@@ -133,6 +141,9 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         with urllib.request.urlopen(f"http://127.0.0.1:{plugin_port}/readyz", timeout=5) as resp:
             assert resp.status == 200
         assert "nvml-mock" in containerd.log_text()
+        # The agent's driver bind reached the host through the Bidirectional mount.
+        assert scratch_host + "/run/nvidia/driver" in mounts_under(scratch_host)
+        assert os.path.exists(scratch_host + "/run/nvidia/driver/usr/bin/nvidia-smi")
         # The liveness probes pass too, as the kubelet would run them.
         for name in ("node-agent", "nri-plugin"):
             ok, detail = pod.probe(name, "livenessProbe")
@@ -142,6 +153,11 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         cri = containerd.client()
         pod_id, pod_config = rt.run_pod(cri, "workload", "default", {names.ANNOTATION_DEVICES: "true"})
         cid = rt.create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
+        devices = [d["path"] for d in rt.container_spec(cri, cid)["linux"].get("devices", [])]
+        assert [f"/dev/nvidia{i}" for i in range(GPUS)] == [d for d in devices if d[11:].isdigit()]
+        # Each mode as chosen: cdi found the agent's spec through the plugin's read-only
+        # CDI mount (else it warns and falls back to raw device nodes).
+        assert "falling back" not in pod.logs("nri-plugin")
         rt.start_container(cri, cid)
         listed = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
         assert listed.exit_code == 0, listed
@@ -165,6 +181,12 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     # created for DirectoryOrCreate hostPaths.
     assert mounts_under(scratch_host) == []
     after = tree(scratch_host)
+    created = set()
+    for volume in template["spec"]["volumes"]:
+        path = host_path(volume.get("hostPath", {}).get("path", "/"))
+        while path.startswith(scratch_host + "/"):
+            created.add(os.path.relpath(path, scratch_host))
+            path = os.path.dirname(path)
     added = {p: kind for p, kind in after.items() if p not in before}
-    assert all(kind == "dir" for kind in added.values()), added
+    assert {p: kind for p, kind in added.items() if p not in created or kind != "dir"} == {}
     assert {p: after.get(p) for p in before} == before
