@@ -320,6 +320,10 @@ class KubePod:
             self.container_ids[container["name"]] = created.container_id
             rt.start_container(self.client, created.container_id)
 
+    def volume_path(self, name: str) -> str:
+        """Where volume ``name`` lives on this host (a ConfigMap's directory, say)."""
+        return self._volume_paths[name]
+
     def container(self, name: str) -> Mapping[str, Any]:
         for c in self.spec["containers"]:
             if c["name"] == name:

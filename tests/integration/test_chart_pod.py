@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
@@ -93,8 +94,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
 
     overlay = scratch_host + names.OVERLAY_HOST_PATH
     agent_port, plugin_port = free_port(), free_port()
-    docs = render(
-        helm,
+    sets = (
         # containerd is the test's own: the agent must not edit a config or restart it.
         "nodeAgent.containerRuntime.enabled=false",
         f"nri.socketPath={containerd.nri_socket}",
@@ -106,6 +106,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         "nodeAgent.terminationGracePeriodSeconds=20",
         f"nri.deviceInjectionMode={mode}",
     )
+    docs = render(helm, *sets)
     (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
     configmaps = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
     template = daemonset["spec"]["template"]
@@ -173,6 +174,30 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         assert not any(m["destination"].startswith("/opt/nvml-mock") for m in spec.get("mounts", []))
         rt.remove_pod(cri, ex_id)
         rt.remove_pod(cri, pod_id)
+
+        if mode == "raw":
+            # helm upgrade --set gpu.count=2: the ConfigMap changes, the pod template does
+            # not (no rollout); the kubelet swaps the mounted files and the agent's watch
+            # restages the node with 2 GPUs.
+            upgraded = render(helm, *sets, "gpu.count=2")
+            (new_ds,) = [d for d in upgraded if d["kind"] == "DaemonSet"]
+            assert new_ds["spec"]["template"] == template
+            new_maps = {d["metadata"]["name"]: d["data"] for d in upgraded if d["kind"] == "ConfigMap"}
+            assert new_maps["nvml-mock-config"] != configmaps["nvml-mock-config"]
+            kubepod.KubePod.update_configmap_dir(Path(pod.volume_path("profile")),
+                                                 new_maps["nvml-mock-config"])
+
+            def gpus_staged() -> int:
+                with open(state_file) as f:
+                    return len(json.load(f)["gpus"])
+            rt.wait_until(lambda: gpus_staged() == 2, timeout=60,
+                          message="the agent did not restage after the ConfigMap changed")
+            pod_id, pod_config = rt.run_pod(cri, "after", "default", {names.ANNOTATION_DEVICES: "true"})
+            cid = rt.create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
+            rt.start_container(cri, cid)
+            listed = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+            assert [line[:7] for line in listed.stdout.splitlines()] == ["GPU 0: ", "GPU 1: "], listed
+            rt.remove_pod(cri, pod_id)
     finally:
         pod.stop()
 
