@@ -137,6 +137,10 @@ class FrameReader:
         """Bytes received but not yet handed out."""
         return bytes(self._buf)
 
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
     def next_frame(self) -> Frame | NeedData:
         """The next frame, or the next piece of one; NEED_DATA when nothing is due."""
         if self._error is not None:

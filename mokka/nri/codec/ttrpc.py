@@ -156,6 +156,10 @@ class MessageReader:
     def trailing_data(self) -> bytes:
         return bytes(self._buf)
 
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
     def next_event(self) -> Event | NeedData:
         buf = self._buf
         while True:
