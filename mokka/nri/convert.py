@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from mokka.nri.codec.ttrpc import encode_varint
 from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
 
@@ -116,15 +117,6 @@ def adjustment_to_pb(adj: model.Adjustment | None,
 _ADJUST_TAG = b"\x0a"
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 class ResponseEncoder:
     """Adjustment -> serialized CreateContainerResponse, reusing recent bytes.
 
@@ -165,7 +157,7 @@ class ResponseEncoder:
         if accepts_cdi and adj.cdi_devices:
             body += adjustment_to_pb(model.Adjustment(cdi_devices=adj.cdi_devices),
                                      True).SerializeToString()
-        return _ADJUST_TAG + _varint(len(body)) + body if body else b""
+        return _ADJUST_TAG + encode_varint(len(body)) + body if body else b""
 
     def _devices_bytes(self, devices: tuple[model.Device, ...]) -> bytes:
         if not devices:

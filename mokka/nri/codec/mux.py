@@ -179,5 +179,7 @@ def encode_frames(conn_id: int, message: bytes,
     """
     if not message:
         raise ValueError("a ttrpc message is never empty (10-byte header)")
+    if len(message) <= max_payload:
+        return FRAME_HEADER.pack(conn_id, len(message)) + message
     return b"".join(encode_frame(conn_id, message[i:i + max_payload])
                     for i in range(0, len(message), max_payload))
