@@ -56,10 +56,12 @@ def _devices(linux) -> tuple[model.Device, ...]:
 
 
 def _rule(r: nri_pb2.LinuxDeviceCgroup) -> model.DeviceRule:
-    return model.DeviceRule(
-        allow=r.allow, type=r.type, access=r.access,
-        major=r.major.value if r.HasField("major") else None,
-        minor=r.minor.value if r.HasField("minor") else None)
+    # Positional, through tuple.__new__: (allow, type, major, minor, access).
+    return _new_tuple(model.DeviceRule, (
+        r.allow, r.type,
+        r.major.value if r.HasField("major") else None,
+        r.minor.value if r.HasField("minor") else None,
+        r.access))
 
 
 def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:

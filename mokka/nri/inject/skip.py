@@ -39,9 +39,15 @@ def authored_reason(config: Config, pod: Pod, container: Container) -> str | Non
 def _mounts_overlay(config: Config, container: Container) -> bool:
     # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
     destination = _normalized(config.overlay_mount_path)
-    # A plain loop: a dozen mounts per container, on every request.
+    # normpath changes a path only through "//", "/." (., ..) or a trailing "/";
+    # most mounts have none, so it runs only for those (a dozen mounts per
+    # container, on every request).
     for mount in container.mounts:
-        if _same_place(mount.destination, destination):
+        path = mount.destination
+        if path == destination:
+            return True
+        if isinstance(path, str) and ("//" in path or "/." in path or path.endswith("/")) \
+                and posixpath.normpath(path) == destination:
             return True
     return False
 
@@ -49,13 +55,3 @@ def _mounts_overlay(config: Config, container: Container) -> bool:
 @functools.lru_cache(maxsize=16)
 def _normalized(path: str) -> str:
     return posixpath.normpath(path)
-
-
-def _same_place(path, normalised: str) -> bool:
-    if path == normalised:
-        return True
-    if not isinstance(path, str):
-        return False
-    # normpath changes a path only through "//", "/." (., ..) or a trailing "/";
-    # most mounts have none, and skipping it for them keeps this per-request check cheap.
-    return ("//" in path or "/." in path or path.endswith("/")) and posixpath.normpath(path) == normalised
