@@ -77,8 +77,20 @@ def stage_imex(count: int) -> str | None:
     return directory
 
 
-def timed_calls(links: dict, payloads: list[bytes]) -> tuple[dict, dict]:
-    """Sequential calls, interleaved across plugins: (latencies ms, reply bytes)."""
+def cpu_ns(pid: int) -> int:
+    """CPU time of every live thread of ``pid`` so far, in ns (schedstat: exact,
+    and unlike wall time not inflated by other load on the machine)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    return total
+
+
+def timed_calls(links: dict, payloads: list[bytes], pids: dict) -> tuple[dict, dict, dict]:
+    """Sequential calls, interleaved across plugins: (latencies ms, reply bytes,
+    plugin CPU µs per call)."""
     replies = {}
     for name, link in links.items():
         for p in payloads[:20]:                               # warm-up
@@ -86,13 +98,16 @@ def timed_calls(links: dict, payloads: list[bytes]) -> tuple[dict, dict]:
         replies[name] = len(resp.payload)
     latencies: dict[str, list[float]] = {name: [] for name in links}
     order = list(links.items())
+    cpu_before = {name: cpu_ns(pid) for name, pid in pids.items()}
     for i, p in enumerate(payloads):
         for name, link in (order if i % 2 == 0 else order[::-1]):
             start = time.perf_counter()
             resp = link.wait_response(link.start_call("CreateContainer", p))
             latencies[name].append((time.perf_counter() - start) * 1000)
             assert resp.code == ttrpc.OK, (name, resp)
-    return latencies, replies
+    cpu = {name: (cpu_ns(pid) - cpu_before[name]) / 1000 / len(payloads)
+           for name, pid in pids.items()}
+    return latencies, replies, cpu
 
 
 def pipelined(link, payloads: list[bytes], window: int) -> float:
@@ -114,9 +129,11 @@ def pipelined(link, payloads: list[bytes], window: int) -> float:
     return len(payloads) / (time.perf_counter() - start)
 
 
-def report(title: str, latencies: dict, replies: dict) -> None:
+def report(title: str, latencies: dict, replies: dict, cpu: dict) -> None:
     print(f"\n{title}")
     print("adjustment reply bytes: " + ", ".join(f"{n} {b}" for n, b in replies.items()))
+    print("plugin CPU per call (all threads): "
+          + ", ".join(f"{n} {us:.0f} us" for n, us in cpu.items()))
     ours = summary(latencies["mokka"])
     print(f"{'plugin':<26}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     print(f"{'mokka nri-plugin (python)':<26}" + "".join(f"{ours[k]:9.3f}" for k in ours))
@@ -158,15 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         plugins["go"] = [go_bin, f"--socket-path={path}", "--plugin-index=20", *imex_flag]
     rates: dict[str, float] = {}
     with FakeRuntime(path) as runtime, contextlib.ExitStack() as stack:
-        links = {}
+        links, pids = {}, {}
         # One at a time, so link number n is the n-th plugin started.
         for n, (name, argv_) in enumerate(plugins.items(), 1):
             proc = subprocess.Popen(argv_, env=env, cwd=ROOT)
+            pids[name] = proc.pid
             stack.callback(lambda p=proc: (p.terminate(), p.wait(10)))
             links[name] = runtime.wait_link(n, timeout=30)
             links[name].handshake()
-        small = timed_calls(links, payloads)
-        large = timed_calls(links, imex_payloads) if imex_dir else None
+        small = timed_calls(links, payloads, pids)
+        large = timed_calls(links, imex_payloads, pids) if imex_dir else None
         for name, link in links.items():
             rates[name] = pipelined(link, [payloads[i % len(payloads)]
                                            for i in range(args.pipelined)], args.window)

@@ -138,8 +138,10 @@ def decision_handler(config: "Config", staged, metrics=_NoMetrics()):
     from mokka.nri import convert, inject
     from mokka.nri.health import SKIPPED_NOT_STAGED
     from mokka.nri.inject.skip import LABELS
+    from mokka.nri.memo import DecisionMemo
     logger = log.get("mokka.nri")
     encoder = convert.ResponseEncoder()
+    memo = DecisionMemo(config)
     info_enabled = logging.getLogger("mokka.nri").isEnabledFor
 
     def handle(pod_pb, container_pb, runtime):
@@ -154,7 +156,7 @@ def decision_handler(config: "Config", staged, metrics=_NoMetrics()):
                 logger.warning("container left unmodified", reason=reason,
                                namespace=pod.namespace, pod=pod.name, container=ctr.name)
                 return None
-            decision = inject.adjust(config, pod, ctr, view, selection)
+            decision = memo.decide(pod, ctr, view, selection)
         for warning in decision.warnings:
             logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
         if decision.adjustment is None:
@@ -185,11 +187,22 @@ def make_handler(settings: Settings, metrics=_NoMetrics()):
     # container's CreateContainer: that first call would otherwise pay ~25 ms.
     views.build()
 
+    class Open:
+        """The gate is not configured: nothing to hold or ask (and no
+        generator-based context manager to pay for on every request)."""
+        __slots__ = ("accepts",)
+
+        def __init__(self, runtime):
+            self.accepts = runtime.accepts_cdi
+
+        def __enter__(self):
+            return views.build(runtime_accepts_cdi=self.accepts), ""
+
+        def __exit__(self, *exc):
+            return False
+
     @contextlib.contextmanager
-    def staged(runtime):
-        if not gate.enabled:              # nothing to hold or ask: skip its context manager
-            yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
-            return
+    def gated(runtime):
         with gate.hold() as verdict:
             metrics.gate_checked(outcome(verdict))
             if not verdict.ok:
@@ -198,6 +211,7 @@ def make_handler(settings: Settings, metrics=_NoMetrics()):
             # What the runtime takes is decided once, at Configure (RuntimeInfo).
             yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
 
+    staged = gated if gate.enabled else Open
     return decision_handler(settings.config, staged, metrics), lambda: tuple(gate.ready())
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from mokka.nri.codec.ttrpc import encode_varint
 from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
 
@@ -55,10 +56,12 @@ def _devices(linux) -> tuple[model.Device, ...]:
 
 
 def _rule(r: nri_pb2.LinuxDeviceCgroup) -> model.DeviceRule:
-    return model.DeviceRule(
-        allow=r.allow, type=r.type, access=r.access,
-        major=r.major.value if r.HasField("major") else None,
-        minor=r.minor.value if r.HasField("minor") else None)
+    # Positional, through tuple.__new__: (allow, type, major, minor, access).
+    return _new_tuple(model.DeviceRule, (
+        r.allow, r.type,
+        r.major.value if r.HasField("major") else None,
+        r.minor.value if r.HasField("minor") else None,
+        r.access))
 
 
 def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
@@ -116,15 +119,6 @@ def adjustment_to_pb(adj: model.Adjustment | None,
 _ADJUST_TAG = b"\x0a"
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 class ResponseEncoder:
     """Adjustment -> serialized CreateContainerResponse, reusing recent bytes.
 
@@ -165,7 +159,7 @@ class ResponseEncoder:
         if accepts_cdi and adj.cdi_devices:
             body += adjustment_to_pb(model.Adjustment(cdi_devices=adj.cdi_devices),
                                      True).SerializeToString()
-        return _ADJUST_TAG + _varint(len(body)) + body if body else b""
+        return _ADJUST_TAG + encode_varint(len(body)) + body if body else b""
 
     def _devices_bytes(self, devices: tuple[model.Device, ...]) -> bytes:
         if not devices:

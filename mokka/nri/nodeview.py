@@ -122,7 +122,7 @@ class NodeViewBuilder:
         self._edits_key: tuple = ((), ())
         self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
-        self._watch: tuple[_Cached, ...] = ()     # every cache behind the last view
+        self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
 
     @classmethod
     def for_config(cls, config: Config, **host_paths: Any) -> "NodeViewBuilder":
@@ -137,22 +137,26 @@ class NodeViewBuilder:
             if self._unchanged(accepts):
                 return self._view
             view = self._build(accepts)
-            self._watch = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
-                           *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
+            watch = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
+                     *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
+            # What the fast path compares: each path once, with the signature
+            # every cache on it was computed at. Only when all are trusted and
+            # agree; otherwise the next build recomputes (as before).
+            expected: dict[str, Signature] = {}
+            consistent = all(cached.trusted for cached in watch)
+            for cached in watch:
+                if expected.setdefault(cached.path, cached.signature) != cached.signature:
+                    consistent = False
+            self._watch = tuple(expected.items()) if consistent else ()
             return view
 
     def _unchanged(self, accepts: bool) -> bool:
-        """The fast path, run before every decision: one stat per watched path
-        (each once), every cache trusted and its signature unmoved -> the last view."""
+        """The fast path, run before every decision: one stat per watched path,
+        every cache trusted and its signature unmoved -> the last view."""
         if not self._watch or accepts != self._view.runtime_accepts_cdi:
             return False
-        seen: dict[str, Signature] = {}
-        for cached in self._watch:
-            if not cached.trusted:
-                return False
-            path = cached.path
-            signature = seen[path] if path in seen else seen.setdefault(path, _signature(path))
-            if signature != cached.signature:
+        for path, signature in self._watch:
+            if _signature(path) != signature:
                 return False
         return True
 

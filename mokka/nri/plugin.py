@@ -198,14 +198,16 @@ class Plugin:
         return configured, reason
 
     def _lead(self, session: Session) -> None:
-        """Leader/followers: the thread holding ``read_lock`` reads and serves
-        the quick calls; with a CreateContainer in hand it lets go of the lock
-        (a follower takes over reading) and handles that request itself. No
-        handoff to another thread on the way from socket to decision."""
-        while not session.closed.is_set():
+        """Leader/followers: the thread whose turn it is reads (holding
+        ``read_lock``) and serves the quick calls; with a CreateContainer in
+        hand it passes the turn on (the next bytes wake a follower) and
+        handles that request itself. No handoff to another thread on the way
+        from socket to decision, and none at all while nothing more arrives."""
+        while session.wait_turn():
             with session.read_lock:
                 event = self._next_create_container(session)
                 received = time.perf_counter()
+                session.pass_turn()
             if event is None:
                 return
             self._create_container(session, event, received)

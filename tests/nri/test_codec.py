@@ -290,3 +290,13 @@ def test_a_message_of_an_unknown_type_is_skipped_unbuffered():
     assert reader.next_event() is NEED_DATA and reader.trailing_data == b""
     reader.receive_data(b"\0" * (MIB - 100) + ttrpc.encode_request(1, PLUGIN_SERVICE, "Shutdown"))
     assert reader.next_event() == RequestReceived(1, 1, PLUGIN_SERVICE, "Shutdown", b"")
+
+
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 300, 16383, 16384, 130_000])
+def test_a_success_reply_is_the_bytes_protobuf_writes(size):
+    # Written by hand on the hot path: it must be exactly protobuf's envelope,
+    # one- to three-byte varint lengths included.
+    from mokka.nri.proto import ttrpc_pb2
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    envelope = ttrpc_pb2.Response(payload=payload).SerializeToString()
+    assert ttrpc.encode_response(7, payload) == h("%08x 00000007 02 00" % len(envelope)) + envelope

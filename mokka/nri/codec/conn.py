@@ -24,6 +24,11 @@ class Connection:
     def receive_data(self, data: bytes) -> None:
         self._frames.receive_data(data)
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet handed out as events (whole or partial messages)."""
+        return self._frames.buffered + sum(r.buffered for r in self._readers.values())
+
     def next_event(self) -> ttrpc.Event | NeedData:
         """Raises ``mux.ProtocolError`` when the stream is corrupt (close it)."""
         while True:

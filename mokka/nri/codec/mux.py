@@ -137,6 +137,10 @@ class FrameReader:
         """Bytes received but not yet handed out."""
         return bytes(self._buf)
 
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
     def next_frame(self) -> Frame | NeedData:
         """The next frame, or the next piece of one; NEED_DATA when nothing is due."""
         if self._error is not None:
@@ -175,5 +179,7 @@ def encode_frames(conn_id: int, message: bytes,
     """
     if not message:
         raise ValueError("a ttrpc message is never empty (10-byte header)")
+    if len(message) <= max_payload:
+        return FRAME_HEADER.pack(conn_id, len(message)) + message
     return b"".join(encode_frame(conn_id, message[i:i + max_payload])
                     for i in range(0, len(message), max_payload))

@@ -100,7 +100,7 @@ Event = RequestReceived | ResponseReceived | Rejected
 def encode_message(stream_id: int, msg_type: int, payload: bytes) -> bytes:
     if len(payload) > MAX_PAYLOAD:
         raise ProtocolError(f"ttrpc payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
-    return encode_header(Header(len(payload), stream_id, msg_type)) + payload
+    return HEADER.pack(len(payload), stream_id, msg_type, 0) + payload
 
 
 def encode_request(stream_id: int, service: str, method: str, payload: bytes = b"",
@@ -110,14 +110,34 @@ def encode_request(stream_id: int, service: str, method: str, payload: bytes = b
     return encode_message(stream_id, TYPE_REQUEST, req.SerializeToString())
 
 
+#: ttrpc.Response.payload: field 2, length-delimited.
+_RESPONSE_PAYLOAD_TAG = b"\x12"
+
+
+def encode_varint(n: int) -> bytes:
+    """A protobuf base-128 varint (n >= 0)."""
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def encode_response(stream_id: int, payload: bytes = b"", code: int = OK,
                     message: str = "") -> bytes:
     # Like the Go server: status left out on success, so an empty result is a
-    # zero-length envelope.
+    # zero-length envelope. Success (every CreateContainer reply) is written
+    # by hand, the payload field alone, without building a message to copy
+    # the payload into.
+    if code == OK:
+        envelope = _RESPONSE_PAYLOAD_TAG + encode_varint(len(payload)) + payload if payload else b""
+        return encode_message(stream_id, TYPE_RESPONSE, envelope)
     resp = ttrpc_pb2.Response(payload=payload)
-    if code != OK:
-        resp.status.code = code
-        resp.status.message = message
+    resp.status.code = code
+    resp.status.message = message
     return encode_message(stream_id, TYPE_RESPONSE, resp.SerializeToString())
 
 
@@ -155,6 +175,10 @@ class MessageReader:
     @property
     def trailing_data(self) -> bytes:
         return bytes(self._buf)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
 
     def next_event(self) -> Event | NeedData:
         buf = self._buf

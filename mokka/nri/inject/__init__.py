@@ -72,6 +72,7 @@ def adjust(config: Config, pod: Pod, container: Container, view: NodeView,
         management.attach(selection.management, view, draft)
 
     adjustment = draft.freeze()
+    env_read = draft.env.reads()
     if adjustment is None:
-        return Decision(None, skip.NOTHING_TO_ADD, tuple(draft.warnings))
-    return Decision(adjustment, selection.describe(), tuple(draft.warnings))
+        return Decision(None, skip.NOTHING_TO_ADD, tuple(draft.warnings), env_read)
+    return Decision(adjustment, selection.describe(), tuple(draft.warnings), env_read)

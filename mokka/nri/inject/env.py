@@ -68,21 +68,30 @@ class EnvSet:
                               if isinstance(item, str) and item.find("=") > 0)
 
     def _authored_value(self, key: str) -> str | None:
-        joined = self._joined
-        if joined is None:
-            return self._authored.get(key)
         looked_up = self._looked_up
         if key in looked_up:
             return looked_up[key]
-        value = None
-        if key and "=" not in key and _SEP not in key:     # else no entry has such a key
-            at = joined.rfind(f"{_SEP}{key}=")
-            if at >= 0:
-                start = at + len(key) + 2
-                end = joined.find(_SEP, start)
-                value = joined[start:] if end < 0 else joined[start:end]
+        joined = self._joined
+        if joined is None:
+            value = self._authored.get(key)
+        else:
+            value = None
+            if key and "=" not in key and _SEP not in key:     # else no entry has such a key
+                at = joined.rfind(f"{_SEP}{key}=")
+                if at >= 0:
+                    start = at + len(key) + 2
+                    end = joined.find(_SEP, start)
+                    value = joined[start:] if end < 0 else joined[start:end]
         looked_up[key] = value
         return value
+
+    def authored(self, key: str) -> str | None:
+        """The container's own value of ``key`` (the last occurrence), or None."""
+        return self._authored_value(key)
+
+    def reads(self) -> tuple[tuple[str, str | None], ...]:
+        """Every key whose authored value was consulted so far, with that value."""
+        return tuple(self._looked_up.items())
 
     def get(self, key: str) -> str | None:
         if key in self._edits:

@@ -122,3 +122,8 @@ class Decision:
     adjustment: Adjustment | None
     reason: str                               # why (selected surfaces, or why skipped)
     warnings: tuple[str, ...] = ()
+    #: The container's env as this decision read it: (key, value or None if
+    #: unset), every key consulted. Given the config, node view and selection,
+    #: the env is all of the container that ``adjust`` reads, so a container
+    #: agreeing on these values gets this very decision (mokka.nri.memo).
+    env_read: tuple[tuple[str, str | None], ...] = ()

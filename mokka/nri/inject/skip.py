@@ -8,6 +8,7 @@ here before (or brings its own tree), and a second pass would double-apply.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 
 from mokka.nri.inject import switch
@@ -37,15 +38,20 @@ def authored_reason(config: Config, pod: Pod, container: Container) -> str | Non
 
 def _mounts_overlay(config: Config, container: Container) -> bool:
     # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
-    destination = posixpath.normpath(config.overlay_mount_path)
-    return any(_same_place(mount.destination, destination) for mount in container.mounts)
-
-
-def _same_place(path, normalised: str) -> bool:
-    if not isinstance(path, str):
-        return False
-    if path == normalised:
-        return True
+    destination = _normalized(config.overlay_mount_path)
     # normpath changes a path only through "//", "/." (., ..) or a trailing "/";
-    # most mounts have none, and skipping it for them keeps this per-request check cheap.
-    return ("//" in path or "/." in path or path.endswith("/")) and posixpath.normpath(path) == normalised
+    # most mounts have none, so it runs only for those (a dozen mounts per
+    # container, on every request).
+    for mount in container.mounts:
+        path = mount.destination
+        if path == destination:
+            return True
+        if isinstance(path, str) and ("//" in path or "/." in path or path.endswith("/")) \
+                and posixpath.normpath(path) == destination:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=16)
+def _normalized(path: str) -> str:
+    return posixpath.normpath(path)

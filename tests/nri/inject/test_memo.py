@@ -1,0 +1,68 @@
+"""The driver's decision memo (mokka.nri.memo) against the decision itself:
+whatever it has remembered, it answers exactly what ``adjust`` answers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mokka.core import names
+from mokka.nri import memo as memomod
+from mokka.nri.inject import Config, Container, Pod, adjust, plan
+from inject_builders import MOUNT, full_view
+from test_inject_property import EXAMPLES, SETTINGS, configs, containers, env_entries, pods, views
+
+#: A quarter of the decision's own examples: each runs several decisions.
+FEWER = settings(parent=SETTINGS, max_examples=max(50, EXAMPLES // 4))
+
+
+@FEWER
+@given(configs, pods, st.lists(containers, min_size=2, max_size=6), views)
+def test_the_memo_answers_what_adjust_answers(config, pod, batch, view):
+    memo = memomod.DecisionMemo(config)
+    for container in batch:
+        reason, selection = plan(config, pod, container)
+        if selection is None:
+            continue
+        assert memo.decide(pod, container, view, selection) == adjust(
+            config, pod, container, view, selection)
+
+
+@FEWER
+@given(configs, pods, containers, st.lists(env_entries, max_size=8), views)
+def test_a_container_differing_only_in_env_gets_its_own_decision(config, pod, container, env, view):
+    memo = memomod.DecisionMemo(config)
+    other = replace(container, env=tuple(env))
+    for one in (container, other, container):
+        reason, selection = plan(config, pod, one)
+        if selection is not None:
+            assert memo.decide(pod, one, view, selection) == adjust(config, pod, one, view, selection)
+
+
+def test_an_equal_environment_is_answered_from_memory_and_a_new_view_forgets():
+    import mokka.nri.inject as inject
+    config, view = Config(), full_view()
+    pod = Pod(annotations={names.ANNOTATION_DEVICES: "true"})
+    calls = []
+    memo = memomod.DecisionMemo(config)
+    real = inject.adjust
+
+    def counting(*args):
+        calls.append(args)
+        return real(*args)
+    inject.adjust = counting
+    try:
+        def decide(env, v=view):
+            ctr = Container(name="app", env=env)
+            return memo.decide(pod, ctr, v, plan(config, pod, ctr)[1])
+        first = decide(("PATH=/bin", "HOSTNAME=a"))
+        assert decide(("HOSTNAME=b", "PATH=/bin")) is first           # PATH read, HOSTNAME not
+        assert len(calls) == 1
+        moved = decide(("PATH=/usr/bin",))
+        assert len(calls) == 2 and dict(moved.adjustment.env)["PATH"] == f"{MOUNT.bin}:/usr/bin"
+        assert decide(("PATH=/bin",), replace(view, hca_count=5)) is not first   # new view
+        assert len(calls) == 3
+    finally:
+        inject.adjust = real
