@@ -72,6 +72,10 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
     if mode not in names.DEVICE_INJECTION_MODES:
         raise common.CommandError(f"invalid --device-injection-mode {mode!r}: use "
                                   + " or ".join(names.DEVICE_INJECTION_MODES))
+    tier = opts["infiniband_tier"]
+    if tier not in names.IB_TIERS:
+        raise common.CommandError(f"invalid --infiniband-tier {tier!r}: use "
+                                  + " or ".join(names.IB_TIERS))
     if bool(opts["agent_staged_url"]) != bool(opts["staging_lock_path"]):
         raise common.CommandError("--agent-staged-url and --staging-lock-path must be set together")
     index = opts["plugin_index"]
@@ -90,6 +94,7 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
         opt_out_annotation=opts["opt_out_annotation"],
         device_annotation=opts["device_annotation"],
         infiniband_annotation=opts["infiniband_annotation"],
+        infiniband_tier=tier,
         imex_channel_annotation=opts["imex_channel_annotation"],
         overlay_host_path=host.root,
         overlay_mount_path=mount.root,
@@ -295,6 +300,8 @@ OPTIONS = [
          "Spec checked before a CDI reference is emitted."),
     _opt("--infiniband-annotation", "MOKKA_NRI_INFINIBAND_ANNOTATION", names.ANNOTATION_INFINIBAND,
          "Pod annotation key; value true enables the mock InfiniBand tools."),
+    _opt("--infiniband-tier", "MOKKA_NRI_INFINIBAND_TIER", names.IB_FULL,
+         "What those containers get: full (sysfs, umad and verbs) or sysfs (paths only)."),
     _opt("--imex-channel-annotation", "MOKKA_NRI_IMEX_CHANNEL_ANNOTATION",
          names.ANNOTATION_IMEX_CHANNELS, "Pod annotation key; value true adds IMEX channels."),
     _opt("--imex-channel-host-path", "MOKKA_NRI_IMEX_CHANNEL_HOST_PATH", "",

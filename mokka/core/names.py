@@ -210,6 +210,8 @@ ENV_CDI_DEVICE_SOURCE = "NVML_MOCK_DEVICE_SOURCE"
 IB_OFF = "off"
 IB_SYSFS = "sysfs"
 IB_FULL = "full"
+#: What an InfiniBand-selected container gets (nri-plugin --infiniband-tier).
+IB_TIERS = (IB_FULL, IB_SYSFS)
 VISIBLE_NONE = "none"
 VISIBLE_ALL = "all"
 

@@ -167,10 +167,11 @@ def topology_env(node_name: str, topology_mount_path: str) -> dict[str, str]:
     }
 
 
-def ib_env(mount: Overlay) -> dict[str, str]:
-    """Variables that turn the mock InfiniBand stack on (IB selection)."""
+def ib_env(mount: Overlay, tier: str = names.IB_FULL) -> dict[str, str]:
+    """Variables that turn the mock InfiniBand stack on (IB selection): ``full`` (sysfs,
+    umad and verbs) or ``sysfs`` (the sysfs and /dev/infiniband paths only)."""
     return {
-        names.ENV_IB: names.IB_FULL,
+        names.ENV_IB: tier,
         names.ENV_IB_ROOT: mount.ib,
         names.ENV_IB_PING_SOCKET: mount.ib_ping_socket,
     }

@@ -258,7 +258,17 @@ def test_everything_set_reaches_the_command_lines(render):
     assert agent["shutdown_timeout"] == 25.0 and r.pod["terminationGracePeriodSeconds"] == 30
 
 
+@pytest.mark.parametrize("tier, want", [("", "full"), ("full", "full"), ("sysfs", "sysfs")])
+def test_the_infiniband_tier_reaches_the_plugin(render, tier, want):
+    r = render(f"infiniband.mockTier={tier}")
+    assert print_config(r.container("nri-plugin"))["config"]["infiniband_tier"] == want
+    # Only off edits the profile: the others ship gb300 as it is.
+    with open(os.path.join(ROOT, "mokka", "core", "profiles", "gb300.yaml")) as f:
+        assert r.configmap("-config")["data"]["config.yaml"] == f.read()
+
+
 @pytest.mark.parametrize("sets,message", [
+    (["infiniband.mockTier=verbs"], "mockTier"),
     (["nri.deviceInjectionMode=nodes"], 'nri.deviceInjectionMode must be "raw" or "cdi", got "nodes"'),
     (["updateStrategy.rollingUpdate.maxSurge=1"],
      "updateStrategy.rollingUpdate.maxSurge must be 0 or unset while nodeAgent.containerRuntime.enabled"),

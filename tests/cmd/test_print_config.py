@@ -149,6 +149,8 @@ def test_plugin_defaults_and_link_name():
     (["--overlay-host-path=/h"], {}, ("host", "devices"), "/h/driver/dev"),
     (["--overlay-mount-path=/m"], {}, ("config", "topology_mount_path"), "/m/topology/topology.yaml"),
     (["--device-injection-mode=cdi"], {}, ("config", "device_injection_mode"), "cdi"),
+    ([], {}, ("config", "infiniband_tier"), "full"),
+    ([], {"MOKKA_NRI_INFINIBAND_TIER": "sysfs"}, ("config", "infiniband_tier"), "sysfs"),
     ([], {"NODE_NAME": "kind-worker2"}, ("config", "node_name"), "kind-worker2"),
     (["--agent-staged-url=http://127.0.0.1:9091/stagedz", "--staging-lock-path=/run/mokka/staging.lock"],
      {}, ("agent_staged_url",), "http://127.0.0.1:9091/stagedz"),
@@ -166,6 +168,7 @@ def test_plugin_flags_and_env(args, env, key, want):
 
 @pytest.mark.parametrize("args,message", [
     (["--device-injection-mode=nodes"], "invalid --device-injection-mode 'nodes'"),
+    (["--infiniband-tier=verbs"], "invalid --infiniband-tier 'verbs': use full or sysfs"),
     (["--agent-staged-url=http://127.0.0.1:9091/stagedz"], "must be set together"),
     (["--plugin-index=7"], "invalid --plugin-index '7'"),
     (["--plugin-name="], "--plugin-name must not be empty"),

@@ -65,3 +65,21 @@ def test_pod_without_the_annotation_sees_no_hca(glibc_containerd, plugin):
     result = run_in(glibc_containerd, "plain", {},
                     ["sh", "-c", f"ls {names.OVERLAY_MOUNT_PATH} || echo absent"])
     assert "absent" in result.stdout
+
+
+def test_the_sysfs_tier_gives_paths_but_not_verbs(glibc_containerd, zipapp, ib_node):
+    """nri-plugin --infiniband-tier sysfs (the chart's infiniband.mockTier=sysfs): ibstat
+    reads the mock sysfs; the verbs shim stays off, so ibv_devinfo finds no device."""
+    root, overlay = ib_node
+    started = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root,
+                            "--infiniband-tier", "sysfs").start()
+    try:
+        listed = run_in(glibc_containerd, "ib-sysfs", {names.ANNOTATION_INFINIBAND: "true"}, ["ibstat", "-l"])
+        assert (listed.exit_code, listed.stdout.splitlines()) == (0, HCAS), listed
+        verbs = run_in(glibc_containerd, "ib-sysfs-verbs", {names.ANNOTATION_INFINIBAND: "true"},
+                       ["ibv_devinfo", "-d", "mlx5_3"])
+        assert verbs.exit_code != 0 and "PORT_ACTIVE" not in verbs.stdout, verbs
+        env = run_in(glibc_containerd, "ib-sysfs-env", {names.ANNOTATION_INFINIBAND: "true"}, ["env"])
+        assert "MOCK_IB=sysfs" in env.stdout.splitlines()
+    finally:
+        started.stop()

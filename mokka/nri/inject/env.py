@@ -145,15 +145,15 @@ class EnvSet:
 
 
 @functools.lru_cache(maxsize=16)
-def _table(mount_path: str) -> tuple[dict[str, str], dict[str, str]]:
+def _table(mount_path: str, ib_tier: str) -> tuple[dict[str, str], dict[str, str]]:
     """The GPU and IB rows of the env table for a mount path (read-only: shared)."""
     mount = container_overlay(mount_path)
-    return gpu_env(mount), ib_env(mount)
+    return gpu_env(mount), ib_env(mount, ib_tier)
 
 
 def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infiniband: bool) -> None:
     """The env table: turn on only what was selected, switch off the rest."""
-    gpu_vars, ib_vars = _table(config.overlay_mount_path)
+    gpu_vars, ib_vars = _table(config.overlay_mount_path, config.infiniband_tier)
     if gpu:
         _defaults(env, gpu_vars)
         # Topology needs both a lookup key (the node name) and a document the

@@ -95,6 +95,7 @@ class Config:
     opt_out_annotation: str = names.ANNOTATION_OPT_OUT
     device_annotation: str = names.ANNOTATION_DEVICES
     infiniband_annotation: str = names.ANNOTATION_INFINIBAND
+    infiniband_tier: str = names.IB_FULL      # full | sysfs: MOCK_IB of IB-selected containers
     imex_channel_annotation: str = names.ANNOTATION_IMEX_CHANNELS
     overlay_host_path: str = names.OVERLAY_HOST_PATH
     overlay_mount_path: str = names.OVERLAY_MOUNT_PATH

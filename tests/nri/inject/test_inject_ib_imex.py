@@ -72,3 +72,21 @@ def test_imex_only_has_no_overlay_and_no_env():
     assert decision.adjustment.mounts == () and decision.adjustment.env == ()
     assert decision.adjustment.cdi_devices == ()
     assert decision.reason == "selected: imex"
+
+
+@pytest.mark.parametrize("tier, gpus, want", [
+    # (--infiniband-tier, devices annotation too, MOCK_IB the container gets)
+    ("full", False, "full"),
+    ("sysfs", False, "sysfs"),
+    ("sysfs", True, "sysfs"),
+    ("full", True, "full"),
+])
+def test_the_infiniband_tier_is_what_an_ib_container_gets(tier, gpus, want):
+    annotations = (IB, names.ANNOTATION_DEVICES) if gpus else (IB,)
+    decision = adjust(config(infiniband_tier=tier), pod(*annotations), plain(), full_view())
+    assert env_of(decision)["MOCK_IB"] == want
+
+
+def test_a_gpu_only_container_gets_the_shims_switched_off_whatever_the_tier():
+    decision = adjust(config(infiniband_tier="sysfs"), pod(names.ANNOTATION_DEVICES), plain(), full_view())
+    assert env_of(decision)["MOCK_IB"] == "off"
