@@ -88,9 +88,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.nodeAgent.containerRuntime.enabled (eq (toString .Values.updateStrategy.type) "RollingUpdate") (not (has $surge (list "" "0" "0%"))) -}}
 {{- fail (printf "updateStrategy.rollingUpdate.maxSurge must be 0 or unset while nodeAgent.containerRuntime.enabled is true, got %q: the old pod's teardown would remove the new pod's containerd setup; use maxUnavailable, or set nodeAgent.containerRuntime.enabled=false" $surge) -}}
 {{- end -}}
-{{- if not .Values.fabricmanager.enabled -}}
-{{- fail "fabricmanager.enabled=false is not supported by this version's node agent: the nv-fabricmanager stand-in always runs (use fabricmanager.fail=true for a fabric that never comes up)" -}}
-{{- end -}}
 {{- $port := toString .Values.metrics.port -}}
 {{- if not (has $port (list "" (toString .Values.nodeAgent.healthPort) (toString .Values.nri.healthPort))) -}}
 {{- fail (printf "metrics.port %s is not served: /metrics is on nodeAgent.healthPort (%v) and nri.healthPort (%v)" $port .Values.nodeAgent.healthPort .Values.nri.healthPort) -}}

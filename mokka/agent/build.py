@@ -56,6 +56,7 @@ class AgentConfig:
     containerd_config: str = names.CONTAINERD_CONFIG
     containerd_config_dir: str = names.CONTAINERD_CONFIG_DIR
     nri_socket_path: str = names.NRI_SOCKET_PATH   # "" leaves containerd's NRI as it is
+    fabricmanager: bool = True
     fabricmanager_delay: float = 0.0
     fabricmanager_fail: bool = False
     kmsg_path: str = names.KMSG_PATH
@@ -92,7 +93,8 @@ def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
 def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
                runtime: ContainerdSetup | None = None) -> list:
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
-            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail),
+            FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail,
+                          enabled=cfg.fabricmanager),
             KernelLog(host, node_name=cfg.node_name or os.uname().nodename,
                       kmsg_path=under(cfg.host_root, cfg.kmsg_path)),
             MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]

@@ -69,6 +69,11 @@ ENV = "MOKKA_AGENT_"
               show_default=True, help="The NRI plugin's socket, where containerd's NRI is turned on; "
                                       "empty leaves NRI as the host has it. "
                                       "Env MOKKA_AGENT_NRI_SOCKET_PATH.")
+@click.option("--fabricmanager/--no-fabricmanager", envvar=ENV + "FABRICMANAGER", default=True,
+              show_default=True,
+              help="Run the fabricmanager stand-in. Without it GPUs with fabric state auto read "
+                   "IN_PROGRESS for good, as on a node whose Fabric Manager is not installed; "
+                   "/readyz does not wait for it. Env MOKKA_AGENT_FABRICMANAGER.")
 @click.option("--fabricmanager-delay", envvar=ENV + "FABRICMANAGER_DELAY", type=click.FloatRange(min=0),
               default=0.0, show_default=True,
               help="Seconds the fabricmanager daemon takes before GPUs with fabric state auto read "

@@ -79,3 +79,19 @@ def test_a_fabric_that_never_comes_up(scratch):
     assert os.path.isdir(ov.fabric_state) and not os.path.exists(ov.fabric_ready)
     assert fabric_states(ov) == {"in_progress"}
     assert agent.terminate() == 0
+
+
+def test_fabricmanager_disabled_leaves_auto_in_progress_and_the_node_ready(scratch):
+    root, outside, procs = scratch
+    before = listing(root)
+    agent = AgentProcess(root, "--profile", "gb300", "--no-fabricmanager", log_dir=outside)
+    procs.append(agent)
+    ov = host_overlay(root)
+    agent.wait_staged()
+    code, body = wait_until(lambda: (lambda r: r if r[0] == 200 else None)(agent.probe("/readyz")),
+                            what="/readyz 200 with the fabricmanager off")
+    assert os.path.isdir(ov.fabric_state) and not os.path.exists(ov.fabric_ready)
+    assert fabric_states(ov) == {"in_progress"}
+    assert not any(line.get("logger") == "mokka.fabricmanager" for line in agent.log_lines())
+    assert agent.terminate() == 0
+    assert diff(before, listing(root)) == ""

@@ -258,6 +258,12 @@ def test_everything_set_reaches_the_command_lines(render):
     assert agent["shutdown_timeout"] == 25.0 and r.pod["terminationGracePeriodSeconds"] == 30
 
 
+@pytest.mark.parametrize("enabled, want", [("true", True), ("false", False)])
+def test_fabricmanager_enabled_reaches_the_agent(render, enabled, want):
+    r = render(f"fabricmanager.enabled={enabled}")
+    assert print_config(r.container("node-agent"))["fabricmanager"] is want
+
+
 @pytest.mark.parametrize("tier, want", [("", "full"), ("full", "full"), ("sysfs", "sysfs")])
 def test_the_infiniband_tier_reaches_the_plugin(render, tier, want):
     r = render(f"infiniband.mockTier={tier}")
@@ -273,7 +279,6 @@ def test_the_infiniband_tier_reaches_the_plugin(render, tier, want):
     (["updateStrategy.rollingUpdate.maxSurge=1"],
      "updateStrategy.rollingUpdate.maxSurge must be 0 or unset while nodeAgent.containerRuntime.enabled"),
     (["updateStrategy.rollingUpdate.maxSurge=10%"], 'got "10%"'),
-    (["fabricmanager.enabled=false"], "fabricmanager.enabled=false is not supported"),
     (["gpu.profile=v100"], 'gpu.profile "v100" is not a built-in profile'),
     (["metrics.port=9999"], "metrics.port 9999 is not served"),
     (["nri.healthPort=9091"], "nodeAgent.healthPort and nri.healthPort are both 9091"),

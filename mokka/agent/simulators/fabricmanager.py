@@ -9,6 +9,10 @@ restarts it. A child that exits is restarted with backoff (supervisor.py);
 /readyz names it while it is down. Stage writes nothing: ``--once`` starts no
 daemon, so a node staged once has no state dir and reads auto as COMPLETED.
 Discard stops the child (it removes its marker) and removes the dir.
+
+Disabled (``--no-fabricmanager``), Run still makes the state dir but starts no
+child: the marker never appears, so auto GPUs read IN_PROGRESS for good, which
+is what a node without Fabric Manager shows; the node is ready all the same.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ OWNER = "fabricmanager"
 class FabricManager:
     name = OWNER
 
-    def __init__(self, host: Host, delay: float = 0.0, fail: bool = False, **supervisor_options):
+    def __init__(self, host: Host, delay: float = 0.0, fail: bool = False, enabled: bool = True,
+                 **supervisor_options):
         self.host = host
-        self.delay, self.fail = delay, fail
+        self.delay, self.fail, self.enabled = delay, fail, enabled
+        self._announced = False
         self.supervisor = Supervisor(OWNER, self._spawn, host.log, **supervisor_options)
 
     def argv(self) -> tuple[list[str], dict]:
@@ -51,7 +57,11 @@ class FabricManager:
         link = os.path.relpath(ov.fabric_state, os.path.dirname(ov.fabric_state_link))
         self.host.fs.converge(OWNER, {ov.fabric_state_link: Link(link)}, extra=[ov.fabric_ready],
                               writer=lambda: os.makedirs(ov.fabric_state, exist_ok=True))
-        self.supervisor.start()
+        if self.enabled:
+            self.supervisor.start()
+        elif not self._announced:
+            self._announced = True
+            self.host.log.info("fabricmanager disabled: GPUs with fabric state auto stay in progress")
 
     def reload(self, desired: Desired) -> None:
         pass                       # nothing in a profile concerns the stand-in: never a restart
@@ -61,4 +71,6 @@ class FabricManager:
         self.host.fs.remove_owner(OWNER)
 
     def ready(self) -> tuple[bool, str]:
+        if not self.enabled:
+            return True, ""
         return self.supervisor.ready()
