@@ -19,6 +19,7 @@ import yaml
 
 from mokka.core import names
 from tests import peers
+from tests.agent.treelist import listing
 from tests.integration import kubepod
 from tests.integration import runtime as rt
 from tests.integration.conftest import GLIBC_IMAGE
@@ -40,22 +41,6 @@ def render(helm: str, *sets: str) -> list[dict]:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
-
-
-def tree(root: str) -> dict[str, str]:
-    """Every path under root with its kind (and a symlink's target)."""
-    out = {}
-    for here, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(here, name)
-            rel = os.path.relpath(path, root)
-            if os.path.islink(path):
-                out[rel] = "link " + os.readlink(path)
-            elif os.path.isdir(path):
-                out[rel] = "dir"
-            else:
-                out[rel] = f"file {os.path.getsize(path)}"
-    return out
 
 
 def mounts_under(path: str) -> list[str]:
@@ -123,7 +108,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     # A node's /dev/kmsg exists; the scratch root gets a plain file in its place.
     os.makedirs(scratch_host + "/dev")
     open(scratch_host + "/dev/kmsg", "w").close()
-    before = tree(scratch_host)
+    before = listing(scratch_host)
 
     pod = kubepod.KubePod(containerd.client(), template, host_path=host_path, scratch=tmp_path,
                           configmaps=configmaps, name="nvml-mock-abcde", namespace="mokka",
@@ -205,13 +190,14 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     # scratch root holds what it held plus only the (empty) directories the kubelet
     # created for DirectoryOrCreate hostPaths.
     assert mounts_under(scratch_host) == []
-    after = tree(scratch_host)
+    after = listing(scratch_host)
     created = set()
     for volume in template["spec"]["volumes"]:
         path = host_path(volume.get("hostPath", {}).get("path", "/"))
         while path.startswith(scratch_host + "/"):
             created.add(os.path.relpath(path, scratch_host))
             path = os.path.dirname(path)
-    added = {p: kind for p, kind in after.items() if p not in before}
-    assert {p: kind for p, kind in added.items() if p not in created or kind != "dir"} == {}
-    assert {p: after.get(p) for p in before} == before
+    # Every path as it was (content, mode, links), plus only the kubelet's empty directories.
+    assert [line for line in before if line not in after] == []
+    added = [line for line in after if line not in before]
+    assert [line for line in added if line.split(" ")[0] not in created or line.split(" ")[1] != "dir"] == []

@@ -99,3 +99,15 @@ def staged_node(nvml_build, tmp_path_factory):
     yield stage
     for agent in agents:
         subprocess.run(agent + ["--teardown"], capture_output=True, env=clean_env())
+
+
+def ctl(node: "StagedNode", *args: str) -> subprocess.CompletedProcess:
+    """``mokka ctl ARGS`` against a staged node's profile."""
+    return subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], capture_output=True, text=True,
+                          env=node.env(MOCK_NVML_CONFIG=node.config), timeout=60)
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    """The stdout of a command that must have exited 0."""
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+    return result.stdout

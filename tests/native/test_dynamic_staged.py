@@ -5,15 +5,13 @@ and pynvml read the same values, the shared vectors' (tests/corpus/dynamic_cases
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
 from mokka.core import names
 from tests.corpus import dynamic_cases as corpus
 from tests.native.conftest import run_probe
-from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
+from tests.native.staged import ctl, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 
 QUERY = ["--query-gpu=index,temperature.gpu,power.draw,utilization.gpu,utilization.memory",
          "--format=csv,noheader,nounits"]
@@ -31,16 +29,6 @@ def node(staged_node, tmp_path_factory):
     node = staged_node(str(path))
     yield node
     ctl(node, "reset")
-
-
-def ctl(node, *args):
-    return subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], capture_output=True, text=True,
-                          env=node.env(MOCK_NVML_CONFIG=node.config), timeout=60)
-
-
-def ok(result):
-    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
-    return result.stdout
 
 
 def pynvml_readings(node, clock) -> list:

@@ -17,7 +17,7 @@ import yaml
 from mokka.core import flatstate
 from mokka.core import profile as prof
 from mokka.smi import overrides as ovr
-from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
+from tests.native.staged import ctl, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 
 QUERY = ["--query-gpu=index,temperature.gpu,power.draw", "--format=csv,noheader"]
 SUCCESS_1 = "GPU 00000000:1B:00.0 was successfully reset.\nAll done.\n"
@@ -35,16 +35,6 @@ def staged(staged_node, tmp_path_factory):
 def node(staged):
     yield staged
     assert ctl(staged, "reset").returncode == 0
-
-
-def ctl(node, *args):
-    return subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], capture_output=True, text=True,
-                          env=node.env(MOCK_NVML_CONFIG=node.config), timeout=60)
-
-
-def ok(result):
-    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
-    return result.stdout
 
 
 def paths(node) -> tuple[str, str]:
