@@ -158,3 +158,29 @@ def test_workload_passes_kubernetes_validate(tmp_path):
     typo = tmp_path / "workload.yaml"
     typo.write_text((DEMO / "workload.yaml").read_text().replace("imagePullPolicy:", "imagePullPolicyy:"))
     assert kubernetes_validate(typo).returncode != 0
+
+
+def test_the_chart_renders_with_the_demo_values(tmp_path):
+    """helm upgrade --install as run.sh calls it, rendered offline: the values pass the
+    chart's schema, the manifests pass strict validation, and the topology ConfigMap
+    holds the demo's cliques for the kind workers."""
+    helm = peer("HELM")
+    done = subprocess.run([helm, "template", "nvml-mock", str(DEMO.parents[1] / "chart"), "--namespace",
+                           "mokka", "--kube-version", "1.28.0", "-f", str(DEMO / "values.yaml"),
+                           "--set-string", "image.tag=0.1.0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rendered = tmp_path / "rendered.yaml"
+    rendered.write_text(done.stdout)
+    proc = kubernetes_validate(rendered)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "nvml-mock-topology"]
+    doc = yaml.safe_load(cm["data"]["topology.yaml"])
+    assert doc["version"] == 1
+    assert [(c["id"], c["nodes"]) for c in doc["domains"][0]["cliques"]] == [
+        (0, [f"{CLUSTER}-worker", f"{CLUSTER}-worker2"]), (1, [f"{CLUSTER}-worker3", f"{CLUSTER}-worker4"])]
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    assert ds["metadata"]["name"] == "nvml-mock"
+    names_ = [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
+    assert names_ == ["node-agent", "nri-plugin"]
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == "mokka:0.1.0"
