@@ -31,6 +31,14 @@ class Connection:
 
     def next_event(self) -> ttrpc.Event | NeedData:
         """Raises ``mux.ProtocolError`` when the stream is corrupt (close it)."""
+        while self._draining is None:
+            # The common case: whole messages in whole frames, one copy each.
+            frame = self._frames.take_whole(self._message_size)
+            if frame is None:
+                break
+            event = self._readers[frame.conn_id].decode_whole(frame.payload)
+            if event is not None:
+                return event
         while True:
             if self._draining is not None:
                 event = self._draining.next_event()
@@ -44,6 +52,10 @@ class Connection:
             if reader is not None:
                 reader.receive_data(frame.payload)
                 self._draining = reader
+
+    def _message_size(self, conn_id: int, data: bytearray, offset: int, length: int) -> int | None:
+        reader = self._readers.get(conn_id)
+        return None if reader is None else reader.message_size(data, offset, length)
 
     def events(self) -> list[ttrpc.Event]:
         """Every event complete so far."""
