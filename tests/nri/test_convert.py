@@ -80,7 +80,7 @@ def test_container_mounts_devices_rules_and_cdi_names():
     got = convert.container_from_pb(ctr)
     assert got == model.Container(
         name="app", id="c1", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
-        mounts=(model.Mount("/d", "/s", "bind"),),      # options: read by no rule, not copied
+        mount_destinations=("/d",),                     # all any rule reads of a mount
         devices=(model.Device("/dev/nvidia0", "c", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
                  model.Device("/dev/null", "c", 1, 3)),
         device_rules=(model.DeviceRule(False, "a", None, None, "rwm"),
