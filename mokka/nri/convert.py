@@ -67,7 +67,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         annotations=_mapping(ctr.annotations),
         # As the runtime has it: malformed entries are passed over by the decision's
         # EnvSet, so no per-entry Python loop here (pods carry ~100 service vars).
-        env=tuple(ctr.env),
+        env=tuple(ctr.env[:]),               # slicing is the quickest way out of upb
         # The already-mounted rule reads destinations alone (a dozen mounts
         # per container, on every request: sources and options stay put).
         mount_destinations=tuple([m.destination for m in ctr.mounts]),
