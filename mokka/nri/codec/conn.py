@@ -19,6 +19,7 @@ class Connection:
         self._frames = mux.FrameReader(max_frame)
         # Frames for any other connection id are discarded, as the Go mux does.
         self._readers = {cid: ttrpc.MessageReader(cid, max_message, max_discard) for cid in mux.CONN_IDS}
+        self._reader_list = tuple(self._readers.values())
         self._draining: ttrpc.MessageReader | None = None
 
     def receive_data(self, data: bytes) -> None:
@@ -27,7 +28,10 @@ class Connection:
     @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out as events (whole or partial messages)."""
-        return self._frames.buffered + sum(r.buffered for r in self._readers.values())
+        total = self._frames.buffered
+        for reader in self._reader_list:        # asked after every request: no generator
+            total += reader.buffered
+        return total
 
     def next_event(self) -> ttrpc.Event | NeedData:
         """Raises ``mux.ProtocolError`` when the stream is corrupt (close it)."""
