@@ -40,7 +40,7 @@ def scenario() -> tuple[Config, Pod, Container, NodeView]:
     mounts = tuple(Mount(f"/data/{i}", f"/var/lib/kubelet/pods/u/volumes/v{i}", "bind", ("rbind", "rw"))
                    for i in range(10))
     container = Container(
-        name="trainer", id="c0ffee", env=env, mounts=mounts,
+        name="trainer", id="c0ffee", env=env, mount_destinations=tuple(m.destination for m in mounts),
         annotations={"io.kubernetes.cri.container-type": "container"},
         devices=(gpu(3),) + controls,
         device_rules=(DeviceRule(False, "a", None, None, "rwm"),

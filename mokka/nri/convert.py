@@ -4,7 +4,8 @@ Inbound (``pod_from_pb``, ``container_from_pb``) is nil-tolerant and copies
 out of the runtime's messages what the decision reads, so nothing protobuf
 reaches ``mokka.nri.inject``; a malformed entry is dropped, never a reason to
 fail the container. It runs on every CreateContainer, so it reads no more than
-that: mount options, hooks, rlimits, args and labels are left in the message.
+that: mount sources and options, hooks, rlimits, args and labels are left in
+the message.
 Outbound, ``adjustment_to_pb`` renders an Adjustment, and ``ResponseEncoder``
 the whole CreateContainerResponse as bytes, reusing the bytes of recent equal
 adjustments; CDI names go into ContainerAdjustment.CDI_devices only for a
@@ -21,7 +22,9 @@ from mokka.nri.proto import nri_pb2
 
 
 def _mapping(pb_map) -> dict[str, str]:
-    return dict(pb_map or {})         # a copy: the runtime's message stays its own
+    # A copy: the runtime's message stays its own. By key, as dict(pb_map)
+    # goes through the Mapping ABC's Python-level iterator (twice as slow).
+    return {key: pb_map[key] for key in pb_map} if pb_map else {}
 
 
 def pod_from_pb(pod: nri_pb2.PodSandbox | None) -> model.Pod:
@@ -32,14 +35,6 @@ def pod_from_pb(pod: nri_pb2.PodSandbox | None) -> model.Pod:
 
 
 _new_tuple = tuple.__new__
-
-
-def _mounts(mounts) -> tuple[model.Mount, ...]:
-    # Options are not read by any rule, and copying them was half the cost of
-    # converting a container; tuple.__new__ skips the NamedTuple's Python-level
-    # constructor (a dozen mounts per container, on every request).
-    Mount = model.Mount
-    return tuple([_new_tuple(Mount, (m.destination, m.source, m.type, ())) for m in mounts])
 
 
 def device_from_pb(d: nri_pb2.LinuxDevice) -> model.Device:
@@ -69,15 +64,21 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         return model.Container()
     linux = ctr.linux if ctr.HasField("linux") else None
     resources = linux.resources if linux is not None and linux.HasField("resources") else None
+    devices = _devices(linux) if linux is not None else ()
     return model.Container(
         name=ctr.name, id=ctr.id,
         annotations=_mapping(ctr.annotations),
         # As the runtime has it: malformed entries are passed over by the decision's
         # EnvSet, so no per-entry Python loop here (pods carry ~100 service vars).
-        env=tuple(ctr.env),
-        mounts=_mounts(ctr.mounts),
-        devices=_devices(linux) if linux is not None else (),
-        device_rules=tuple(_rule(r) for r in resources.devices) if resources is not None else (),
+        env=tuple(ctr.env[:]),               # slicing is the quickest way out of upb
+        # The already-mounted rule reads destinations alone (a dozen mounts
+        # per container, on every request: sources and options stay put).
+        mount_destinations=tuple([m.destination for m in ctr.mounts]),
+        devices=devices,
+        # The rules only ever say whether a device is allowed: without a
+        # device nothing reads them (most containers, on every request).
+        device_rules=tuple(_rule(r) for r in resources.devices)
+        if devices and resources is not None else (),
         # Newer NRI reports the CDI devices already injected; v0.6.1 has no such
         # field (its CRI requests show up only as cdi.k8s.io/ annotations).
         cdi_devices=tuple(d.name for d in ctr.CDI_devices if d.name))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 from mokka.nri import inject
-from mokka.nri.inject.env import EnvSet
+from mokka.nri.inject.env import EnvSet, probes_for
 from mokka.nri.inject.model import Config, Container, Decision, NodeView, Pod
 from mokka.nri.inject.selection import Selection
 
@@ -32,7 +32,8 @@ class DecisionMemo:
         self._size = per_selection
         self._lock = threading.Lock()
         self._view: NodeView | None = None
-        self._seen: dict[Selection, list[Decision]] = {}
+        # Per selection, most recent first: (the env probes it agrees with, decision).
+        self._seen: dict[Selection, list[tuple[tuple, Decision]]] = {}
 
     def decide(self, pod: Pod, container: Container, view: NodeView,
                selection: Selection) -> Decision:
@@ -43,18 +44,16 @@ class DecisionMemo:
             if view is not self._view:
                 self._view, self._seen = view, {}
             remembered = self._seen.get(selection, ())
-            for i, decision in enumerate(remembered):
-                for key, value in decision.env_read:
-                    if env.authored(key) != value:
-                        break
-                else:
+            for i, (probes, decision) in enumerate(remembered):
+                if env.agrees(probes):
                     if i:
                         remembered.insert(0, remembered.pop(i))
                     return decision
         decision = inject.adjust(self._config, pod, container, view, selection)
+        entry = (probes_for(decision.env_read), decision)
         with self._lock:
             if view is self._view:
                 remembered = self._seen.setdefault(selection, [])
-                remembered.insert(0, decision)
+                remembered.insert(0, entry)
                 del remembered[self._size:]
         return decision

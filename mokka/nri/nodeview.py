@@ -8,7 +8,10 @@ topology document is staged, and how many HCAs the IB sysfs tree holds.
 
 It runs before every adjustment, so it must be cheap when nothing changed:
 each fact is derived from one directory (or file) and recomputed only when
-that path's stat signature moves. A node has up to 2048 IMEX channels; they
+that path's stat signature moves. While inotify reported nothing on those
+directories (``mokka.nri.watch``) not even the signatures are taken: the
+last view stands after one ``poll``, for at most ``REVALIDATE_S`` (mounts
+raise no event), then one stat per path says whether it still does. A node has up to 2048 IMEX channels; they
 are listed and stat'ed once per change of their directory, not per request.
 A signature taken within ``racy_window_ns`` of the path's own timestamp is
 not trusted (git's "racily clean" rule): a second change inside the same
@@ -31,12 +34,16 @@ from typing import Any, Callable, Mapping
 
 from mokka.core import log, names
 from mokka.core.overlay import Overlay, container_overlay
+from mokka.nri import watch
 from mokka.nri.inject.model import CDIEdits, Config, Device, Mount, NodeView
 
 #: Where device nodes appear inside a container.
 DEV_ROOT = "/dev"
 CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 RACY_WINDOW_NS = 2_000_000_000
+#: How long a quiet inotify alone keeps the last view: a mount over a watched
+#: path (or a filesystem without events) is seen within this.
+REVALIDATE_S = 1.0
 
 _log = log.get("mokka.nri.nodeview")
 
@@ -96,7 +103,8 @@ class NodeViewBuilder:
                  cdi_spec_dirs: tuple[str, ...] | None = None,
                  runtime_accepts_cdi: bool = False,
                  clock_ns: Callable[[], int] = time.time_ns,
-                 racy_window_ns: int = RACY_WINDOW_NS):
+                 racy_window_ns: int = RACY_WINDOW_NS,
+                 inotify: bool = True):
         host = Overlay(overlay_host_path)
         self.runtime_accepts_cdi = runtime_accepts_cdi
         self._clock_ns = clock_ns
@@ -123,6 +131,12 @@ class NodeViewBuilder:
         self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
         self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
+        # Every directory a cache reads (spec files live in the spec dirs).
+        directories = (self._dev.path, self._imex.path, self._hcas.path, self._topology.path,
+                       self._spec_staged.path, *(d.path for d in self._spec_dirs),
+                       *(d.path for d in self._shims.dirs))
+        self._changes = watch.ChangeWatch(directories) if inotify else None
+        self._quiet_until = 0.0       # monotonic; until then a quiet inotify means unchanged
 
     @classmethod
     def for_config(cls, config: Config, **host_paths: Any) -> "NodeViewBuilder":
@@ -134,20 +148,31 @@ class NodeViewBuilder:
     def build(self, *, runtime_accepts_cdi: bool | None = None) -> NodeView:
         accepts = self.runtime_accepts_cdi if runtime_accepts_cdi is None else runtime_accepts_cdi
         with self._lock:
+            changes = self._changes
+            if self._quiet_until and accepts == self._view.runtime_accepts_cdi \
+                    and changes.quiet() and time.monotonic() < self._quiet_until:
+                return self._view
+            self._quiet_until = 0.0
+            # Watch first, then validate: a change after this leaves an event.
+            watching = changes is not None and changes.arm()
             if self._unchanged(accepts):
+                if watching and changes.covers(tuple(self._spec_files)):
+                    self._quiet_until = time.monotonic() + REVALIDATE_S
                 return self._view
             view = self._build(accepts)
-            watch = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
-                     *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
+            caches = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
+                      *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
             # What the fast path compares: each path once, with the signature
             # every cache on it was computed at. Only when all are trusted and
             # agree; otherwise the next build recomputes (as before).
             expected: dict[str, Signature] = {}
-            consistent = all(cached.trusted for cached in watch)
-            for cached in watch:
+            consistent = all(cached.trusted for cached in caches)
+            for cached in caches:
                 if expected.setdefault(cached.path, cached.signature) != cached.signature:
                     consistent = False
             self._watch = tuple(expected.items()) if consistent else ()
+            if consistent and watching and changes.covers(tuple(self._spec_files)):
+                self._quiet_until = time.monotonic() + REVALIDATE_S
             return view
 
     def _unchanged(self, accepts: bool) -> bool:

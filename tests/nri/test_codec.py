@@ -118,6 +118,20 @@ def test_the_go_runtime_split_4096_then_the_rest_in_one_frame_is_read():
     assert feed(wire, None)[0].payload == payload
 
 
+@pytest.mark.parametrize("cut", [0, 5, 10, 4000, 4106])
+def test_frames_cut_anywhere_against_message_boundaries_read_the_same(cut):
+    # Whole messages in whole frames take one step; any other cut (two
+    # messages in one frame, a frame ending inside a header) the general one.
+    first = ttrpc.encode_request(1, PLUGIN_SERVICE, "CreateContainer", b"a" * 9000)
+    second = ttrpc.encode_request(3, PLUGIN_SERVICE, "CreateContainer", b"b" * 100)
+    stream = first + second
+    cut = cut or len(first)
+    wire = mux.encode_frames(1, stream[:cut]) + mux.encode_frames(1, stream[cut:])
+    expected = [RequestReceived(1, 1, PLUGIN_SERVICE, "CreateContainer", b"a" * 9000),
+                RequestReceived(1, 3, PLUGIN_SERVICE, "CreateContainer", b"b" * 100)]
+    assert feed(wire, None) == feed(wire, 1) == feed(wire, 4099) == expected
+
+
 @pytest.mark.parametrize("size,frames", [(4096, 1), (4097, 2), (8192, 2), (8193, 3)])
 def test_writer_frames_hold_at_most_4096_bytes(size, frames):
     wire = mux.encode_frames(1, b"m" * size)

@@ -80,7 +80,7 @@ def test_container_mounts_devices_rules_and_cdi_names():
     got = convert.container_from_pb(ctr)
     assert got == model.Container(
         name="app", id="c1", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
-        mounts=(model.Mount("/d", "/s", "bind"),),      # options: read by no rule, not copied
+        mount_destinations=("/d",),                     # all any rule reads of a mount
         devices=(model.Device("/dev/nvidia0", "c", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
                  model.Device("/dev/null", "c", 1, 3)),
         device_rules=(model.DeviceRule(False, "a", None, None, "rwm"),
@@ -170,3 +170,12 @@ def test_encoder_reuses_only_equal_adjustments():
     for adj in (a, b, c, a, model.Adjustment(env=(("PATH", "/a"),), devices=imex(4))):
         assert encoder.encode(adj, False) == pb_response(adj, False)
     assert encoder.encode(model.Adjustment(), False) == b""
+
+
+def test_rules_are_copied_only_with_a_device_they_could_allow():
+    # Nothing but a device's allocation check reads them.
+    rules = nri_pb2.LinuxResources(devices=[nri_pb2.LinuxDeviceCgroup(allow=True, type="c", access="rw")])
+    bare = nri_pb2.Container(linux=nri_pb2.LinuxContainer(resources=rules))
+    assert convert.container_from_pb(bare).device_rules == ()
+    bare.linux.devices.add(path="/dev/nvidia0", type="c", major=195, minor=0)
+    assert convert.container_from_pb(bare).device_rules == (model.DeviceRule(True, "c", None, None, "rw"),)

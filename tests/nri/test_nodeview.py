@@ -233,3 +233,125 @@ def test_for_config_uses_the_decision_paths(host, tmp_path):
     cfg = Config(overlay_host_path=host.root, overlay_mount_path="/mock")
     view = NodeViewBuilder.for_config(cfg, cdi_spec_host_path="", clock_ns=FUTURE).build()
     assert view.staged_shims == {container_overlay("/mock").shim(names.LD_PRELOAD_SHIMS[0])}
+
+
+# --- Revalidation by inotify: no stat while nothing changed, every change seen ---
+
+def hcas_of(host: Overlay) -> str:
+    return host.join(names.IB_CLASS_DIR)
+
+
+def quiet_builder(host, tmp_path, monkeypatch, **kwargs):
+    """A builder past its first build, with stat counted from then on."""
+    b = builder(host, tmp_path, **kwargs)
+    b.build()
+    counted = Counting(os.stat)
+    monkeypatch.setattr(nodeview, "_stat", counted)
+    return b, counted
+
+
+def test_a_quiet_tree_costs_no_stat_and_a_change_is_seen_at_once(host, tmp_path, monkeypatch):
+    os.makedirs(os.path.join(hcas_of(host), "mlx5_0"))
+    b, counted = quiet_builder(host, tmp_path, monkeypatch)
+    first = b.build()
+    for _ in range(5):
+        assert b.build() is first
+    assert counted.calls == 0                       # one poll, no stat
+    os.makedirs(os.path.join(hcas_of(host), "mlx5_1"))
+    assert b.build().hca_count == 2                 # the very next build, no clock moved
+    assert counted.calls > 0
+
+
+def test_a_spec_rewritten_in_place_is_seen(host, tmp_path, monkeypatch):
+    spec = tmp_path / "cdi" / names.CDI_SPEC_MOCK_FILE
+    write_spec(str(spec), mock_spec(host, 0))
+    b, _ = quiet_builder(host, tmp_path, monkeypatch)
+    assert names.CDI_MOCK_DEVICE_ALL in b.build().cdi_edits
+    with open(spec, "w") as handle:                 # not atomic: same inode, new bytes
+        yaml.safe_dump({**mock_spec(host, 0), "kind": "other.example.com/gpu"}, handle)
+    assert names.CDI_MOCK_DEVICE_ALL not in b.build().cdi_edits
+
+
+def test_the_overlay_replaced_by_rename_is_seen(host, tmp_path, monkeypatch):
+    # The watched directories move away with the old tree and raise nothing
+    # themselves: the event is in their ancestors.
+    os.makedirs(hcas_of(host))
+    b, _ = quiet_builder(host, tmp_path, monkeypatch)
+    assert b.build().hca_count == 0
+    fresh = Overlay(str(tmp_path / "fresh"))
+    for hca in ("mlx5_0", "mlx5_1", "mlx5_2"):
+        os.makedirs(os.path.join(fresh.join(names.IB_CLASS_DIR), hca))
+    os.rename(host.root, str(tmp_path / "old"))
+    os.rename(fresh.root, host.root)
+    assert b.build().hca_count == 3
+
+
+def test_a_symlink_on_the_way_retargeted_is_seen(tmp_path, monkeypatch):
+    # Debian's /var/run is a link to /run: the default CDI directory goes through one.
+    for name, count in (("a", 1), ("b", 2)):
+        for i in range(count):
+            os.makedirs(tmp_path / name / names.IB_CLASS_DIR / f"mlx5_{i}")
+    link = tmp_path / "overlay"
+    os.symlink(tmp_path / "a", link)
+    b = NodeViewBuilder(overlay_host_path=str(link), cdi_spec_host_path="", clock_ns=FUTURE)
+    assert b.build().hca_count == 1
+    counted = Counting(os.stat)
+    monkeypatch.setattr(nodeview, "_stat", counted)
+    b.build()
+    assert counted.calls == 0                       # a link on the way is watched, not refused
+    os.symlink(tmp_path / "b", tmp_path / "next")
+    os.replace(tmp_path / "next", link)             # retargeted atomically
+    assert b.build().hca_count == 2
+    os.makedirs(tmp_path / "b" / names.IB_CLASS_DIR / "mlx5_2")   # the new target is watched
+    assert b.build().hca_count == 3
+
+
+def test_a_spec_file_that_is_a_symlink_keeps_the_stat_pass(host, tmp_path, monkeypatch):
+    # Its target can change with no event in the spec directory.
+    real = tmp_path / "elsewhere" / "spec.yaml"
+    write_spec(str(real), mock_spec(host, 0))
+    os.makedirs(tmp_path / "cdi")
+    os.symlink(real, tmp_path / "cdi" / names.CDI_SPEC_MOCK_FILE)
+    b, counted = quiet_builder(host, tmp_path, monkeypatch)
+    b.build()
+    assert counted.calls > 0
+
+
+def test_without_inotify_one_stat_per_path(host, tmp_path, monkeypatch):
+    b, counted = quiet_builder(host, tmp_path, monkeypatch, inotify=False)
+    b.build()
+    calls = counted.calls
+    assert 0 < calls <= 8
+    os.makedirs(os.path.join(hcas_of(host), "mlx5_0"))
+    assert b.build().hca_count == 1
+
+
+def test_a_quiet_tree_is_still_revalidated_by_stat_after_a_while(host, tmp_path, monkeypatch):
+    # A mount over a watched path raises no event: trust expires.
+    monkeypatch.setattr(nodeview, "REVALIDATE_S", 0.0)
+    b, counted = quiet_builder(host, tmp_path, monkeypatch)
+    b.build()
+    assert counted.calls > 0
+
+
+@pytest.mark.parametrize("links, path, holders, resolved", [
+    ({}, "/a/b", ["", "/a"], "/a/b"),
+    ({"/l": "/a"}, "/l/b", ["", "/a"], "/a/b"),
+    ({"/x/l": "../a"}, "/x/l/b", ["", "/x", "/a"], "/a/b"),
+    ({"/l": "/m", "/m": "/a"}, "/l/b", ["", "/a"], "/a/b"),   # two hops, both links in ""
+    ({"/l": "/l"}, "/l/b", None, None),                       # a loop
+])
+def test_resolution_dirs_follow_each_link(links, path, holders, resolved, tmp_path):
+    # Paths in the table are under tmp_path ("" is tmp_path itself).
+    from mokka.nri.watch import resolution_dirs
+    root = str(tmp_path)
+    for at, target in links.items():
+        os.makedirs(os.path.dirname(root + at), exist_ok=True)
+        os.symlink(root + target if target.startswith("/") else target, root + at)
+    got = resolution_dirs(root + path)
+    if resolved is None:
+        assert got is None
+        return
+    assert got[-1] == root + resolved                  # where it resolves to
+    assert {root + h for h in holders} <= set(got)     # every directory holding a hop
+    assert "/" in got

@@ -19,6 +19,7 @@ class Connection:
         self._frames = mux.FrameReader(max_frame)
         # Frames for any other connection id are discarded, as the Go mux does.
         self._readers = {cid: ttrpc.MessageReader(cid, max_message, max_discard) for cid in mux.CONN_IDS}
+        self._reader_list = tuple(self._readers.values())
         self._draining: ttrpc.MessageReader | None = None
 
     def receive_data(self, data: bytes) -> None:
@@ -27,10 +28,21 @@ class Connection:
     @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out as events (whole or partial messages)."""
-        return self._frames.buffered + sum(r.buffered for r in self._readers.values())
+        total = self._frames.buffered
+        for reader in self._reader_list:        # asked after every request: no generator
+            total += reader.buffered
+        return total
 
     def next_event(self) -> ttrpc.Event | NeedData:
         """Raises ``mux.ProtocolError`` when the stream is corrupt (close it)."""
+        while self._draining is None:
+            # The common case: whole messages in whole frames, one copy each.
+            frame = self._frames.take_whole(self._message_size)
+            if frame is None:
+                break
+            event = self._readers[frame.conn_id].decode_whole(frame.payload)
+            if event is not None:
+                return event
         while True:
             if self._draining is not None:
                 event = self._draining.next_event()
@@ -44,6 +56,10 @@ class Connection:
             if reader is not None:
                 reader.receive_data(frame.payload)
                 self._draining = reader
+
+    def _message_size(self, conn_id: int, data: bytearray, offset: int, length: int) -> int | None:
+        reader = self._readers.get(conn_id)
+        return None if reader is None else reader.message_size(data, offset, length)
 
     def events(self) -> list[ttrpc.Event]:
         """Every event complete so far."""

@@ -208,6 +208,23 @@ class MessageReader:
             if event is not None:
                 return event
 
+    def message_size(self, data: bytearray, offset: int, length: int) -> int | None:
+        """The size of the whole message starting at ``data[offset:]`` (of
+        which ``length`` bytes are there), or None if this reader is in the
+        middle of one or the message is not one ``decode_whole`` takes."""
+        if self._skip or len(self._buf) or length < HEADER_SIZE:
+            return None
+        size, _, msg_type, _ = HEADER.unpack_from(data, offset)
+        if size > self._max or msg_type not in (TYPE_REQUEST, TYPE_RESPONSE):
+            return None
+        return HEADER_SIZE + size
+
+    def decode_whole(self, message: bytes) -> Event | None:
+        """``next_event`` for exactly one whole message (``message_size`` said so)."""
+        header = Header._make(HEADER.unpack_from(message))
+        # A view: the envelope's fields are copied out by the parser anyway.
+        return self._decode(header, memoryview(message)[HEADER_SIZE:])
+
     def _too_large(self, header: Header) -> Event | None:
         text = f"message length {header.length} exceeds maximum message size {self._max}"
         if header.type == TYPE_REQUEST:

@@ -93,6 +93,26 @@ class EnvSet:
         """Every key whose authored value was consulted so far, with that value."""
         return tuple(self._looked_up.items())
 
+    def agrees(self, probes: "tuple[tuple[str, str | None], ...]") -> bool:
+        """Whether every key of ``probes`` (``probes_for``) has the value
+        given: ``authored`` for each, without the per-key bookkeeping (the
+        decision memo asks this of every request)."""
+        joined = self._joined
+        if joined is None:
+            authored = self._authored
+            return all(authored.get(needle[1:-1]) == value for needle, value in probes)
+        for needle, value in probes:
+            at = joined.rfind(needle)
+            if at < 0:
+                if value is not None:
+                    return False
+                continue
+            start = at + len(needle)
+            end = joined.find(_SEP, start)
+            if (joined[start:] if end < 0 else joined[start:end]) != value:
+                return False
+        return True
+
     def get(self, key: str) -> str | None:
         if key in self._edits:
             return self._edits[key]
@@ -142,6 +162,14 @@ class EnvSet:
         authored = self._authored_value
         return tuple((key, value) for key, value in self._edits.items()
                      if authored(key) != value)
+
+
+def probes_for(reads: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, str | None], ...]:
+    """``reads`` (``EnvSet.reads``) made ready for ``EnvSet.agrees``: each key
+    as the text that precedes its value in the joined environment. A key no
+    entry can have (empty, or holding "=" or NUL) always reads None: left out."""
+    return tuple((f"{_SEP}{key}=", value) for key, value in reads
+                 if key and "=" not in key and _SEP not in key)
 
 
 @functools.lru_cache(maxsize=16)

@@ -56,7 +56,9 @@ class Container:
     id: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
     env: tuple[str, ...] = ()                 # "KEY=value", in spec order (duplicates possible)
-    mounts: tuple[Mount, ...] = ()
+    #: Where the spec mounts something: all the decision reads of its mounts
+    #: (sources and options are left in the runtime's message).
+    mount_destinations: tuple[str, ...] = ()
     devices: tuple[Device, ...] = ()
     device_rules: tuple[DeviceRule, ...] = ()
     cdi_devices: tuple[str, ...] = ()         # fully qualified names (newer NRI carries them)

@@ -39,17 +39,20 @@ def authored_reason(config: Config, pod: Pod, container: Container) -> str | Non
 def _mounts_overlay(config: Config, container: Container) -> bool:
     # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
     destination = _normalized(config.overlay_mount_path)
-    # normpath changes a path only through "//", "/." (., ..) or a trailing "/";
-    # most mounts have none, so it runs only for those (a dozen mounts per
-    # container, on every request).
-    for mount in container.mounts:
-        path = mount.destination
-        if path == destination:
-            return True
-        if isinstance(path, str) and ("//" in path or "/." in path or path.endswith("/")) \
-                and posixpath.normpath(path) == destination:
-            return True
-    return False
+    paths = container.mount_destinations
+    if destination in paths:
+        return True
+    # normpath changes a path only through "//", "/." (., ..) or a trailing
+    # "/". Most specs have none of those, which one look at all the paths
+    # together tells (a dozen per container, on every request).
+    try:
+        joined = "\0".join(paths) + "\0"
+    except TypeError:                   # not all strings: look at each
+        joined = "//"
+    if "//" not in joined and "/." not in joined and "/\0" not in joined:
+        return False
+    return any(isinstance(path, str) and posixpath.normpath(path) == destination
+               for path in paths)
 
 
 @functools.lru_cache(maxsize=16)

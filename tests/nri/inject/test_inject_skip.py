@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mokka.core import names
-from mokka.nri.inject import Mount, adjust, skip, skip_reason
+from mokka.nri.inject import adjust, skip, skip_reason
 from inject_builders import MOUNT, allocated, config, full_view, plain, pod, pod_with
 
 GPU = names.ANNOTATION_DEVICES
@@ -43,17 +43,21 @@ CASES = [
      skip.NOTHING_SELECTED),
     ("control: devices annotation selects", config(), pod(GPU), plain(), None),
     ("overlay already mounted skips (re-adjustment guard)", config(), pod(GPU),
-     plain(mounts=(Mount(destination=MOUNT.root, source="/elsewhere"),)), skip.ALREADY_MOUNTED),
+     plain(mount_destinations=(MOUNT.root,)), skip.ALREADY_MOUNTED),
     ("overlay mounted with a trailing slash skips", config(), pod(GPU),
-     plain(mounts=(Mount(destination=MOUNT.root + "/", source="/x"),)), skip.ALREADY_MOUNTED),
+     plain(mount_destinations=(MOUNT.root + "/",)), skip.ALREADY_MOUNTED),
     ("guard holds for an allocated container", config(), pod(),
-     allocated(mounts=(Mount(destination=MOUNT.root, source="/x"),)), skip.ALREADY_MOUNTED),
+     allocated(mount_destinations=(MOUNT.root,)), skip.ALREADY_MOUNTED),
     ("control: a mount below the overlay path is not the overlay", config(), pod(GPU),
-     plain(mounts=(Mount(destination=MOUNT.driver_config, source="/x"),)), None),
+     plain(mount_destinations=(MOUNT.driver_config,)), None),
     ("control: a sibling path is not the overlay", config(), pod(GPU),
-     plain(mounts=(Mount(destination=MOUNT.root + "-old", source="/x"),)), None),
+     plain(mount_destinations=(MOUNT.root + "-old",)), None),
+    ("overlay mounted through a doubled or dotted path skips", config(), pod(GPU),
+     plain(mount_destinations=("/proc", "/" + MOUNT.root[1:].replace("/", "//") + "/.")), skip.ALREADY_MOUNTED),
+    ("control: an odd path elsewhere is not the overlay", config(), pod(GPU),
+     plain(mount_destinations=("/data//x/", "/proc/.")), None),
     ("guard follows the configured mount path", config(overlay_mount_path="/mock"), pod(GPU),
-     plain(mounts=(Mount(destination="/mock", source="/x"),)), skip.ALREADY_MOUNTED),
+     plain(mount_destinations=("/mock",)), skip.ALREADY_MOUNTED),
 ]
 
 

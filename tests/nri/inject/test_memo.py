@@ -66,3 +66,22 @@ def test_an_equal_environment_is_answered_from_memory_and_a_new_view_forgets():
         assert len(calls) == 3
     finally:
         inject.adjust = real
+
+
+@FEWER
+@given(st.lists(env_entries | st.just("A=x\0B=y") | st.just("B=y"), max_size=8),
+       st.lists(st.sampled_from(["A", "B", "", "A=", "B\0", names.ENV_PATH, names.ENV_IB])
+                | env_entries, max_size=6),
+       st.lists(env_entries, max_size=8))
+def test_the_memo_s_env_check_agrees_with_the_decision_s_own_reads(env, keys, other):
+    # What the memo compares (EnvSet.agrees) is what the decision would have
+    # read (EnvSet.authored), NULs inside entries and odd keys included.
+    from mokka.nri.inject.env import EnvSet, probes_for
+    seen = EnvSet(env)
+    for key in keys:
+        seen.authored(key)
+    probes = probes_for(seen.reads())
+    assert EnvSet(env).agrees(probes)
+    candidate = EnvSet(other)
+    same = all(candidate.authored(key) == value for key, value in seen.reads())
+    assert EnvSet(other).agrees(probes) == same
