@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -63,9 +64,13 @@ def scratch_host(tmp_path):
     subprocess.run(["umount", "-l", str(host)], check=False)
 
 
-@pytest.mark.parametrize("mode", ["raw", "cdi"])
+CONTAINERD_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "x"\n'
+
+
+@pytest.mark.parametrize("mode, runtime_setup", [("raw", False), ("cdi", False), ("raw", True)],
+                         ids=["raw", "cdi", "raw-containerd-setup"])
 def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
-        mode, containerd_factory, mokka_image, tmp_path, scratch_host):
+        mode, runtime_setup, containerd_factory, mokka_image, tmp_path, scratch_host):
     helm = peers.peer("HELM")
     # containerd reads CDI specs where the chart's agent writes them: the scratch root's
     # /var/run/cdi (the chart's nri.cdiSpecDir default).
@@ -80,8 +85,10 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     overlay = scratch_host + names.OVERLAY_HOST_PATH
     agent_port, plugin_port = free_port(), free_port()
     sets = (
-        # containerd is the test's own: the agent must not edit a config or restart it.
-        "nodeAgent.containerRuntime.enabled=false",
+        # containerd is the test's own: with the set-up on, the agent edits the scratch
+        # root's containerd config and only logs the restart (restartMode none).
+        f"nodeAgent.containerRuntime.enabled={str(runtime_setup).lower()}",
+        "nodeAgent.containerRuntime.restartMode=none",
         f"nri.socketPath={containerd.nri_socket}",
         # Host paths that containerd itself resolves (the overlay the plugin mounts into
         # containers) must be real paths on this machine: the scratch root's.
@@ -108,6 +115,21 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     # A node's /dev/kmsg exists; the scratch root gets a plain file in its place.
     os.makedirs(scratch_host + "/dev")
     open(scratch_host + "/dev/kmsg", "w").close()
+    config_toml = scratch_host + "/etc/containerd/config.toml"
+    if runtime_setup:
+        # What the set-up needs of a node: containerd's config, and the PATH directories
+        # it looks in for the toolkit (hostPath type Directory: they must exist).
+        os.makedirs(os.path.dirname(config_toml))
+        with open(config_toml, "w") as f:
+            f.write(CONTAINERD_CONFIG)
+        for d in ("/usr/bin", "/usr/sbin", "/usr/local"):
+            os.makedirs(scratch_host + d)
+        # The agent sets up containerd only where the host has one on its PATH (it only
+        # looks: restartMode none never runs it).
+        with open(scratch_host + "/usr/bin/containerd", "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(scratch_host + "/usr/bin/containerd", 0o755)
+    assert "hostPID" not in template["spec"], "restartMode none needs no host PID"
     before = listing(scratch_host)
 
     pod = kubepod.KubePod(containerd.client(), template, host_path=host_path, scratch=tmp_path,
@@ -127,6 +149,17 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         with urllib.request.urlopen(f"http://127.0.0.1:{plugin_port}/readyz", timeout=5) as resp:
             assert resp.status == 200
         assert "nvml-mock" in containerd.log_text()
+        if runtime_setup:
+            # Mokka's drop-in, imported by the node's config: CDI on, NRI on at the socket.
+            drop_in = scratch_host + "/etc/containerd/conf.d/50-mokka.toml"
+            assert os.path.exists(drop_in), pod.logs("node-agent")[-5000:]
+            with open(drop_in, "rb") as f:
+                setup = tomllib.load(f)
+            cri_plugin = setup["plugins"]["io.containerd.grpc.v1.cri"]
+            assert cri_plugin["enable_cdi"] is True
+            assert setup["plugins"]["io.containerd.nri.v1.nri"]["socket_path"] == containerd.nri_socket
+            with open(config_toml, "rb") as f:
+                assert tomllib.load(f)["imports"] == ["/etc/containerd/conf.d/*.toml"]
         # The agent's driver bind reached the host through the Bidirectional mount.
         assert scratch_host + "/run/nvidia/driver" in mounts_under(scratch_host)
         assert os.path.exists(scratch_host + "/run/nvidia/driver/usr/bin/nvidia-smi")
