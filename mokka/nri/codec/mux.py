@@ -114,13 +114,7 @@ class ReceiveBuffer:
         start = self._start
         with memoryview(self._data) as view:
             out = bytes(view[start:start + n])
-        self._start = start = start + len(out)
-        if start == len(self._data):
-            self._data.clear()
-            self._start = 0
-        elif start > 65536 and start * 2 > len(self._data):
-            del self._data[:start]
-            self._start = 0
+        self.skip_to(start + len(out))
         return out
 
 
