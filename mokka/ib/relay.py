@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import ipaddress
 import itertools
-import os
 import selectors
 import socket
 import struct
@@ -28,6 +27,7 @@ from mokka.core import infiniband as ibm
 from mokka.core import names
 from mokka.ib import mad as m
 from mokka.ib import responder, wire
+from mokka.ib.callqueue import CallQueue
 from mokka.ib.fabric import Fabric
 
 HELLO, FORWARD, ANSWER = 0x10, 0x11, 0x12
@@ -112,11 +112,9 @@ class Relay:
         self._conns: dict[int, _Peer] = {}
         self._pending: dict[int, tuple] = {}
         self._ids = itertools.count(1)
-        self._calls: list = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()          # the peers' table, read by directory()
         self._stop = threading.Event()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
+        self._calls = CallQueue()
         self._thread: threading.Thread | None = None
         self._listener: socket.socket | None = None
         self._next_dial = 0.0
@@ -152,17 +150,12 @@ class Relay:
         self._call(lambda: self._forward(dlid, slid, mad_bytes, done))
 
     def _call(self, thunk) -> None:
-        with self._lock:
-            self._calls.append(thunk)
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
+        self._calls.call_soon(thunk)
 
     # --- the relay's own thread -------------------------------------------------------------
     def _loop(self) -> None:
         self._sel.register(self._listener, selectors.EVENT_READ, "listen")
-        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._sel.register(self._calls, selectors.EVENT_READ, "wake")
         try:
             while not self._stop.is_set():
                 self._redial()
@@ -170,7 +163,7 @@ class Relay:
                     if key.data == "listen":
                         self._accept()
                     elif key.data == "wake":
-                        self._drain()
+                        self._calls.run_pending()
                     else:
                         self._service(key.data, events)
         finally:
@@ -178,8 +171,7 @@ class Relay:
                 self._drop(peer)
             self._sel.close()
             self._listener.close()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            self._calls.close()
 
     def _redial(self) -> None:
         now = time.monotonic()
@@ -214,17 +206,6 @@ class Relay:
             self._conns[sock.fileno()] = peer
         self._sel.register(sock, selectors.EVENT_READ, peer)
         self._queue(peer, hello(self._server.fabric))
-
-    def _drain(self) -> None:
-        try:
-            while os.read(self._wake_r, 4096):
-                pass
-        except BlockingIOError:
-            pass
-        with self._lock:
-            calls, self._calls = self._calls, []
-        for thunk in calls:
-            thunk()
 
     def _service(self, peer: _Peer, events: int) -> None:
         if events & selectors.EVENT_READ:

@@ -16,6 +16,7 @@ import socket
 import threading
 
 from mokka.ib import wire
+from mokka.ib.callqueue import CallQueue
 from mokka.ib.fabric import Fabric, Hca
 from mokka.ib.session import Relay, Session, relayed_reply
 
@@ -74,11 +75,8 @@ class Server:
         self._fabric = fabric
         self._sel = selectors.DefaultSelector()
         self._conns: dict[int, _Conn] = {}
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
         self._stop = threading.Event()
-        self._calls: list = []               # thunks queued by other threads (relay answers)
-        self._lock = threading.Lock()
+        self._calls = CallQueue()            # thunks queued by other threads (relay answers)
         self._listener: socket.socket | None = None
         self.ready = threading.Event()
 
@@ -97,18 +95,10 @@ class Server:
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake()
+        self._calls.wake()
 
     def call_soon(self, thunk) -> None:
-        with self._lock:
-            self._calls.append(thunk)
-        self._wake()
-
-    def _wake(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
+        self._calls.call_soon(thunk)
 
     @property
     def connections(self) -> int:
@@ -118,7 +108,7 @@ class Server:
     def serve(self) -> None:
         self._listener = bind_unix(self.path)
         self._sel.register(self._listener, selectors.EVENT_READ, "listen")
-        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._sel.register(self._calls, selectors.EVENT_READ, "wake")
         self.ready.set()
         self.log.info("mock-ib serving", socket=self.path, hcas=len(self._fabric.hcas),
                       node=self._fabric.node_name)
@@ -128,7 +118,7 @@ class Server:
                     if key.data == "listen":
                         self._accept()
                     elif key.data == "wake":
-                        self._drain_wake()
+                        self._calls.run_pending()
                     else:
                         self._service(key.data, events)
         finally:
@@ -147,17 +137,6 @@ class Server:
             conn = _Conn(sock, Session(fabric=lambda: self._fabric, directory=self.directory))
             self._conns[sock.fileno()] = conn
             self._sel.register(sock, selectors.EVENT_READ, conn)
-
-    def _drain_wake(self) -> None:
-        try:
-            while os.read(self._wake_r, 4096):
-                pass
-        except BlockingIOError:
-            pass
-        with self._lock:
-            calls, self._calls = self._calls, []
-        for thunk in calls:
-            thunk()
 
     def _service(self, conn: _Conn, events: int) -> None:
         if events & selectors.EVENT_READ:
@@ -240,5 +219,4 @@ class Server:
             except FileNotFoundError:
                 pass
         self._sel.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._calls.close()

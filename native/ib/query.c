@@ -5,21 +5,35 @@
 
 /* ---------------------------------------------------------------- CA and port queries */
 
-static int fill_port(const char *ca_name, int portnum, mock_umad_port *port)
+/* An answer of `size` bytes from mib_query (it returned `n`): 0, or the negative
+ * errno: the call's, the status mock-ib put first, or EPROTO when it is short. */
+static int check_answer(long n, const uint8_t *ans, size_t size)
 {
-    uint8_t ans[4 + NAME_LEN + 4 * 9 + 16 + NAME_LEN];
-    long n = mib_query(MOKKA_IB_WIRE_QUERY_PORT, ca_name, portnum, MOKKA_IB_WIRE_PORT, ans, sizeof ans);
     if (n < 4)
         return -(errno ? errno : EIO);
     int status = (int)get32(ans);
     if (status < 0)
         return status;
-    if (n < (long)sizeof ans)
-        return -EPROTO;
+    return n < (long)size ? -EPROTO : 0;
+}
+
+/* A fixed-width, NUL-padded text field of the answer, always terminated. */
+static void copy_text(char *dst, const uint8_t *src, size_t width)
+{
+    memcpy(dst, src, width);
+    dst[width - 1] = 0;
+}
+
+static int fill_port(const char *ca_name, int portnum, mock_umad_port *port)
+{
+    uint8_t ans[4 + NAME_LEN + 4 * 9 + 16 + NAME_LEN];
+    long n = mib_query(MOKKA_IB_WIRE_QUERY_PORT, ca_name, portnum, MOKKA_IB_WIRE_PORT, ans, sizeof ans);
+    int rc = check_answer(n, ans, sizeof ans);
+    if (rc < 0)
+        return rc;
     const uint8_t *q = ans + 4;
     memset(port, 0, sizeof *port);
-    memcpy(port->ca_name, q, NAME_LEN);
-    port->ca_name[NAME_LEN - 1] = 0;
+    copy_text(port->ca_name, q, NAME_LEN);
     q += NAME_LEN;
     port->portnum = (int)get32(q);
     port->base_lid = get32(q + 4);
@@ -32,8 +46,7 @@ static int fill_port(const char *ca_name, int portnum, mock_umad_port *port)
     port->capmask = htonl(get32(q + 32));
     port->gid_prefix = be64(get64(q + 36));
     port->port_guid = be64(get64(q + 44));
-    memcpy(port->link_layer, q + 52, NAME_LEN);
-    port->link_layer[NAME_LEN - 1] = 0;
+    copy_text(port->link_layer, q + 52, NAME_LEN);
     port->pkeys = calloc(1, sizeof *port->pkeys);
     if (!port->pkeys)
         return -ENOMEM;
@@ -76,26 +89,18 @@ EXPORT int umad_get_ca(const char *ca_name, mock_umad_ca *ca)
     long n = mib_query(MOKKA_IB_WIRE_QUERY_CA, ca_name, 0, MOKKA_IB_WIRE_CA, ans, sizeof ans);
     if (n < 4 && mib_absent(-errno))
         PASS(umad_get_ca, ca_name, ca);
-    if (n < 4)
-        return -(errno ? errno : EIO);
-    int status = (int)get32(ans);
-    if (status < 0)
-        return status;
-    if (n < (long)sizeof ans)
-        return -EPROTO;
+    int checked = check_answer(n, ans, sizeof ans);
+    if (checked < 0)
+        return checked;
     const uint8_t *q = ans + 4;
     memset(ca, 0, sizeof *ca);
-    memcpy(ca->ca_name, q, NAME_LEN);
-    ca->ca_name[NAME_LEN - 1] = 0;
+    copy_text(ca->ca_name, q, NAME_LEN);
     q += NAME_LEN;
     ca->node_type = get32(q);
     ca->numports = (int)get32(q + 4);
-    memcpy(ca->fw_ver, q + 8, 20);
-    ca->fw_ver[19] = 0;
-    memcpy(ca->ca_type, q + 28, 40);
-    ca->ca_type[39] = 0;
-    memcpy(ca->hw_ver, q + 68, 20);
-    ca->hw_ver[19] = 0;
+    copy_text(ca->fw_ver, q + 8, 20);
+    copy_text(ca->ca_type, q + 28, 40);
+    copy_text(ca->hw_ver, q + 68, 20);
     ca->node_guid = be64(get64(q + 88));
     ca->system_guid = be64(get64(q + 96));
     if (ca->numports > CA_MAX_PORTS - 1)

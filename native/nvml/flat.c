@@ -182,3 +182,16 @@ int flat_has_prefix(const struct flat *f, const char *prefix)
     size_t i = lower_bound(f, prefix);
     return i < f->n && strncmp(f->keys[i], prefix, strlen(prefix)) == 0;
 }
+
+int flat_parse_u64(const char *v, unsigned long long *out)
+{
+    if (!v || *v < '0' || *v > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno)
+        return 0;
+    *out = x;
+    return 1;
+}

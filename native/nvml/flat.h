@@ -40,6 +40,10 @@ const char *flat_get(const struct flat *f, const char *key);
 /* Whether any key starts with `prefix`. */
 int flat_has_prefix(const struct flat *f, const char *prefix);
 
+/* A value that is a whole unsigned decimal (digits only, no sign or space, no
+ * overflow) into *out: 1; anything else: 0, *out untouched. */
+int flat_parse_u64(const char *v, unsigned long long *out);
+
 /* Read a whole file; NULL on error. *len gets its size; a NUL follows the bytes. */
 char *flat_read_file(const char *path, size_t *len);
 

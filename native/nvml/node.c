@@ -20,16 +20,7 @@ const char *node_get(const struct mock_node *n, const char *key)
 
 int node_u64(const struct mock_node *n, const char *key, unsigned long long *out)
 {
-    const char *v = node_get(n, key);
-    if (!v || !isdigit((unsigned char)*v))
-        return 0;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*end || errno)
-        return 0;
-    *out = x;
-    return 1;
+    return flat_parse_u64(node_get(n, key), out);
 }
 
 static int exists(const char *path)

@@ -20,16 +20,7 @@
 
 static int u64_of(const struct flat *f, const char *key, unsigned long long *out)
 {
-    const char *v = flat_get(f, key);
-    if (!v || !*v)
-        return 0;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*end || errno)
-        return 0;
-    *out = x;
-    return 1;
+    return flat_parse_u64(flat_get(f, key), out);
 }
 
 int mock_xid_events_path(char *out, size_t size)

@@ -17,6 +17,7 @@ from mokka.agent.containerd.toolkit import Toolkit
 from mokka.agent.hostfs import HostFS
 from mokka.agent.manifest import Manifest
 from mokka.core import names
+from tests.agent.test_containerd_config import HANDLER
 
 CRI, NRI = names.CONTAINERD_CRI_PLUGIN_V2, names.CONTAINERD_NRI_PLUGIN
 HOST_CONFIG = f"""# the host's comment
@@ -234,17 +235,7 @@ echo "$@" >> "{{record}}"
 for a in "$@"; do case "$a" in --drop-in-config=*) out="${{a#--drop-in-config=}}";; esac; done
 mkdir -p "$(dirname "$out")"
 cat > "$out" <<'EOF'
-version = 2
-[plugins."{CRI}"]
-  sandbox_image = "registry.example/pause:3.9"
-  enable_cdi = true
-  [plugins."{CRI}".containerd]
-    default_runtime_name = "nvidia"
-    [plugins."{CRI}".containerd.runtimes.nvidia]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."{CRI}".containerd.runtimes.nvidia.options]
-        BinaryName = "/usr/bin/nvidia-container-runtime"
-EOF
+{HANDLER}EOF
 """
 
 

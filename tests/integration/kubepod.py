@@ -248,7 +248,7 @@ class KubePod:
         own = container.get("securityContext") or {}
         sc.update(own)
         known = {"privileged", "allowPrivilegeEscalation", "runAsUser", "runAsGroup", "runAsNonRoot",
-                 "readOnlyRootFilesystem", "capabilities", "seccompProfile", "fsGroup"}
+                 "readOnlyRootFilesystem", "capabilities", "seccompProfile"}
         unknown = set(sc) - known
         if unknown:
             raise PodSpecError(f"securityContext {sorted(unknown)} is not modelled")

@@ -9,6 +9,7 @@ stored OCI spec and from inside the started container.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -273,10 +274,11 @@ def test_slow_handler_turns_healthz_503(containerd):
         server.stop()
 
 
-def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
-    """Agent and plugin as the DaemonSet runs them: the plugin injects only while the
-    agent reports its tree staged; once the agent tears down, containers are left
-    as authored, each is logged, and /readyz names the reason."""
+@contextlib.contextmanager
+def gated_node(containerd, zipapp, tmp_path):
+    """A t4 node's agent (serving /stagedz, holding the staging lock) and a plugin gated on
+    it, as the DaemonSet pairs them: yields (agent Popen, agent port, PluginProcess not yet
+    started). Both are stopped after: the agent by SIGTERM (its teardown), killed if stuck."""
     from tests.integration.conftest import mokka_env
 
     root = str(tmp_path / "node")
@@ -293,6 +295,24 @@ def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
                            "--agent-staged-url", f"http://127.0.0.1:{agent_port}/stagedz",
                            "--staging-lock-path", lock)
     try:
+        yield agent, agent_port, plugin
+    finally:
+        if agent.poll() is None:
+            agent.terminate()
+            try:
+                agent.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
+        if plugin.proc is not None:
+            plugin.stop()
+
+
+def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
+    """Agent and plugin as the DaemonSet runs them: the plugin injects only while the
+    agent reports its tree staged; once the agent tears down, containers are left
+    as authored, each is logged, and /readyz names the reason."""
+    with gated_node(containerd, zipapp, tmp_path) as (agent, agent_port, plugin):
         rt.wait_until(lambda: probe(agent_port, "/stagedz")[0] == 200, timeout=20)
         plugin.start()
         cri = containerd.client()
@@ -308,11 +328,6 @@ def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
         assert f"127.0.0.1:{agent_port}/stagedz" in body, body   # names what failed
         log = [line for line in plugin.log_text().splitlines() if "gated-closed" in line]
         assert log and "left unmodified" in log[0] and "warn" in log[0], plugin.log_text()
-    finally:
-        if agent.poll() is None:
-            agent.kill()
-            agent.wait()
-        plugin.stop()
 
 
 def test_forced_values_win_over_the_containers_own(containerd, start_plugin):
