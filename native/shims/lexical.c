@@ -5,15 +5,14 @@
 
 #include "shim.h"
 
-/* The component at p (after any '/'), its length in *n; NULL past the end. */
-static const char *component(const char *p, size_t *n)
+const char *mokka_path_component(const char *at, size_t *n)
 {
-    while (*p == '/')
-        p++;
-    if (*p == '\0')
+    while (*at == '/')
+        at++;
+    if (*at == '\0')
         return NULL;
-    *n = strcspn(p, "/");
-    return p;
+    *n = strcspn(at, "/");
+    return at;
 }
 
 static int is_dot(const char *c, size_t n)
@@ -26,28 +25,34 @@ static int is_dotdot(const char *c, size_t n)
     return n == 2 && c[0] == '.' && c[1] == '.';
 }
 
+size_t mokka_path_apply(char *buf, size_t len, size_t size, const char *c, size_t n)
+{
+    if (is_dot(c, n))
+        return len;
+    if (is_dotdot(c, n)) {
+        while (len > 1 && buf[len - 1] != '/')
+            len--;
+        if (len > 1)
+            len--;                      /* "/a/" -> "/a"; "/" stays */
+        return len;
+    }
+    size_t sep = len > 1;
+    if (len + sep + n + 1 > size)
+        return 0;
+    if (sep)
+        buf[len] = '/';
+    memmove(buf + len + sep, c, n);     /* c may lie in buf itself, never before len */
+    return len + sep + n;
+}
+
 size_t mokka_path_append(char *buf, size_t len, size_t size, const char *path)
 {
     size_t n;
-    for (const char *c = component(path, &n); c != NULL; c = component(c + n, &n)) {
-        if (is_dot(c, n))
-            continue;
-        if (is_dotdot(c, n)) {
-            while (len > 1 && buf[len - 1] != '/')
-                len--;
-            if (len > 1)
-                len--;                  /* "/a/" -> "/a"; "/" stays */
-            continue;
-        }
-        size_t sep = len > 1;
-        if (len + sep + n + 1 > size)
-            return 0;
-        if (sep)
-            buf[len] = '/';
-        memmove(buf + len + sep, c, n); /* c may lie in buf itself, never before len */
-        len += sep + n;
-    }
-    buf[len] = '\0';
+    for (const char *c = mokka_path_component(path, &n); c != NULL && len != 0;
+         c = mokka_path_component(c + n, &n))
+        len = mokka_path_apply(buf, len, size, c, n);
+    if (len != 0)
+        buf[len] = '\0';               /* only now: `path` may be the rest of buf */
     return len;
 }
 
@@ -64,7 +69,8 @@ int mokka_path_names_dir(const char *path)
 int mokka_path_climbs(const char *path)
 {
     size_t n;
-    for (const char *c = component(path, &n); c != NULL; c = component(c + n, &n))
+    for (const char *c = mokka_path_component(path, &n); c != NULL;
+         c = mokka_path_component(c + n, &n))
         if (is_dotdot(c, n))
             return 1;
     return 0;

@@ -29,10 +29,11 @@ __attribute__((constructor)) static void load(void)
     __atomic_store_n(&configured, 1, __ATOMIC_RELEASE);
 }
 
+/* Where a relative path starts. */
 enum base {
     BASE_READ,                          /* in the buffer */
-    BASE_UNKNOWN,                       /* a directory with no path to read (cwd deleted, no /proc) */
-    BASE_REFUSED,                       /* the kernel refuses the call as it stands (EBADF, ENOTDIR) */
+    BASE_UNKNOWN,                       /* a directory whose path cannot be read */
+    BASE_REFUSED,                       /* refused by the kernel as it is: EBADF, ENOTDIR */
     BASE_TOO_LONG,
 };
 
@@ -51,6 +52,12 @@ static long fd_path(int fd, char *buf, size_t size)
     return syscall(SYS_readlinkat, AT_FDCWD, link, buf, size - 1);
 }
 
+/* Whether the kernel refuses `dirfd` as the start of a relative path (EBADF, ENOTDIR). */
+static int refused(int dirfd)
+{
+    return syscall(SYS_faccessat, dirfd, ".", F_OK) != 0 && (errno == EBADF || errno == ENOTDIR);
+}
+
 static enum base read_base(int dirfd, char *buf, size_t size)
 {
     long n;
@@ -60,15 +67,13 @@ static enum base read_base(int dirfd, char *buf, size_t size)
             return errno == ERANGE || errno == ENAMETOOLONG ? BASE_TOO_LONG : BASE_UNKNOWN;
         return buf[0] == '/' ? BASE_READ : BASE_UNKNOWN;     /* "(unreachable)/..." */
     }
-    if (syscall(SYS_faccessat, dirfd, ".", F_OK) != 0 && (errno == EBADF || errno == ENOTDIR))
-        return BASE_REFUSED;
     n = fd_path(dirfd, buf, size);
     if (n < 0)
-        return BASE_UNKNOWN;
+        return refused(dirfd) ? BASE_REFUSED : BASE_UNKNOWN;
     if ((size_t)n >= size - 1)
         return BASE_TOO_LONG;           /* readlink truncates without saying so */
     buf[n] = '\0';
-    return buf[0] == '/' ? BASE_READ : BASE_UNKNOWN;
+    return buf[0] == '/' ? BASE_READ : BASE_REFUSED;     /* "pipe:[...]", "socket:[...]" */
 }
 
 static int decide(const struct mokka_shim_config *cfg, int dirfd, const char *path,
@@ -76,6 +81,7 @@ static int decide(const struct mokka_shim_config *cfg, int dirfd, const char *pa
 {
     int saved = errno;
     const char *base = NULL;
+    *out = path;
     if (mokka_shim_needs_base(cfg, path)) {
         switch (read_base(dirfd, buf, MOKKA_SHIM_PATH_MAX)) {
         case BASE_READ:
@@ -84,7 +90,6 @@ static int decide(const struct mokka_shim_config *cfg, int dirfd, const char *pa
         case BASE_UNKNOWN:
             break;
         case BASE_REFUSED:
-            *out = path;
             errno = saved;
             return 0;
         case BASE_TOO_LONG:
@@ -93,6 +98,10 @@ static int decide(const struct mokka_shim_config *cfg, int dirfd, const char *pa
         }
     }
     int rc = mokka_shim_rewrite(cfg, base, path, buf, MOKKA_SHIM_PATH_MAX, out);
+    if (base != NULL && dirfd != AT_FDCWD && (rc != 0 || *out != path) && refused(dirfd)) {
+        *out = path;                    /* a file's fd: ENOTDIR from the kernel, as without us */
+        rc = 0;
+    }
     if (rc == 0)
         errno = saved;
     return rc;

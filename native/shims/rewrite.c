@@ -14,7 +14,7 @@ static int matches(const struct mokka_prefix *p, const char *path)
     return !p->whole || path[n] == '\0' || path[n] == '/';
 }
 
-static int redirected(const struct mokka_shim_config *cfg, const char *path)
+static int under_prefix(const struct mokka_shim_config *cfg, const char *path)
 {
     for (const struct mokka_prefix *p = cfg->prefixes; p->text != NULL; p++)
         if (matches(p, path))
@@ -46,17 +46,22 @@ const char *mokka_shim_root(const char *raw, char *buf, size_t size)
     return len > 1 ? buf : NULL;        /* "/" would redirect nothing anywhere */
 }
 
-/* buf: the normal form of the directory `base`; as the mock view's path (the
- * root taken off) when it is a redirected directory inside the root. Its
- * length, with *view set for the latter. */
+/* A path of the mock view: under a prefix, and not already inside the root. */
+static int in_view(const struct mokka_shim_config *cfg, const char *path)
+{
+    return inside_root(cfg, path) == 0 && under_prefix(cfg, path);
+}
+
+/* buf: the normal form of the directory `base`, as the mock view's path (the
+ * root taken off) when it lies inside the root under a prefix. Its
+ * length, or 0 if it does not fit. */
 static size_t start_from(const struct mokka_shim_config *cfg, const char *base, char *buf,
-                         size_t size, int *view)
+                         size_t size)
 {
     buf[0] = '/';
     size_t len = mokka_path_append(buf, 1, size, base);
     size_t root = len != 0 ? inside_root(cfg, buf) : 0;
-    *view = root != 0 && redirected(cfg, buf + root);
-    if (*view) {
+    if (root != 0 && under_prefix(cfg, buf + root)) {
         len -= root;
         memmove(buf, buf + root, len + 1);
     }
@@ -75,29 +80,38 @@ int mokka_shim_needs_base(const struct mokka_shim_config *cfg, const char *path)
     return considered(cfg, path) && path[0] != '/';
 }
 
+/* The walk: `path`'s components from where it starts. One that enters the
+ * mock view at any step is resolved there: redirected if it ends under a
+ * prefix, else handed on as its normal form (the host's path it names, which
+ * the host's own walk through the mock's directories would not find). One that
+ * never enters it goes on exactly as the caller wrote it. */
 int mokka_shim_rewrite(const struct mokka_shim_config *cfg, const char *base, const char *path,
                        char *buf, size_t size, const char **out)
 {
     *out = path;
     if (!considered(cfg, path))
         return 0;
-    int view = 0;
     size_t len = 1;
     if (path[0] == '/') {
-        buf[0] = '/';
+        memcpy(buf, "/", 2);
     } else if (base == NULL || base[0] != '/') {
         /* Where it starts is unknown: without ".." it cannot leave that directory. */
         return mokka_path_climbs(path) ? fail(ENOENT) : 0;
-    } else {
-        len = start_from(cfg, base, buf, size, &view);
-    }
-    len = len != 0 ? mokka_path_append(buf, len, size, path) : 0;
-    if (len == 0)
+    } else if ((len = start_from(cfg, base, buf, size)) == 0) {
         return fail(ENAMETOOLONG);
-    int redirect = inside_root(cfg, buf) == 0 && redirected(cfg, buf);
-    if (!redirect && !view)
+    }
+    int entered = in_view(cfg, buf);
+    size_t n;
+    for (const char *c = mokka_path_component(path, &n); c != NULL;
+         c = mokka_path_component(c + n, &n)) {
+        if ((len = mokka_path_apply(buf, len, size, c, n)) == 0)
+            return fail(ENAMETOOLONG);
+        buf[len] = '\0';
+        entered = entered || in_view(cfg, buf);
+    }
+    if (!entered)
         return 0;                       /* not ours: exactly as the caller wrote it */
-    size_t root = redirect ? strlen(cfg->root) : 0;
+    size_t root = in_view(cfg, buf) ? strlen(cfg->root) : 0;
     size_t slash = len > 1 && mokka_path_names_dir(path);   /* "x/" must stay a directory */
     if (root + len + slash + 1 > size)
         return fail(ENAMETOOLONG);      /* never the host's path instead */

@@ -3,19 +3,23 @@
  *
  * A shim redirects a path under one of its prefixes to the same path under its
  * root (MOCK_IB_ROOT, MOCK_PCI_ROOT): /sys/bus/pci/devices becomes
- * $MOCK_PCI_ROOT/sys/bus/pci/devices. The decision is made on the path's
- * lexical normal form (lexical.c): "//", "." and ".." are resolved as text, and
- * a relative path is first put under the directory it starts from (the working
- * directory, or the directory fd of an *at call). So "/sys//bus/pci",
- * "/sys/bus/../bus/pci" and "bus/pci" in /sys are redirected alike, and
- * "/sys/bus/pci/../../../../etc/passwd" is the host's /etc/passwd. A redirected
- * path is the normal form under the root, so it never climbs out of it.
+ * $MOCK_PCI_ROOT/sys/bus/pci/devices. It decides on the path's lexical normal
+ * form (lexical.c), walking its components from where it starts: "/" for an
+ * absolute path, else the working directory or the directory fd of an *at
+ * call. "//" and "." drop out and ".." takes one component off as text, so
+ * "/sys//bus/pci", "/sys/bus/../bus/pci" and "bus/pci" in /sys are all
+ * redirected, and "/sys/bus/pci/../../../../etc/passwd" is the host's
+ * /etc/passwd. A redirected path is the normal form under the root, so it
+ * never climbs out of it.
  *
- * A directory inside the root that stands for a redirected path (the working
- * directory after chdir("/sys/bus/pci"), a directory fd opened there) counts as
- * that path: ".." from $MOCK_PCI_ROOT/sys/bus/pci climbs the mock view
- * (/sys/bus, the host's), never out of the root. Any other path inside the
- * root, and every path not redirected, is handed on exactly as the caller
+ * The mock view is the set of paths under a prefix, less those already inside
+ * the root. A walk that enters it at any step is resolved in it: redirected if
+ * it ends there, else handed on in normal form (the host's path it names). A
+ * directory inside the root that stands for a view path (the working directory
+ * after chdir("/sys/bus/pci"), a directory fd opened there) starts the walk at
+ * that view path, so ".." from $MOCK_PCI_ROOT/sys/bus/pci climbs the view
+ * (/sys/bus, the host's), never out of the root. A walk that never enters the
+ * view (any other path inside the root included) goes on exactly as the caller
  * wrote it.
  *
  * Everything runs in the caller's stack buffer and a few system calls (no
@@ -68,9 +72,20 @@ int mokka_shim_needs_base(const struct mokka_shim_config *cfg, const char *path)
 int mokka_shim_rewrite(const struct mokka_shim_config *cfg, const char *base, const char *path,
                        char *buf, size_t size, const char **out);
 
-/* Lexical normal form (lexical.c): the components of `path` appended to the
- * normal absolute path buf[0..len) ("/" or "/a/b"); "" and "." dropped, ".."
- * takes one off (never above "/"). The new length, or 0 if size is too small. */
+/* Lexical normal form (lexical.c). A normal path is "/" or "/a/b". */
+
+/* The next component of a path at or after `at` (slashes skipped), its length
+ * in *n; NULL when none is left. */
+const char *mokka_path_component(const char *at, size_t *n);
+
+/* The normal path buf[0..len) with component c (n bytes) applied: "." leaves
+ * it, ".." takes one off (never above "/"), any other is appended. The new
+ * length (no terminating NUL written), or 0 if it would not fit in size. */
+size_t mokka_path_apply(char *buf, size_t len, size_t size, const char *c, size_t n);
+
+/* Every component of `path` applied to buf[0..len), NUL-terminated; `path`
+ * may be buf itself (an absolute path put in normal form where it is, len 1).
+ * The new length, or 0. */
 size_t mokka_path_append(char *buf, size_t len, size_t size, const char *path);
 
 /* Whether `path` must name a directory (it ends in "/", "." or ".."). */

@@ -5,6 +5,7 @@ __realpath_chk) and fortified with 64-bit offsets (open64, stat64, fopen64 ...).
     probes      (session)  {flavour: executable}
     report(exe, env, *paths, chdir=, dirfd=, cwd=)   every libc path call on every
                 path: one {call: result} per path, in order
+    no_shims()  the env of a run to compare with: no shim, as the shimmed runs otherwise
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 
 import pytest
 
-from tests.native.test_path_shims import sanitizer_env
+from tests.native.test_path_shims import preload, sanitizer_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FLAVOURS = {"fortify": ["-D_FORTIFY_SOURCE=2"],
@@ -34,6 +35,12 @@ def probes(tmp_path_factory) -> dict[str, str]:
                         os.path.join(HERE, "c", "pathprobe.c")], check=True)
         built[name] = exe
     return built
+
+
+def no_shims() -> dict:
+    """The environment of a run without the shims: the sanitizer's runtime alone when
+    test_sanitized.py reruns these tests (it changes how libc's crashes end)."""
+    return {"LD_PRELOAD": preload()}
 
 
 def run(exe: str, env: dict, *args: str, cwd: str | None = None) -> str:

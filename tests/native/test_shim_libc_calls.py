@@ -11,7 +11,7 @@ import pytest
 
 from mokka.core import names
 from tests.native.ibnode import ib_node, shim_libs  # noqa: F401 (fixtures)
-from tests.native.pathprobe import FLAVOURS, probes, report, run  # noqa: F401 (fixture)
+from tests.native.pathprobe import FLAVOURS, no_shims, probes, report, run  # noqa: F401 (fixture)
 from tests.native.test_path_shims import preload
 
 GPU0 = "/sys/bus/pci/devices/0000:1a:00.0"
@@ -56,7 +56,8 @@ def test_every_call_reads_the_staged_ib_tree(ib_node, probes, flavour):
         ("stat", "lstat", "fstatat", "statx"), f"ino {os.stat(staged(node.overlay.ib, hca)).st_ino}")
     assert {k: device[k] for k in ("access", "faccessat", "euidaccess")} == dict.fromkeys(
         ("access", "faccessat", "euidaccess"), "ok")
-    assert device["opendir"] == device["scandir"] == ",".join(sorted(os.listdir(staged(node.overlay.ib, hca))))
+    entries = ",".join(sorted(os.listdir(staged(node.overlay.ib, hca))))
+    assert device["opendir"] == device["scandir"] == entries
     assert device["chdir"] == device["realpath"] == os.path.realpath(staged(node.overlay.ib, hca))
 
 
@@ -64,7 +65,7 @@ def test_unset_variables_leave_every_call_on_the_host(ib_node, probes):
     node = ib_node("h100")
     env = {"LD_PRELOAD": preload(node.shims[names.FS_LIB_FILE], node.shims[names.IB_SYS_LIB_FILE])}
     paths = (f"{GPU0}/vendor", GPU0, "/sys/class/infiniband/mlx5_0")
-    assert report(probes["fortify"], env, *paths) == report(probes["fortify"], {}, *paths)
+    assert report(probes["fortify"], env, *paths) == report(probes["fortify"], no_shims(), *paths)
 
 
 def test_threads_and_a_signal_handler_share_the_shim(ib_node, probes):

@@ -7,8 +7,9 @@
  *       every libc path call on every PATH ("NULL": a NULL pointer), one line
  *       "<call>\t<path>\t<result>" each; each call runs in a child of its own,
  *       so a call that crashes reports "signal <n>". CHDIR: a directory to
- *       chdir() into first, DIRFD: one to open() for the *at calls' directory
- *       fd ("-": none, AT_FDCWD), both through the shims as any path.
+ *       chdir() into first, DIRFD: a path to open() for the *at calls'
+ *       directory fd (a file too: their relative paths then fail ENOTDIR;
+ *       "-": AT_FDCWD), both through the shims as any path.
  *       A result is what the call gives (first line read, inode, link text,
  *       sorted names, xattr value) or strerror(errno).
  *   pathprobe stress PATH N
@@ -331,7 +332,7 @@ static int report(const char *dir, const char *at, char **paths, int count)
         return 0;
     }
     int dirfd = AT_FDCWD;
-    if (strcmp(at, "-") != 0 && (dirfd = open(at, O_RDONLY | O_DIRECTORY)) < 0) {
+    if (strcmp(at, "-") != 0 && (dirfd = open(at, O_RDONLY)) < 0) {
         printf("dirfd\t%s\t%s\n", at, strerror(errno));
         return 0;
     }
