@@ -57,8 +57,9 @@ class Library(typing.NamedTuple):
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
 
 
-#: What every path shim links: the libc interposers, the rewrite, the cached map.
-SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/map.c")
+#: What every path shim links: the libc interposers, the redirect decision and the
+#: lexical normal form it decides on, the cached map, the environment reader.
+SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/lexical.c", "shims/map.c", "shims/env.c")
 
 #: The libraries, by the name --lib takes. The shims share native/shims/ (path
 #: rewriting and the libc interposers) and add the one file naming their prefixes.
@@ -68,7 +69,7 @@ LIBRARIES: dict[str, Library] = {
                     cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
     # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
     "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c", "ib/query.c", "ib/transport.c")),
-    "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/rewrite.c")),
+    "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/env.c")),
     "ibmocksys": Library(names.IB_SYS_LIB_FILE, SHIM + ("shims/ibsys.c",)),
     "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
 }

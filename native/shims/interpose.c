@@ -1,13 +1,16 @@
 /* The libc path calls every path shim interposes: each maps its path argument
- * (mokka_shim_map) and calls the next definition (dlsym RTLD_NEXT), so several
- * shims preloaded together chain. Covered: the open family with the fortify
- * (__open_2, __openat_2) and 64-bit variants, fopen/freopen, opendir and
- * scandir (glibc's scandir opens its directory internally, past opendir), the
- * stat family (stat/lstat/fstatat since glibc 2.33, __xstat/__lxstat/__fxstatat
- * before, statx), access/faccessat/euidaccess, readlink/readlinkat (and their
- * __*_chk), realpath (and __realpath_chk), and chdir (ibstatus cds into
- * /sys/class/infiniband and reads relative paths from there). The next definitions are resolved
- * in the constructor, so a call from a signal handler never reaches dlsym. */
+ * (mokka_shim_map, with the directory fd of an *at call) and calls the next
+ * definition (dlsym RTLD_NEXT), so several shims preloaded together chain.
+ * Covered: the open family with the fortify (__open_2, __openat_2) and 64-bit
+ * variants, fopen/freopen, opendir and scandir (glibc's scandir opens its
+ * directory internally, past opendir), the stat family (stat/lstat/fstatat
+ * since glibc 2.33, __xstat/__lxstat/__fxstatat before, statx),
+ * access/faccessat/euidaccess, readlink/readlinkat (and their __*_chk),
+ * realpath (and __realpath_chk), the path xattr calls (ls -l asks lgetxattr
+ * and getxattr of every entry) and chdir (ibstatus cds into
+ * /sys/class/infiniband and reads relative paths from there). The next
+ * definitions are resolved in the constructor, so a call from a signal handler
+ * never reaches dlsym. */
 #define _GNU_SOURCE
 #undef _FORTIFY_SOURCE
 #include <dirent.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -56,7 +60,9 @@ int eaccess(const char *, int);
     X(opendir) X(scandir) X(scandir64) X(stat) X(stat64) X(lstat) X(lstat64) X(fstatat) \
     X(fstatat64) X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstatat) \
     X(__fxstatat64) X(statx) X(access) X(faccessat) X(euidaccess) X(eaccess) X(readlink) \
-    X(readlinkat) X(__readlink_chk) X(__readlinkat_chk) X(realpath) X(__realpath_chk) X(chdir)
+    X(readlinkat) X(__readlink_chk) X(__readlinkat_chk) X(realpath) X(__realpath_chk) X(chdir) \
+    X(getxattr) X(lgetxattr) X(listxattr) X(llistxattr) X(setxattr) X(lsetxattr) X(removexattr) \
+    X(lremovexattr)
 
 #define DECLARE(name) static __typeof__(&name) next_##name;
 FUNCTIONS(DECLARE)
@@ -82,19 +88,54 @@ __attribute__((constructor)) static void resolve_all(void)
 }
 
 /* The next definition; resolved late only if called before the constructor. */
-#define NEXT(name) \
+#define NEXT(name, fail) \
     __typeof__(&name) real = __atomic_load_n(&next_##name, __ATOMIC_RELAXED); \
     if (real == NULL) { \
         real = (__typeof__(&name))lookup(#name); \
         __atomic_store_n(&next_##name, real, __ATOMIC_RELAXED); \
     } \
-    if (real == NULL) { errno = ENOSYS; return FAIL; }
+    if (real == NULL) { errno = ENOSYS; return fail; }
 
-/* `mapped`: the path to hand on, or return FAIL (errno set by the map). */
-#define MAP(path) \
+/* `mapped`: the path to hand on, or return `fail` (errno set by the map). */
+#define MAP(dirfd, path, fail) \
     char buf_[MOKKA_SHIM_PATH_MAX]; \
-    const char *mapped = mokka_shim_map(path, buf_); \
-    if (mapped == NULL) return FAIL;
+    const char *mapped; \
+    if (mokka_shim_map(dirfd, path, buf_, &mapped) != 0) return fail;
+
+/* A caller's NULL path goes on as it came, for libc to answer as without us
+ * (EFAULT, EINVAL): the nonnull contract of libc's declarations is the
+ * caller's, so the sanitizer build does not stop a wrapper for handing it on. */
+#define PASS_NULL __attribute__((no_sanitize("nonnull-attribute")))
+
+/* One wrapped call: its parameters as libc declares them (the path named
+ * `path`), `dirfd` where a relative path starts from, and the arguments handed
+ * on with `mapped` for the path. */
+#define WRAP(ret, fail, name, dirfd, params, args) \
+    MOKKA_EXPORT PASS_NULL ret name params \
+    { NEXT(name, fail) MAP(dirfd, path, fail) return real args; }
+
+/* The common shapes: a path and 1-4 more arguments; a directory fd, a path and
+ * 1-3 more. */
+#define WRAP_1(ret, name, T1) \
+    WRAP(ret, -1, name, AT_FDCWD, (const char *path, T1 a), (mapped, a))
+#define WRAP_2(ret, name, T1, T2) \
+    WRAP(ret, -1, name, AT_FDCWD, (const char *path, T1 a, T2 b), (mapped, a, b))
+#define WRAP_3(ret, name, T1, T2, T3) \
+    WRAP(ret, -1, name, AT_FDCWD, (const char *path, T1 a, T2 b, T3 c), (mapped, a, b, c))
+#define WRAP_4(ret, name, T1, T2, T3, T4) \
+    WRAP(ret, -1, name, AT_FDCWD, (const char *path, T1 a, T2 b, T3 c, T4 d), (mapped, a, b, c, d))
+#define WRAP_AT1(ret, name, T1) \
+    WRAP(ret, -1, name, dirfd, (int dirfd, const char *path, T1 a), (dirfd, mapped, a))
+#define WRAP_AT2(ret, name, T1, T2) \
+    WRAP(ret, -1, name, dirfd, (int dirfd, const char *path, T1 a, T2 b), (dirfd, mapped, a, b))
+#define WRAP_AT3(ret, name, T1, T2, T3) \
+    WRAP(ret, -1, name, dirfd, (int dirfd, const char *path, T1 a, T2 b, T3 c), \
+         (dirfd, mapped, a, b, c))
+#define WRAP_VER(name, S) \
+    WRAP(int, -1, name, AT_FDCWD, (int ver, const char *path, struct S *st), (ver, mapped, st))
+#define WRAP_VERAT(name, S) \
+    WRAP(int, -1, name, dirfd, (int ver, int dirfd, const char *path, struct S *st, int flag), \
+         (ver, dirfd, mapped, st, flag))
 
 static int has_mode(int flags)
 {
@@ -105,10 +146,9 @@ static int has_mode(int flags)
     return (flags & O_CREAT) != 0;
 }
 
-#define FAIL (-1)
-
-#define WRAP_OPEN(name) \
-    MOKKA_EXPORT int name(const char *path, int flags, ...) \
+/* The variadic open family: the mode is read only when the flags say it is there. */
+#define WRAP_OPEN(name, dirfd, params, args) \
+    MOKKA_EXPORT PASS_NULL int name params \
     { \
         mode_t mode = 0; \
         if (has_mode(flags)) { \
@@ -117,45 +157,20 @@ static int has_mode(int flags)
             mode = (mode_t)va_arg(ap, int); \
             va_end(ap); \
         } \
-        NEXT(name) MAP(path) \
-        return real(mapped, flags, mode); \
+        NEXT(name, -1) MAP(dirfd, path, -1) \
+        return real args; \
     }
-WRAP_OPEN(open)
-WRAP_OPEN(open64)
+WRAP_OPEN(open, AT_FDCWD, (const char *path, int flags, ...), (mapped, flags, mode))
+WRAP_OPEN(open64, AT_FDCWD, (const char *path, int flags, ...), (mapped, flags, mode))
+WRAP_OPEN(openat, dirfd, (int dirfd, const char *path, int flags, ...),
+          (dirfd, mapped, flags, mode))
+WRAP_OPEN(openat64, dirfd, (int dirfd, const char *path, int flags, ...),
+          (dirfd, mapped, flags, mode))
 
-#define WRAP_OPENAT(name) \
-    MOKKA_EXPORT int name(int dirfd, const char *path, int flags, ...) \
-    { \
-        mode_t mode = 0; \
-        if (has_mode(flags)) { \
-            va_list ap; \
-            va_start(ap, flags); \
-            mode = (mode_t)va_arg(ap, int); \
-            va_end(ap); \
-        } \
-        NEXT(name) MAP(path) \
-        return real(dirfd, mapped, flags, mode); \
-    }
-WRAP_OPENAT(openat)
-WRAP_OPENAT(openat64)
-
-#define WRAP_1(ret, name, T1) \
-    MOKKA_EXPORT ret name(const char *path, T1 a) { NEXT(name) MAP(path) return real(mapped, a); }
-#define WRAP_2(ret, name, T1, T2) \
-    MOKKA_EXPORT ret name(const char *path, T1 a, T2 b) \
-    { NEXT(name) MAP(path) return real(mapped, a, b); }
-#define WRAP_AT1(ret, name, T1) \
-    MOKKA_EXPORT ret name(int dirfd, const char *path, T1 a) \
-    { NEXT(name) MAP(path) return real(dirfd, mapped, a); }
-#define WRAP_AT2(ret, name, T1, T2) \
-    MOKKA_EXPORT ret name(int dirfd, const char *path, T1 a, T2 b) \
-    { NEXT(name) MAP(path) return real(dirfd, mapped, a, b); }
-#define WRAP_AT3(ret, name, T1, T2, T3) \
-    MOKKA_EXPORT ret name(int dirfd, const char *path, T1 a, T2 b, T3 c) \
-    { NEXT(name) MAP(path) return real(dirfd, mapped, a, b, c); }
-#define WRAP_VER(name, S) \
-    MOKKA_EXPORT int name(int ver, const char *path, struct S *st) \
-    { NEXT(name) MAP(path) return real(ver, mapped, st); }
+typedef int (*dirent_filter)(const struct dirent *);
+typedef int (*dirent_compare)(const struct dirent **, const struct dirent **);
+typedef int (*dirent64_filter)(const struct dirent64 *);
+typedef int (*dirent64_compare)(const struct dirent64 **, const struct dirent64 **);
 
 WRAP_1(int, __open_2, int)
 WRAP_1(int, __open64_2, int)
@@ -173,6 +188,8 @@ WRAP_VER(__xstat, stat)
 WRAP_VER(__xstat64, stat64)
 WRAP_VER(__lxstat, stat)
 WRAP_VER(__lxstat64, stat64)
+WRAP_VERAT(__fxstatat, stat)
+WRAP_VERAT(__fxstatat64, stat64)
 WRAP_AT3(int, statx, int, unsigned int, struct statx *)
 WRAP_1(int, access, int)
 WRAP_1(int, euidaccess, int)
@@ -180,95 +197,26 @@ WRAP_1(int, eaccess, int)
 WRAP_AT2(int, faccessat, int, int)
 WRAP_2(ssize_t, readlink, char *, size_t)
 WRAP_AT2(ssize_t, readlinkat, char *, size_t)
-
-MOKKA_EXPORT int chdir(const char *path)
-{
-    NEXT(chdir) MAP(path)
-    return real(mapped);
-}
-
-MOKKA_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flag)
-{
-    NEXT(__fxstatat) MAP(path)
-    return real(ver, dirfd, mapped, st, flag);
-}
-
-MOKKA_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flag)
-{
-    NEXT(__fxstatat64) MAP(path)
-    return real(ver, dirfd, mapped, st, flag);
-}
-
-MOKKA_EXPORT ssize_t __readlink_chk(const char *path, char *out, size_t len, size_t outlen)
-{
-    NEXT(__readlink_chk) MAP(path)
-    return real(mapped, out, len, outlen);
-}
-
-MOKKA_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *out, size_t len,
-                                      size_t outlen)
-{
-    NEXT(__readlinkat_chk) MAP(path)
-    return real(dirfd, mapped, out, len, outlen);
-}
-
-MOKKA_EXPORT int scandir(const char *path, struct dirent ***list,
-                         int (*filter)(const struct dirent *),
-                         int (*compare)(const struct dirent **, const struct dirent **))
-{
-    NEXT(scandir) MAP(path)
-    return real(mapped, list, filter, compare);
-}
-
-MOKKA_EXPORT int scandir64(const char *path, struct dirent64 ***list,
-                           int (*filter)(const struct dirent64 *),
-                           int (*compare)(const struct dirent64 **, const struct dirent64 **))
-{
-    NEXT(scandir64) MAP(path)
-    return real(mapped, list, filter, compare);
-}
-
-#undef FAIL
-#define FAIL NULL
-
-MOKKA_EXPORT FILE *fopen(const char *path, const char *mode)
-{
-    NEXT(fopen) MAP(path)
-    return real(mapped, mode);
-}
-
-MOKKA_EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-    NEXT(fopen64) MAP(path)
-    return real(mapped, mode);
-}
-
-MOKKA_EXPORT FILE *freopen(const char *path, const char *mode, FILE *stream)
-{
-    NEXT(freopen) MAP(path)
-    return real(mapped, mode, stream);
-}
-
-MOKKA_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *stream)
-{
-    NEXT(freopen64) MAP(path)
-    return real(mapped, mode, stream);
-}
-
-MOKKA_EXPORT DIR *opendir(const char *path)
-{
-    NEXT(opendir) MAP(path)
-    return real(mapped);
-}
-
-MOKKA_EXPORT char *realpath(const char *path, char *resolved)
-{
-    NEXT(realpath) MAP(path)
-    return real(mapped, resolved);
-}
-
-MOKKA_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t size)
-{
-    NEXT(__realpath_chk) MAP(path)
-    return real(mapped, resolved, size);
-}
+WRAP_3(ssize_t, __readlink_chk, char *, size_t, size_t)
+WRAP_AT3(ssize_t, __readlinkat_chk, char *, size_t, size_t)
+WRAP_3(int, scandir, struct dirent ***, dirent_filter, dirent_compare)
+WRAP_3(int, scandir64, struct dirent64 ***, dirent64_filter, dirent64_compare)
+WRAP_3(ssize_t, getxattr, const char *, void *, size_t)
+WRAP_3(ssize_t, lgetxattr, const char *, void *, size_t)
+WRAP_2(ssize_t, listxattr, char *, size_t)
+WRAP_2(ssize_t, llistxattr, char *, size_t)
+WRAP_4(int, setxattr, const char *, const void *, size_t, int)
+WRAP_4(int, lsetxattr, const char *, const void *, size_t, int)
+WRAP_1(int, removexattr, const char *)
+WRAP_1(int, lremovexattr, const char *)
+WRAP(int, -1, chdir, AT_FDCWD, (const char *path), (mapped))
+WRAP(FILE *, NULL, fopen, AT_FDCWD, (const char *path, const char *mode), (mapped, mode))
+WRAP(FILE *, NULL, fopen64, AT_FDCWD, (const char *path, const char *mode), (mapped, mode))
+WRAP(FILE *, NULL, freopen, AT_FDCWD, (const char *path, const char *mode, FILE *stream),
+     (mapped, mode, stream))
+WRAP(FILE *, NULL, freopen64, AT_FDCWD, (const char *path, const char *mode, FILE *stream),
+     (mapped, mode, stream))
+WRAP(DIR *, NULL, opendir, AT_FDCWD, (const char *path), (mapped))
+WRAP(char *, NULL, realpath, AT_FDCWD, (const char *path, char *resolved), (mapped, resolved))
+WRAP(char *, NULL, __realpath_chk, AT_FDCWD, (const char *path, char *resolved, size_t size),
+     (mapped, resolved, size))

@@ -11,7 +11,8 @@ LIBRARY_TESTS = ["test_engine_corpus.py", "test_fields.py", "test_threads.py", "
                  "test_overrides_live.py", "test_processes_and_placement.py",
                  "test_fabric_state_dir.py", "test_xid_events.py", "test_dynamic.py", "test_reset_slots.py"]
 
-SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.py"]
+SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.py",
+              "test_shim_path_forms.py"]
 
 
 def test_library_tests_run_clean_under_asan_and_ubsan(tmp_path):
