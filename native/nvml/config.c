@@ -117,7 +117,7 @@ void config_companion_path(const char *yaml, char *out, size_t size)
     snprintf(out, size, "%.*s%s", (int)keep, yaml, MOKKA_NVML_COMPANION_SUFFIX);
 }
 
-void config_overrides_path(const char *config_yaml, char *out, size_t size)
+void config_overrides_dir(const char *config_yaml, char *out, size_t size)
 {
     const char *env = getenv(MOKKA_ENV_NVML_OVERRIDES);
     if (env && *env) {
@@ -125,18 +125,11 @@ void config_overrides_path(const char *config_yaml, char *out, size_t size)
         return;
     }
     char dir[MOCK_PATH_MAX];
-    if (config_yaml[0] == '/') {
-        snprintf(dir, sizeof dir, "%s", config_yaml);
-    } else {                                      /* os.path.abspath */
-        char cwd[MOCK_PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            cwd[0] = '\0';
-        snprintf(dir, sizeof dir, "%s/%s", cwd, config_yaml);
-    }
+    snprintf(dir, sizeof dir, "%s", config_yaml);     /* absolute (config_locate) */
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    snprintf(out, size, "%s/%s", dir, MOKKA_OVERRIDES_FILE);
+    snprintf(out, size, "%s/%s", dir, MOKKA_OVERRIDES_DIR);
 }
 
 /* `<root>/driver/usr/lib64/<this library>` -> `<root>/driver/config/config.yaml`. */
@@ -168,7 +161,34 @@ static int from_library_path(char *out, size_t size)
     return realpath(info.dli_fname, real) && beside_library(real, out, size);
 }
 
+/* os.path.abspath: relative to the working directory at nvmlInit, so a later
+ * chdir moves nothing. 0 when the result does not fit. */
+static int make_absolute(char *path, size_t size)
+{
+    if (path[0] == '/')
+        return 1;
+    char cwd[MOCK_PATH_MAX], rel[MOCK_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return 0;
+    snprintf(rel, sizeof rel, "%s", path);
+    int n = snprintf(path, size, "%s/%s", cwd, rel);
+    return n > 0 && (size_t)n < size;
+}
+
+static nvmlReturn_t locate(char *yaml, size_t size);
+
 nvmlReturn_t config_locate(char *yaml, size_t size)
+{
+    nvmlReturn_t ret = locate(yaml, size);
+    if (ret == NVML_SUCCESS && !make_absolute(yaml, size)) {
+        mock_say("%s: the working directory and this path are too long: give an absolute %s",
+                 yaml, MOKKA_ENV_NVML_CONFIG);
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    return ret;
+}
+
+static nvmlReturn_t locate(char *yaml, size_t size)
 {
     const char *env = getenv(MOKKA_ENV_NVML_CONFIG);
     if (env && *env) {

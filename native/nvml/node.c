@@ -82,15 +82,8 @@ static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
         snprintf(out, size, "%s", dir);
         return 1;
     }
-    char path[2 * MOCK_PATH_MAX + 2];
-    if (n->config_yaml[0] == '/') {
-        snprintf(path, sizeof path, "%s", n->config_yaml);
-    } else {                                      /* os.path.abspath */
-        char cwd[MOCK_PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            return 0;
-        snprintf(path, sizeof path, "%s/%s", cwd, n->config_yaml);
-    }
+    char path[MOCK_PATH_MAX];
+    snprintf(path, sizeof path, "%s", n->config_yaml);   /* absolute (config_locate) */
     char *slash = strrchr(path, '/');             /* <root>/config | config.yaml */
     if (!slash)
         return 0;
@@ -275,7 +268,6 @@ nvmlReturn_t node_build(struct mock_node **out)
         g->node = n;
         g->phys = i;
         snprintf(g->base, sizeof g->base, "gpu.%u.", i);
-        snprintf(g->dev, sizeof g->dev, "devices.%u.", i);
         char fabric[48];
         snprintf(fabric, sizeof fabric, "%sfabric.", g->base);
         g->has_fabric = flat_has_prefix(&n->state, fabric);
@@ -283,7 +275,7 @@ nvmlReturn_t node_build(struct mock_node **out)
     apply_topology(n);
     resolve_fabric(n);
     dynamic_read_clock(n);
-    config_overrides_path(n->config_yaml, n->overrides_yaml, sizeof n->overrides_yaml);
+    config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
     select_visible(n);
     *out = n;
     return NVML_SUCCESS;
@@ -295,7 +287,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         return 0;
     if (a->count != b->count || a->nvisible != b->nvisible || a->fabric_ready != b->fabric_ready ||
         a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
-        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_yaml, b->overrides_yaml) != 0)
+        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_dir, b->overrides_dir) != 0)
         return 0;
     if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)
         return 0;

@@ -1,0 +1,486 @@
+"""One visible GPU as NVML reports it: the readings Mokka's nvidia-smi prints.
+
+Every method is one NVML query (or a few that belong together) and returns
+plain Python values, or None where NVML answers anything but success: that is
+what nvidia-smi prints as N/A. Pure plumbing over mokka.smi.nvml; the words
+nvidia-smi uses for the values are in mokka.smi.values.
+"""
+
+from __future__ import annotations
+
+import ctypes as C
+
+from mokka.smi import nvml
+
+ENABLED = 1
+
+# nvml.h enums the readings take as arguments.
+CLOCK_GRAPHICS, CLOCK_SM, CLOCK_MEM, CLOCK_VIDEO = 0, 1, 2, 3
+THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN, THRESHOLD_MEM_MAX, THRESHOLD_GPU_MAX = 0, 1, 2, 3
+THRESHOLD_ACOUSTIC_CURR = 5
+CORRECTED, UNCORRECTED = 0, 1
+VOLATILE, AGGREGATE = 0, 1
+LOCATION_DEVICE_MEMORY, LOCATION_SRAM = 2, 7
+RETIRE_MULTIPLE_SINGLE_BIT, RETIRE_DOUBLE_BIT = 0, 1
+INFOROM_OEM, INFOROM_ECC, INFOROM_POWER = 0, 1, 2
+PCIE_TX, PCIE_RX = 0, 1
+
+# Field ids (nvmlDeviceGetFieldValues).
+FI_MEMORY_TEMP = 82
+FI_NVLINK_LINK_COUNT = 91
+FI_NVLINK_GET_SPEED = 164
+FI_NVLINK_GET_STATE = 165
+FI_TEMPERATURE_SHUTDOWN_TLIMIT = 193
+FI_TEMPERATURE_SLOWDOWN_TLIMIT = 194
+FI_TEMPERATURE_MEM_MAX_TLIMIT = 195
+FI_TEMPERATURE_GPU_MAX_TLIMIT = 196
+#: The export table slots NVIDIA's nvidia-smi reads rows from that NVML has no call for.
+SLOT_TLIMIT_TEMP = 239
+SLOT_HOST_MAX_PCIE_GEN = 229
+#: The clocks event reason counters (ns), by nvidia-smi's row: NVML 12.8's field ids.
+FI_CLOCKS_EVENT_COUNTERS = {"sw_power_cap": 74, "sync_boost": 76, "sw_therm_slowdown": 251,
+                            "hw_therm_slowdown": 252, "hw_power_brake": 253}
+VALUE_DOUBLE, VALUE_UINT, VALUE_ULONG, VALUE_ULONGLONG, VALUE_SLONGLONG, VALUE_SINT = 0, 1, 2, 3, 4, 5
+
+MAX_PROCESSES = 256
+MAX_PAGES = 512
+MAX_CLOCKS = 512
+
+
+def struct_version(ctype, version: int) -> int:
+    """NVML_STRUCT_VERSION: the struct's size with the version in the top byte."""
+    return C.sizeof(ctype) | (version << 24)
+
+
+class PciInfo(C.Structure):
+    _fields_ = [("busIdLegacy", C.c_char * 16), ("domain", C.c_uint), ("bus", C.c_uint),
+                ("device", C.c_uint), ("pciDeviceId", C.c_uint), ("pciSubSystemId", C.c_uint),
+                ("busId", C.c_char * nvml.BUS_ID_SIZE)]
+
+
+class PciInfoExt(C.Structure):
+    _fields_ = [("version", C.c_uint), ("domain", C.c_uint), ("bus", C.c_uint), ("device", C.c_uint),
+                ("pciDeviceId", C.c_uint), ("pciSubSystemId", C.c_uint), ("baseClass", C.c_uint),
+                ("subClass", C.c_uint), ("busId", C.c_char * nvml.BUS_ID_SIZE)]
+
+
+class Memory(C.Structure):
+    _fields_ = [("version", C.c_uint), ("total", C.c_ulonglong), ("reserved", C.c_ulonglong),
+                ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
+
+
+class Bar1(C.Structure):
+    _fields_ = [("total", C.c_ulonglong), ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
+
+
+class Utilization(C.Structure):
+    _fields_ = [("gpu", C.c_uint), ("memory", C.c_uint)]
+
+
+class FbcStats(C.Structure):
+    _fields_ = [("sessions", C.c_uint), ("fps", C.c_uint), ("latency", C.c_uint)]
+
+
+class ProcessInfo(C.Structure):
+    _fields_ = [("pid", C.c_uint), ("usedGpuMemory", C.c_ulonglong), ("gpuInstanceId", C.c_uint),
+                ("computeInstanceId", C.c_uint)]
+
+
+class FabricInfo(C.Structure):
+    """nvmlGpuFabricInfo_v3_t (NVML 12.8): v2 and the health summary."""
+    _fields_ = [("version", C.c_uint), ("clusterUuid", C.c_ubyte * 16), ("status", C.c_int),
+                ("cliqueId", C.c_uint), ("state", C.c_ubyte), ("healthMask", C.c_uint),
+                ("healthSummary", C.c_ubyte)]
+
+
+class C2cMode(C.Structure):
+    _fields_ = [("enabled", C.c_uint)]
+
+
+class PlatformInfo(C.Structure):
+    """nvmlPlatformInfo_v2_t (NVML 12.6 and later)."""
+    _fields_ = [("version", C.c_uint), ("ibGuid", C.c_ubyte * 16), ("chassisSerialNumber", C.c_ubyte * 16),
+                ("slotNumber", C.c_ubyte), ("trayIndex", C.c_ubyte), ("hostId", C.c_ubyte),
+                ("peerType", C.c_ubyte), ("moduleId", C.c_ubyte)]
+
+
+class RowRemapperHistogram(C.Structure):
+    _fields_ = [(k, C.c_uint) for k in ("max", "high", "partial", "low", "none")]
+
+
+class SramEccStatus(C.Structure):
+    """nvmlEccSramErrorStatus_v1_t."""
+    _fields_ = [("version", C.c_uint)] + [(k, C.c_ulonglong) for k in (
+        "aggregateUncParity", "aggregateUncSecDed", "aggregateCor", "volatileUncParity",
+        "volatileUncSecDed", "volatileCor", "aggregateUncBucketL2", "aggregateUncBucketSm",
+        "aggregateUncBucketPcie", "aggregateUncBucketMcu", "aggregateUncBucketOther")] + [
+        ("bThresholdExceeded", C.c_uint)]
+
+
+class FieldValue(C.Structure):
+    _fields_ = [("fieldId", C.c_uint), ("scopeId", C.c_uint), ("timestamp", C.c_longlong),
+                ("latencyUsec", C.c_longlong), ("valueType", C.c_int), ("nvmlReturn", C.c_int),
+                ("value", C.c_ubyte * 8)]
+
+
+def field_value(f: FieldValue):
+    raw = bytes(f.value)
+    if f.valueType in (VALUE_UINT, VALUE_SINT):
+        return int.from_bytes(raw[:4], "little", signed=f.valueType == VALUE_SINT)
+    if f.valueType == VALUE_SLONGLONG:
+        return int.from_bytes(raw, "little", signed=True)
+    if f.valueType in (VALUE_ULONG, VALUE_ULONGLONG):
+        return int.from_bytes(raw, "little")
+    if f.valueType == VALUE_DOUBLE:
+        return C.c_double.from_buffer_copy(raw).value
+    return None
+
+
+class Gpu:
+    """Visible GPU ``index`` of a loaded mock library."""
+
+    def __init__(self, lib: nvml.Library, index: int, handle: C.c_void_p):
+        self.lib = lib
+        self.index = index
+        self.handle = handle
+
+    # --- the shapes of most queries -------------------------------------------------
+
+    def _ask(self, name: str, *args) -> bool:
+        return self.lib.ask(name, self.handle, *args) == nvml.SUCCESS
+
+    def _u32(self, name: str, *before) -> int | None:
+        out = C.c_uint(0)
+        return out.value if self._ask(name, *before, C.byref(out)) else None
+
+    def _u64(self, name: str, *before) -> int | None:
+        out = C.c_ulonglong(0)
+        return out.value if self._ask(name, *before, C.byref(out)) else None
+
+    def _pair(self, name: str, ctype=C.c_uint) -> tuple:
+        a, b = ctype(0), ctype(0)
+        return (a.value, b.value) if self._ask(name, C.byref(a), C.byref(b)) else (None, None)
+
+    def _string(self, name: str, size: int = nvml.STRING_SIZE) -> str | None:
+        buf = C.create_string_buffer(size)
+        return buf.value.decode(errors="replace") if self._ask(name, buf, C.c_uint(size)) else None
+
+    def _struct(self, name: str, ctype, version: int | None = None):
+        out = ctype()
+        if version is not None:
+            out.version = struct_version(ctype, version)
+        return out if self._ask(name, C.byref(out)) else None
+
+    def fields(self, ids: list, scopes: list | None = None) -> list:
+        """nvmlDeviceGetFieldValues: one value (or None) per (field id, scope id)."""
+        values = (FieldValue * len(ids))()
+        for i, fid in enumerate(ids):
+            values[i].fieldId = fid
+            values[i].scopeId = scopes[i] if scopes else 0
+        if not self._ask("nvmlDeviceGetFieldValues", C.c_int(len(ids)), values):
+            return [None] * len(ids)
+        return [field_value(v) if v.nvmlReturn == nvml.SUCCESS else None for v in values]
+
+    # --- identity ---------------------------------------------------------------------
+
+    def name(self):
+        return self._string("nvmlDeviceGetName")
+
+    def uuid(self):
+        return self._string("nvmlDeviceGetUUID", nvml.UUID_SIZE)
+
+    def serial(self):
+        return self._string("nvmlDeviceGetSerial")
+
+    def vbios_version(self):
+        return self._string("nvmlDeviceGetVbiosVersion")
+
+    def board_part_number(self):
+        return self._string("nvmlDeviceGetBoardPartNumber")
+
+    def minor_number(self):
+        return self._u32("nvmlDeviceGetMinorNumber")
+
+    def board_id(self):
+        return self._u32("nvmlDeviceGetBoardId")
+
+    def multi_gpu_board(self):
+        return self._u32("nvmlDeviceGetMultiGpuBoard")
+
+    def module_id(self):
+        return self._u32("nvmlDeviceGetModuleId")
+
+    def brand(self):
+        return self._u32("nvmlDeviceGetBrand")
+
+    def architecture(self):
+        return self._u32("nvmlDeviceGetArchitecture")
+
+    def compute_capability(self) -> tuple:
+        return self._pair("nvmlDeviceGetCudaComputeCapability", C.c_int)
+
+    def pci(self) -> PciInfo | None:
+        return self._struct("nvmlDeviceGetPciInfo_v3", PciInfo)
+
+    def pci_ext(self) -> PciInfoExt | None:
+        return self._struct("nvmlDeviceGetPciInfoExt", PciInfoExt, 1)
+
+    def bus_id(self) -> str:
+        pci = self.pci()
+        return pci.busId.decode() if pci else "N/A"
+
+    def platform(self) -> PlatformInfo | None:
+        return self._struct("nvmlDeviceGetPlatformInfo", PlatformInfo, 2)
+
+    def inforom_image(self):
+        return self._string("nvmlDeviceGetInforomImageVersion")
+
+    def inforom(self, obj: int):
+        buf = C.create_string_buffer(nvml.STRING_SIZE)
+        return buf.value.decode() if self._ask("nvmlDeviceGetInforomVersion", C.c_int(obj), buf,
+                                               C.c_uint(nvml.STRING_SIZE)) else None
+
+    def gsp_firmware_mode(self):
+        return self._pair("nvmlDeviceGetGspFirmwareMode")[0]
+
+    def gsp_firmware_version(self):
+        buf = C.create_string_buffer(64)
+        return buf.value.decode() if self._ask("nvmlDeviceGetGspFirmwareVersion", buf) else None
+
+    # --- modes ------------------------------------------------------------------------
+
+    def display_mode(self):
+        return self._u32("nvmlDeviceGetDisplayMode")
+
+    def display_active(self):
+        return self._u32("nvmlDeviceGetDisplayActive")
+
+    def persistence_mode(self):
+        return self._u32("nvmlDeviceGetPersistenceMode")
+
+    def accounting_mode(self):
+        return self._u32("nvmlDeviceGetAccountingMode")
+
+    def accounting_buffer_size(self):
+        return self._u32("nvmlDeviceGetAccountingBufferSize")
+
+    def mig_mode(self) -> tuple:
+        return self._pair("nvmlDeviceGetMigMode")
+
+    def driver_model(self) -> tuple:
+        return self._pair("nvmlDeviceGetDriverModel")
+
+    def gpu_operation_mode(self) -> tuple:
+        return self._pair("nvmlDeviceGetGpuOperationMode")
+
+    def virtualization_mode(self):
+        return self._u32("nvmlDeviceGetVirtualizationMode")
+
+    def host_vgpu_mode(self):
+        return self._u32("nvmlDeviceGetHostVgpuMode")
+
+    def c2c_enabled(self):
+        info = self._struct("nvmlDeviceGetC2cModeInfoV", C2cMode)
+        return None if info is None else info.enabled
+
+    def compute_mode(self):
+        return self._u32("nvmlDeviceGetComputeMode")
+
+    def ecc_mode(self) -> tuple:
+        return self._pair("nvmlDeviceGetEccMode")
+
+    def performance_state(self):
+        return self._u32("nvmlDeviceGetPerformanceState")
+
+    def power_management_mode(self):
+        return self._u32("nvmlDeviceGetPowerManagementMode")
+
+    # --- PCIe ---------------------------------------------------------------------------
+
+    def pcie_max_gen(self):
+        return self._u32("nvmlDeviceGetMaxPcieLinkGeneration")
+
+    def pcie_device_max_gen(self):
+        return self._u32("nvmlDeviceGetGpuMaxPcieLinkGeneration")
+
+    def pcie_current_gen(self):
+        return self._u32("nvmlDeviceGetCurrPcieLinkGeneration")
+
+    def pcie_max_width(self):
+        return self._u32("nvmlDeviceGetMaxPcieLinkWidth")
+
+    def pcie_current_width(self):
+        return self._u32("nvmlDeviceGetCurrPcieLinkWidth")
+
+    def pcie_replay_counter(self):
+        return self._u32("nvmlDeviceGetPcieReplayCounter")
+
+    def pcie_throughput(self, counter: int):
+        return self._u32("nvmlDeviceGetPcieThroughput", C.c_int(counter))
+
+    def pcie_host_max_gen(self):
+        """What NVIDIA's nvidia-smi prints as Host Max: its export table's slot 229."""
+        out = C.c_uint(0)
+        slot = self.lib.export_slot(SLOT_HOST_MAX_PCIE_GEN, C.c_void_p, C.c_void_p)
+        return out.value if slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
+
+    # --- readings -----------------------------------------------------------------------
+
+    def fan_count(self):
+        return self._u32("nvmlDeviceGetNumFans")
+
+    def fan_speed(self):
+        return self._u32("nvmlDeviceGetFanSpeed")
+
+    def clocks_event_reasons(self):
+        return self._u64("nvmlDeviceGetCurrentClocksEventReasons")
+
+    def clocks_event_reasons_supported(self):
+        return self._u64("nvmlDeviceGetSupportedClocksEventReasons")
+
+    def clocks_event_counters(self) -> dict:
+        ids = list(FI_CLOCKS_EVENT_COUNTERS.values())
+        return dict(zip(FI_CLOCKS_EVENT_COUNTERS, self.fields(ids)))
+
+    def memory(self) -> Memory | None:
+        return self._struct("nvmlDeviceGetMemoryInfo_v2", Memory, 2)
+
+    def bar1(self) -> Bar1 | None:
+        return self._struct("nvmlDeviceGetBAR1MemoryInfo", Bar1)
+
+    def utilization(self) -> Utilization | None:
+        return self._struct("nvmlDeviceGetUtilizationRates", Utilization)
+
+    def engine_utilization(self, name: str):
+        """Encoder, Decoder, Jpg or Ofa: the percentage (the sampling period dropped)."""
+        util, period = C.c_uint(0), C.c_uint(0)
+        ok = self._ask(f"nvmlDeviceGet{name}Utilization", C.byref(util), C.byref(period))
+        return util.value if ok else None
+
+    def encoder_stats(self) -> tuple:
+        a, b, c = C.c_uint(0), C.c_uint(0), C.c_uint(0)
+        ok = self._ask("nvmlDeviceGetEncoderStats", C.byref(a), C.byref(b), C.byref(c))
+        return (a.value, b.value, c.value) if ok else (None, None, None)
+
+    def fbc_stats(self) -> tuple:
+        s = self._struct("nvmlDeviceGetFBCStats", FbcStats)
+        return (s.sessions, s.fps, s.latency) if s else (None, None, None)
+
+    def ecc_counter(self, error_type: int, counter: int, location: int):
+        return self._u64("nvmlDeviceGetMemoryErrorCounter", C.c_int(error_type), C.c_int(counter),
+                         C.c_int(location))
+
+    def ecc_total(self, error_type: int, counter: int):
+        return self._u64("nvmlDeviceGetTotalEccErrors", C.c_int(error_type), C.c_int(counter))
+
+    def sram_ecc(self) -> SramEccStatus | None:
+        return self._struct("nvmlDeviceGetSramEccErrorStatus", SramEccStatus, 1)
+
+    def retired_pages(self, cause: int) -> list | None:
+        count = C.c_uint(MAX_PAGES)
+        pages = (C.c_ulonglong * MAX_PAGES)()
+        if not self._ask("nvmlDeviceGetRetiredPages", C.c_int(cause), C.byref(count), pages):
+            return None
+        return list(pages[:min(count.value, MAX_PAGES)])
+
+    def retired_pages_pending(self):
+        return self._u32("nvmlDeviceGetRetiredPagesPendingStatus")
+
+    def remapped_rows(self) -> tuple | None:
+        out = [C.c_uint(0) for _ in range(4)]
+        ok = self._ask("nvmlDeviceGetRemappedRows", *(C.byref(x) for x in out))
+        return tuple(x.value for x in out) if ok else None
+
+    def row_remapper_histogram(self) -> RowRemapperHistogram | None:
+        return self._struct("nvmlDeviceGetRowRemapperHistogram", RowRemapperHistogram)
+
+    def temperature(self):
+        return self._u32("nvmlDeviceGetTemperature", C.c_int(0))
+
+    def tlimit_temperature(self):
+        """GPU T.Limit Temp (how far below its limit the GPU runs): the export table's row."""
+        out = C.c_int(0)
+        slot = self.lib.export_slot(SLOT_TLIMIT_TEMP, C.c_void_p, C.c_void_p)
+        return out.value if slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
+
+    def temperature_threshold(self, kind: int):
+        return self._u32("nvmlDeviceGetTemperatureThreshold", C.c_int(kind))
+
+    def power_usage(self):
+        return self._u32("nvmlDeviceGetPowerUsage")
+
+    def power_limit(self):
+        return self._u32("nvmlDeviceGetEnforcedPowerLimit")
+
+    def power_requested_limit(self):
+        return self._u32("nvmlDeviceGetPowerManagementLimit")
+
+    def power_default_limit(self):
+        return self._u32("nvmlDeviceGetPowerManagementDefaultLimit")
+
+    def power_limit_constraints(self) -> tuple:
+        return self._pair("nvmlDeviceGetPowerManagementLimitConstraints")
+
+    def clock(self, kind: int):
+        return self._u32("nvmlDeviceGetClockInfo", C.c_int(kind))
+
+    def applications_clock(self, kind: int):
+        return self._u32("nvmlDeviceGetApplicationsClock", C.c_int(kind))
+
+    def default_applications_clock(self, kind: int):
+        return self._u32("nvmlDeviceGetDefaultApplicationsClock", C.c_int(kind))
+
+    def max_clock(self, kind: int):
+        return self._u32("nvmlDeviceGetMaxClockInfo", C.c_int(kind))
+
+    def supported_clocks(self) -> list:
+        """[(memory MHz, [graphics MHz, ...]), ...]; [] when NVML lists none."""
+        count = C.c_uint(MAX_CLOCKS)
+        mems = (C.c_uint * MAX_CLOCKS)()
+        if not self._ask("nvmlDeviceGetSupportedMemoryClocks", C.byref(count), mems):
+            return []
+        out = []
+        for mem in mems[:min(count.value, MAX_CLOCKS)]:
+            n = C.c_uint(MAX_CLOCKS)
+            graphics = (C.c_uint * MAX_CLOCKS)()
+            ok = self._ask("nvmlDeviceGetSupportedGraphicsClocks", C.c_uint(mem), C.byref(n), graphics)
+            out.append((mem, list(graphics[:min(n.value, MAX_CLOCKS)]) if ok else []))
+        return out
+
+    def fabric(self) -> FabricInfo | None:
+        return self._struct("nvmlDeviceGetGpuFabricInfoV", FabricInfo, 3)
+
+    def processes(self) -> list:
+        """[(pid, used bytes, type "C" or "G", name), ...] of the compute then graphics processes."""
+        out = []
+        for kind, fn in (("C", "nvmlDeviceGetComputeRunningProcesses_v3"),
+                         ("G", "nvmlDeviceGetGraphicsRunningProcesses_v3")):
+            count = C.c_uint(MAX_PROCESSES)
+            infos = (ProcessInfo * MAX_PROCESSES)()
+            if not self._ask(fn, C.byref(count), infos):
+                continue
+            for p in infos[:min(count.value, MAX_PROCESSES)]:
+                out.append((p.pid, p.usedGpuMemory, kind, self.lib.process_name(p.pid)))
+        return out
+
+    def cpu_affinity(self, words: int = 16) -> list | None:
+        """The CPUs of this GPU's affinity, as numbers."""
+        mask = (C.c_ulong * words)()
+        if not self._ask("nvmlDeviceGetCpuAffinity", C.c_uint(words), mask):
+            return None
+        bits = C.sizeof(C.c_ulong) * 8
+        return [w * bits + b for w in range(words) for b in range(bits) if mask[w] >> b & 1]
+
+    def numa_node(self):
+        return self._u32("nvmlDeviceGetNumaNodeId")
+
+    def nvlink_speeds(self) -> list:
+        """Per NVLink (nvidia-smi's fields: count, then state and speed per link):
+        the speed in MB/s of an active link, None for an inactive one."""
+        (count,) = self.fields([FI_NVLINK_LINK_COUNT])
+        if not count:
+            return []
+        links = list(range(count))
+        states = self.fields([FI_NVLINK_GET_STATE] * count, links)
+        speeds = self.fields([FI_NVLINK_GET_SPEED] * count, links)
+        return [speed if state else None for state, speed in zip(states, speeds)]
