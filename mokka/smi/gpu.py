@@ -40,100 +40,17 @@ SLOT_HOST_MAX_PCIE_GEN = 229
 #: The clocks event reason counters (ns), by nvidia-smi's row: NVML 12.8's field ids.
 FI_CLOCKS_EVENT_COUNTERS = {"sw_power_cap": 74, "sync_boost": 76, "sw_therm_slowdown": 251,
                             "hw_therm_slowdown": 252, "hw_power_brake": 253}
-VALUE_DOUBLE, VALUE_UINT, VALUE_ULONG, VALUE_ULONGLONG, VALUE_SLONGLONG, VALUE_SINT = 0, 1, 2, 3, 4, 5
 
 MAX_PROCESSES = 256
 MAX_PAGES = 512
 MAX_CLOCKS = 512
 
 
-def struct_version(ctype, version: int) -> int:
-    """NVML_STRUCT_VERSION: the struct's size with the version in the top byte."""
-    return C.sizeof(ctype) | (version << 24)
-
-
-class PciInfo(C.Structure):
-    _fields_ = [("busIdLegacy", C.c_char * 16), ("domain", C.c_uint), ("bus", C.c_uint),
-                ("device", C.c_uint), ("pciDeviceId", C.c_uint), ("pciSubSystemId", C.c_uint),
-                ("busId", C.c_char * nvml.BUS_ID_SIZE)]
-
-
-class PciInfoExt(C.Structure):
-    _fields_ = [("version", C.c_uint), ("domain", C.c_uint), ("bus", C.c_uint), ("device", C.c_uint),
-                ("pciDeviceId", C.c_uint), ("pciSubSystemId", C.c_uint), ("baseClass", C.c_uint),
-                ("subClass", C.c_uint), ("busId", C.c_char * nvml.BUS_ID_SIZE)]
-
-
-class Memory(C.Structure):
-    _fields_ = [("version", C.c_uint), ("total", C.c_ulonglong), ("reserved", C.c_ulonglong),
-                ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
-
-
-class Bar1(C.Structure):
-    _fields_ = [("total", C.c_ulonglong), ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
-
-
-class Utilization(C.Structure):
-    _fields_ = [("gpu", C.c_uint), ("memory", C.c_uint)]
-
-
-class FbcStats(C.Structure):
-    _fields_ = [("sessions", C.c_uint), ("fps", C.c_uint), ("latency", C.c_uint)]
-
-
-class ProcessInfo(C.Structure):
-    _fields_ = [("pid", C.c_uint), ("usedGpuMemory", C.c_ulonglong), ("gpuInstanceId", C.c_uint),
-                ("computeInstanceId", C.c_uint)]
-
-
-class FabricInfo(C.Structure):
-    """nvmlGpuFabricInfo_v3_t (NVML 12.8): v2 and the health summary."""
-    _fields_ = [("version", C.c_uint), ("clusterUuid", C.c_ubyte * 16), ("status", C.c_int),
-                ("cliqueId", C.c_uint), ("state", C.c_ubyte), ("healthMask", C.c_uint),
-                ("healthSummary", C.c_ubyte)]
-
-
-class C2cMode(C.Structure):
-    _fields_ = [("enabled", C.c_uint)]
-
-
-class PlatformInfo(C.Structure):
-    """nvmlPlatformInfo_v2_t (NVML 12.6 and later)."""
-    _fields_ = [("version", C.c_uint), ("ibGuid", C.c_ubyte * 16), ("chassisSerialNumber", C.c_ubyte * 16),
-                ("slotNumber", C.c_ubyte), ("trayIndex", C.c_ubyte), ("hostId", C.c_ubyte),
-                ("peerType", C.c_ubyte), ("moduleId", C.c_ubyte)]
-
-
-class RowRemapperHistogram(C.Structure):
-    _fields_ = [(k, C.c_uint) for k in ("max", "high", "partial", "low", "none")]
-
-
-class SramEccStatus(C.Structure):
-    """nvmlEccSramErrorStatus_v1_t."""
-    _fields_ = [("version", C.c_uint)] + [(k, C.c_ulonglong) for k in (
-        "aggregateUncParity", "aggregateUncSecDed", "aggregateCor", "volatileUncParity",
-        "volatileUncSecDed", "volatileCor", "aggregateUncBucketL2", "aggregateUncBucketSm",
-        "aggregateUncBucketPcie", "aggregateUncBucketMcu", "aggregateUncBucketOther")] + [
-        ("bThresholdExceeded", C.c_uint)]
-
-
-class FieldValue(C.Structure):
-    _fields_ = [("fieldId", C.c_uint), ("scopeId", C.c_uint), ("timestamp", C.c_longlong),
-                ("latencyUsec", C.c_longlong), ("valueType", C.c_int), ("nvmlReturn", C.c_int),
-                ("value", C.c_ubyte * 8)]
-
-
-def field_value(f: FieldValue):
-    raw = bytes(f.value)
-    if f.valueType in (VALUE_UINT, VALUE_SINT):
-        return int.from_bytes(raw[:4], "little", signed=f.valueType == VALUE_SINT)
-    if f.valueType == VALUE_SLONGLONG:
-        return int.from_bytes(raw, "little", signed=True)
-    if f.valueType in (VALUE_ULONG, VALUE_ULONGLONG):
-        return int.from_bytes(raw, "little")
-    if f.valueType == VALUE_DOUBLE:
-        return C.c_double.from_buffer_copy(raw).value
-    return None
+def _types():
+    """The NVML structs, defined on first use: building ctypes classes costs more than
+    ``nvidia-smi -L`` needs to pay."""
+    from mokka.smi import nvml_types
+    return nvml_types
 
 
 class Gpu:
@@ -168,18 +85,18 @@ class Gpu:
     def _struct(self, name: str, ctype, version: int | None = None):
         out = ctype()
         if version is not None:
-            out.version = struct_version(ctype, version)
+            out.version = _types().struct_version(ctype, version)
         return out if self._ask(name, C.byref(out)) else None
 
     def fields(self, ids: list, scopes: list | None = None) -> list:
         """nvmlDeviceGetFieldValues: one value (or None) per (field id, scope id)."""
-        values = (FieldValue * len(ids))()
+        values = (_types().FieldValue * len(ids))()
         for i, fid in enumerate(ids):
             values[i].fieldId = fid
             values[i].scopeId = scopes[i] if scopes else 0
         if not self._ask("nvmlDeviceGetFieldValues", C.c_int(len(ids)), values):
             return [None] * len(ids)
-        return [field_value(v) if v.nvmlReturn == nvml.SUCCESS else None for v in values]
+        return [_types().field_value(v) if v.nvmlReturn == nvml.SUCCESS else None for v in values]
 
     # --- identity ---------------------------------------------------------------------
 
@@ -219,18 +136,18 @@ class Gpu:
     def compute_capability(self) -> tuple:
         return self._pair("nvmlDeviceGetCudaComputeCapability", C.c_int)
 
-    def pci(self) -> PciInfo | None:
-        return self._struct("nvmlDeviceGetPciInfo_v3", PciInfo)
+    def pci(self) -> "nvml_types.PciInfo | None":
+        return self._struct("nvmlDeviceGetPciInfo_v3", _types().PciInfo)
 
-    def pci_ext(self) -> PciInfoExt | None:
-        return self._struct("nvmlDeviceGetPciInfoExt", PciInfoExt, 1)
+    def pci_ext(self) -> "nvml_types.PciInfoExt | None":
+        return self._struct("nvmlDeviceGetPciInfoExt", _types().PciInfoExt, 1)
 
     def bus_id(self) -> str:
         pci = self.pci()
         return pci.busId.decode() if pci else "N/A"
 
-    def platform(self) -> PlatformInfo | None:
-        return self._struct("nvmlDeviceGetPlatformInfo", PlatformInfo, 2)
+    def platform(self) -> "nvml_types.PlatformInfo | None":
+        return self._struct("nvmlDeviceGetPlatformInfo", _types().PlatformInfo, 2)
 
     def inforom_image(self):
         return self._string("nvmlDeviceGetInforomImageVersion")
@@ -280,7 +197,7 @@ class Gpu:
         return self._u32("nvmlDeviceGetHostVgpuMode")
 
     def c2c_enabled(self):
-        info = self._struct("nvmlDeviceGetC2cModeInfoV", C2cMode)
+        info = self._struct("nvmlDeviceGetC2cModeInfoV", _types().C2cMode)
         return None if info is None else info.enabled
 
     def compute_mode(self):
@@ -342,14 +259,14 @@ class Gpu:
         ids = list(FI_CLOCKS_EVENT_COUNTERS.values())
         return dict(zip(FI_CLOCKS_EVENT_COUNTERS, self.fields(ids)))
 
-    def memory(self) -> Memory | None:
-        return self._struct("nvmlDeviceGetMemoryInfo_v2", Memory, 2)
+    def memory(self) -> "nvml_types.Memory | None":
+        return self._struct("nvmlDeviceGetMemoryInfo_v2", _types().Memory, 2)
 
-    def bar1(self) -> Bar1 | None:
-        return self._struct("nvmlDeviceGetBAR1MemoryInfo", Bar1)
+    def bar1(self) -> "nvml_types.Bar1 | None":
+        return self._struct("nvmlDeviceGetBAR1MemoryInfo", _types().Bar1)
 
-    def utilization(self) -> Utilization | None:
-        return self._struct("nvmlDeviceGetUtilizationRates", Utilization)
+    def utilization(self) -> "nvml_types.Utilization | None":
+        return self._struct("nvmlDeviceGetUtilizationRates", _types().Utilization)
 
     def engine_utilization(self, name: str):
         """Encoder, Decoder, Jpg or Ofa: the percentage (the sampling period dropped)."""
@@ -363,7 +280,7 @@ class Gpu:
         return (a.value, b.value, c.value) if ok else (None, None, None)
 
     def fbc_stats(self) -> tuple:
-        s = self._struct("nvmlDeviceGetFBCStats", FbcStats)
+        s = self._struct("nvmlDeviceGetFBCStats", _types().FbcStats)
         return (s.sessions, s.fps, s.latency) if s else (None, None, None)
 
     def ecc_counter(self, error_type: int, counter: int, location: int):
@@ -373,8 +290,8 @@ class Gpu:
     def ecc_total(self, error_type: int, counter: int):
         return self._u64("nvmlDeviceGetTotalEccErrors", C.c_int(error_type), C.c_int(counter))
 
-    def sram_ecc(self) -> SramEccStatus | None:
-        return self._struct("nvmlDeviceGetSramEccErrorStatus", SramEccStatus, 1)
+    def sram_ecc(self) -> "nvml_types.SramEccStatus | None":
+        return self._struct("nvmlDeviceGetSramEccErrorStatus", _types().SramEccStatus, 1)
 
     def retired_pages(self, cause: int) -> list | None:
         count = C.c_uint(MAX_PAGES)
@@ -391,8 +308,8 @@ class Gpu:
         ok = self._ask("nvmlDeviceGetRemappedRows", *(C.byref(x) for x in out))
         return tuple(x.value for x in out) if ok else None
 
-    def row_remapper_histogram(self) -> RowRemapperHistogram | None:
-        return self._struct("nvmlDeviceGetRowRemapperHistogram", RowRemapperHistogram)
+    def row_remapper_histogram(self) -> "nvml_types.RowRemapperHistogram | None":
+        return self._struct("nvmlDeviceGetRowRemapperHistogram", _types().RowRemapperHistogram)
 
     def temperature(self):
         return self._u32("nvmlDeviceGetTemperature", C.c_int(0))
@@ -447,8 +364,8 @@ class Gpu:
             out.append((mem, list(graphics[:min(n.value, MAX_CLOCKS)]) if ok else []))
         return out
 
-    def fabric(self) -> FabricInfo | None:
-        return self._struct("nvmlDeviceGetGpuFabricInfoV", FabricInfo, 3)
+    def fabric(self) -> "nvml_types.FabricInfo | None":
+        return self._struct("nvmlDeviceGetGpuFabricInfoV", _types().FabricInfo, 3)
 
     def processes(self) -> list:
         """[(pid, used bytes, type "C" or "G", name), ...] of the compute then graphics processes."""
@@ -456,7 +373,7 @@ class Gpu:
         for kind, fn in (("C", "nvmlDeviceGetComputeRunningProcesses_v3"),
                          ("G", "nvmlDeviceGetGraphicsRunningProcesses_v3")):
             count = C.c_uint(MAX_PROCESSES)
-            infos = (ProcessInfo * MAX_PROCESSES)()
+            infos = (_types().ProcessInfo * MAX_PROCESSES)()
             if not self._ask(fn, C.byref(count), infos):
                 continue
             for p in infos[:min(count.value, MAX_PROCESSES)]:

@@ -197,18 +197,7 @@ static nvmlReturn_t locate(char *yaml, size_t size)
                      "config.nvml beside it)", MOKKA_ENV_NVML_CONFIG, env);
             return NVML_ERROR_DRIVER_NOT_LOADED;
         }
-        if (ends_with(env, ".json")) {            /* a state.json: the profile beside it */
-            char dir[MOCK_PATH_MAX];
-            snprintf(dir, sizeof dir, "%s", env);
-            char *slash = strrchr(dir, '/');
-            if (slash)
-                *slash = '\0';
-            else
-                snprintf(dir, sizeof dir, ".");
-            snprintf(yaml, size, "%s/%s", dir, MOKKA_PROFILE_FILE);
-        } else {
-            snprintf(yaml, size, "%s", env);
-        }
+        snprintf(yaml, size, "%s", env);
         return NVML_SUCCESS;
     }
     if (from_library_path(yaml, size))

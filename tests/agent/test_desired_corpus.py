@@ -68,6 +68,6 @@ def test_valid_forms_stage_through_the_real_agent(scratch, name):
     assert run_mokka("compile", "--profile", path).returncode == 0
     r = run_agent(root, "--once", "--profile", path)
     assert r.returncode == 0, r.stderr
-    state = json.load(open(host_overlay(root).state))
-    assert state["profile"]["digest"] == prof.digest(open(host_overlay(root).profile, "rb").read())
+    companion = open(host_overlay(root).profile[:-5] + ".nvml").read().splitlines()
+    assert companion[1] == "digest " + prof.digest(open(host_overlay(root).profile, "rb").read())
     assert run_agent(root, "--teardown").returncode == 0

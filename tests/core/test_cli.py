@@ -39,12 +39,14 @@ def test_symlink_name_dispatches(zipapp, tmp_path, link, args, expect):
 
 def test_nvidia_smi_link_runs_the_shim(zipapp, tmp_path):
     from mokka.core import names
-    from mokka.core.compile import compile_profile, dumps
+    from mokka.core.compile import compile_profile
+    from mokka.core.flatstate import state_companion
     from mokka.core.profile import load
 
-    state = compile_profile(load("t4"))
-    config = tmp_path / "state.json"
-    config.write_text(dumps(state))
+    loaded = load("t4")
+    config = tmp_path / "config.yaml"
+    config.write_bytes(loaded.text)
+    (tmp_path / "config.nvml").write_bytes(state_companion(compile_profile(loaded)))
     os.symlink(zipapp, tmp_path / "nvidia-smi")
     (tmp_path / "dev").mkdir()
     env = dict(os.environ, **{names.ENV_NVML_CONFIG: str(config), names.ENV_DEV_ROOT: str(tmp_path)})

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests import compiled
 from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
 
 PROFILES = ["a100", "b200", "gb200", "gb300", "h100", "l40s", "t4"]
@@ -34,8 +35,7 @@ def node(request, staged_node):
 
 
 def state_of(node) -> dict:
-    with open(node.config.replace("config.yaml", "state.json")) as f:
-        return json.load(f)
+    return compiled.state_of(node.config)
 
 
 def ok(result, code=0):
