@@ -72,10 +72,11 @@ def _ecc(error_type: int, counter: int, location: int | None):
     return read
 
 
-def _sram(attr: str):
+def _sram(error_type: int, counter: int):
     def read(gpu, ctx):
-        sram = gpu.sram_ecc() if gpu.ecc_mode()[0] == g.ENABLED else None
-        return None if sram is None else getattr(sram, attr)
+        if gpu.ecc_mode()[0] != g.ENABLED:
+            return None
+        return gpu.ecc_counter(error_type, counter, g.LOCATION_SRAM)
     return read
 
 
@@ -221,9 +222,7 @@ for _type, _word_ in ((g.CORRECTED, "corrected"), (g.UNCORRECTED, "uncorrected")
             if _where == "device_memory":
                 _names += f"|ecc.errors.{_word_}.{_scope}.dram"
             field(_names, None, _ecc(_type, _counter_, _location))
-        _attr = ("volatile" if _counter_ == g.VOLATILE else "aggregate") + (
-            "Cor" if _type == g.CORRECTED else "UncSecDed")
-        field(f"ecc.errors.{_word_}.{_scope}.sram", None, _sram(_attr))
+        field(f"ecc.errors.{_word_}.{_scope}.sram", None, _sram(_type, _counter_))
         field(f"ecc.errors.{_word_}.{_scope}.cbu", None, _na)
 field("retired_pages.single_bit_ecc.count|retired_pages.sbe", None, _retired_count(g.RETIRE_MULTIPLE_SINGLE_BIT))
 field("retired_pages.double_bit.count|retired_pages.dbe", None, _retired_count(g.RETIRE_DOUBLE_BIT))

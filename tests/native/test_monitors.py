@@ -55,7 +55,7 @@ def test_nvitop_once_renders_every_gpu(node):
     done = subprocess.run([sys.executable, "-m", "nvitop", "-1", "--ascii"], capture_output=True, text=True,
                           env=dict(lib_env(node), COLUMNS="160", LINES="200"), timeout=60)
     assert done.returncode == 0, done.stderr
-    state = state_of(node)
+    state = state_of(node.config)
     assert f"Driver Version: {state['system']['driver_version']}" in done.stdout, done.stdout
     for gpu in state["gpus"]:
         assert gpu["pci"]["bus_id"][4:] in done.stdout, gpu["pci"]["bus_id"]
