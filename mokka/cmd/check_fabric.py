@@ -50,8 +50,10 @@ def main(args: list[str], prog_name: str = PROG) -> int:
         from mokka.smi import nvml
         try:
             lib = nvml.open_library(sys.argv[0] if sys.argv else None)
-        except (nvml.LibraryError, nvml.NvmlError) as exc:
+        except nvml.LibraryError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
+            return 1
+        except nvml.NvmlError:           # the library said why, in one line of its own
             return 1
         count = lib.count()
         if not count:

@@ -85,8 +85,10 @@ def run(args: list[str]) -> int:
     opts = _parser().parse_args(args)
     try:
         lib = nvml.open_library(sys.argv[0] if sys.argv else None)
-    except (nvml.LibraryError, nvml.NvmlError) as exc:
+    except nvml.LibraryError as exc:
         raise Fail(str(exc))
+    except nvml.NvmlError:
+        return 1                         # the library said why, in one line of its own
     targets = _targets(lib, lib.count())
     directory = lib.node_path(names.NODE_PATH_OVERRIDES)
     if opts.verb == "status":

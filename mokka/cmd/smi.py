@@ -132,9 +132,12 @@ def run(opts: dict, out) -> int:
     from mokka.smi import devices, nvml
     try:
         lib = nvml.open_library(sys.argv[0] if sys.argv else None)
-    except (nvml.LibraryError, nvml.NvmlError) as exc:
+    except nvml.LibraryError as exc:
         print(NO_DRIVER, file=out)
         print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_NO_DRIVER
+    except nvml.NvmlError:               # the library said why, in one line of its own
+        print(NO_DRIVER, file=out)
         return EXIT_NO_DRIVER
     head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
             "cuda_version": _cuda_version(lib), "attached": lib.count()}

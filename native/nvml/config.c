@@ -16,6 +16,8 @@
 
 #define SAY_PREFIX "mock NVML: "
 #define COMPILE_HINT MOKKA_COMPANION_COMMAND     /* mokka/core/names.py */
+/* Where `node-agent --host-root ROOT` stages a node's config: the way to aim any tool at it. */
+#define STAGED_CONFIG "ROOT" MOKKA_OVERLAY_HOST_PATH "/" MOKKA_DRIVER_CONFIG_DIR "/" MOKKA_PROFILE_FILE
 
 static void vsay(const char *fmt, va_list ap, char *line, size_t size)
 {
@@ -193,8 +195,8 @@ static nvmlReturn_t locate(char *yaml, size_t size)
     const char *env = getenv(MOKKA_ENV_NVML_CONFIG);
     if (env && *env) {
         if (!exists(env)) {
-            mock_say("%s=%s does not exist: set it to a profile (config.yaml with its compiled "
-                     "config.nvml beside it)", MOKKA_ENV_NVML_CONFIG, env);
+            mock_say("%s=%s does not exist: set it to a staged node's config (" STAGED_CONFIG ") or to a "
+                     "profile compiled with '" COMPILE_HINT " PROFILE'", MOKKA_ENV_NVML_CONFIG, env);
             return NVML_ERROR_DRIVER_NOT_LOADED;
         }
         snprintf(yaml, size, "%s", env);
@@ -210,7 +212,7 @@ static nvmlReturn_t locate(char *yaml, size_t size)
     if (join(yaml, size, MOKKA_OVERLAY_HOST_PATH, MOKKA_DRIVER_CONFIG_DIR, MOKKA_PROFILE_FILE) &&
         exists(yaml))
         return NVML_SUCCESS;
-    mock_say("no GPU profile found: set %s to a profile (config.yaml with its compiled config.nvml "
-             "beside it), or load the library staged in the overlay", MOKKA_ENV_NVML_CONFIG);
+    mock_say("no GPU profile found: set %s to a staged node's config (" STAGED_CONFIG "), or run the "
+             "tools staged in its driver/usr/bin", MOKKA_ENV_NVML_CONFIG);
     return NVML_ERROR_DRIVER_NOT_LOADED;
 }

@@ -113,7 +113,7 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix);
 unsigned int gpu_list_len(const struct mock_gpu *g, const char *key);
 int mock_is_na(const char *value);
 
-/* --- dynamic.c: moving readings (the algorithm of mokka/smi/dynamic.py) --- */
+/* --- dynamic.c: moving readings (the algorithm is documented there) --------- */
 
 /* MOCK_NVML_CLOCK into n->clock / n->clock_pinned (node_build). */
 void dynamic_read_clock(struct mock_node *n);

@@ -1,6 +1,5 @@
 /* Build the node nvmlInit publishes: the state companion, the topology
- * document for this node, fabric `state: auto`, and the visible GPUs
- * (mokka/smi/engine.py load(), in the same order). */
+ * document for this node, fabric `state: auto`, and the visible GPUs. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -36,7 +35,7 @@ static const char *base_get(const struct mock_node *n, const struct mock_gpu *g,
     return flat_get(&n->state, full);
 }
 
-/* --- topology (mokka/core/topology.py apply) ------------------------------ */
+/* --- topology: this node's clique and cluster from the document ------------ */
 
 static void apply_topology(struct mock_node *n)
 {
@@ -70,9 +69,9 @@ static void apply_topology(struct mock_node *n)
     flat_free(&doc);
 }
 
-/* --- fabric state auto (engine._resolve_fabric) --------------------------- */
+/* --- fabric state auto: COMPLETED once the fabricmanager marker is there --- */
 
-/* The fabricmanager state dir (engine.fabric_state_dir): the variable, else
+/* The fabricmanager state dir: the variable, else
  * `<driver root>/fabric-state` beside the `<driver root>/config/` the profile is
  * in, when that directory exists. 0 when there is none: no fabricmanager. */
 static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
@@ -125,14 +124,14 @@ static void resolve_fabric(struct mock_node *n)
     }
 }
 
-/* --- visibility (engine.select_visible) ------------------------------------ */
+/* --- visibility: MOCK_NVML_VISIBLE_DEVICES, else the /dev/nvidiaN present --- */
 
 static int py_space(int c)
 {
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Trim Python-whitespace in place; returns the start. */
+/* Trim white space (as str.strip: ASCII blanks and the separators 0x1c-0x1f) in place; returns the start. */
 static char *strip(char *s)
 {
     while (*s && py_space((unsigned char)*s))
@@ -171,7 +170,7 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
         return;
     }
     char *save = NULL;
-    /* strtok_r skips empty items, which match nothing in Python either */
+    /* strtok_r skips empty items, which name no GPU */
     for (char *item = strtok_r(wanted, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         item = strip(item);
         if (all_digits(item)) {

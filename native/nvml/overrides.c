@@ -112,13 +112,15 @@ struct scope_paths {
     char nvml[MOCK_PATH_MAX];
 };
 
-/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE). */
+/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE); empty paths
+ * (no such file) when the directory's name leaves no room for them. */
 static void paths_of(const struct mock_overrides *o, unsigned int s, struct scope_paths *p)
 {
-    if (s == ALL_SCOPE)
-        snprintf(p->yaml, sizeof p->yaml, "%s/%s.yaml", o->dir, MOKKA_OVERRIDES_ALL_SCOPE);
-    else
-        snprintf(p->yaml, sizeof p->yaml, "%s/%s%u.yaml", o->dir, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
+    int n = s == ALL_SCOPE
+                ? snprintf(p->yaml, sizeof p->yaml, "%s/%s.yaml", o->dir, MOKKA_OVERRIDES_ALL_SCOPE)
+                : snprintf(p->yaml, sizeof p->yaml, "%s/%s%u.yaml", o->dir, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
+    if (n < 0 || (size_t)n >= sizeof p->yaml)
+        p->yaml[0] = '\0';
     config_companion_path(p->yaml, p->nvml, sizeof p->nvml);
 }
 

@@ -53,7 +53,7 @@ def test_nvidia_smi_link_runs_the_shim(zipapp, tmp_path):
     result = subprocess.run([str(tmp_path / "nvidia-smi"), "-L"], capture_output=True, text=True,
                             env=env, check=True)
     assert result.stdout.splitlines() == [
-        f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in state["gpus"]]
+        f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in compile_profile(loaded)["gpus"]]
 
 
 def test_unknown_command_is_an_error():

@@ -52,7 +52,7 @@ def test_an_overrides_file_for_every_gpu_at_once_is_refused_with_the_layout(tmp_
     path.write_text("version: 1\ndevices:\n  '0': {utilization: {gpu: 5}}\n")
     res = run("--companion", str(path))
     assert res.returncode == 1 and not (tmp_path / "overrides.nvml").exists()
-    assert res.stderr == (f"Error: {path}: an overrides file of one document for every GPU: write each scope "
+    assert res.stderr == (f"compile: {path}: an overrides file of one document for every GPU: write each scope "
                           "as its own file in overrides/ beside config.yaml (all.yaml, gpu0.yaml, ...) and "
                           "compile each\n")
 
