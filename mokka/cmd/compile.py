@@ -1,4 +1,4 @@
-"""``mokka compile``: the compiled engine state of a profile, as JSON; or, with
+"""``mokka compile``: the compiled state of a profile, as JSON; or, with
 ``--companion``, the compiled companion the mock NVML library reads beside a file."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from mokka.cmd.common import CommandError, common_options
 from mokka.core import names
 
 
-@click.command(help="Print the engine state a profile compiles to (what nvidia-smi reads), or "
+@click.command(help="Print the state a profile compiles to (what the mock NVML library reads), or "
                     "with --companion write the compiled file the mock NVML library reads "
-                    "beside a profile, an overrides file or a topology document.")
+                    "beside a profile, an override document (overrides/all.yaml, overrides/gpuN.yaml) "
+                    "or a topology document.")
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,

@@ -53,6 +53,39 @@ def _types():
     return nvml_types
 
 
+#: The readings that are one NVML call of one shape: method name -> nvmlDeviceGet<Name>.
+#: Each becomes a method of Gpu (``gpu.temperature()`` style), None where NVML has no value.
+U32_READINGS = {
+    "minor_number": "MinorNumber", "board_id": "BoardId", "multi_gpu_board": "MultiGpuBoard",
+    "module_id": "ModuleId", "brand": "Brand", "architecture": "Architecture",
+    "display_mode": "DisplayMode", "display_active": "DisplayActive",
+    "persistence_mode": "PersistenceMode", "accounting_mode": "AccountingMode",
+    "accounting_buffer_size": "AccountingBufferSize", "virtualization_mode": "VirtualizationMode",
+    "host_vgpu_mode": "HostVgpuMode", "compute_mode": "ComputeMode",
+    "performance_state": "PerformanceState", "power_management_mode": "PowerManagementMode",
+    "pcie_max_gen": "MaxPcieLinkGeneration", "pcie_device_max_gen": "GpuMaxPcieLinkGeneration",
+    "pcie_current_gen": "CurrPcieLinkGeneration", "pcie_max_width": "MaxPcieLinkWidth",
+    "pcie_current_width": "CurrPcieLinkWidth", "pcie_replay_counter": "PcieReplayCounter",
+    "fan_count": "NumFans", "fan_speed": "FanSpeed", "retired_pages_pending": "RetiredPagesPendingStatus",
+    "power_usage": "PowerUsage", "power_limit": "EnforcedPowerLimit",
+    "power_requested_limit": "PowerManagementLimit", "power_default_limit": "PowerManagementDefaultLimit",
+    "numa_node": "NumaNodeId",
+}
+U64_READINGS = {
+    "clocks_event_reasons": "CurrentClocksEventReasons",
+    "clocks_event_reasons_supported": "SupportedClocksEventReasons",
+}
+STRING_READINGS = {
+    "name": "Name", "serial": "Serial", "vbios_version": "VbiosVersion",
+    "board_part_number": "BoardPartNumber", "inforom_image": "InforomImageVersion",
+}
+#: Calls that fill two unsigned ints (current, pending; min, max): a tuple of two, or two Nones.
+PAIR_READINGS = {
+    "mig_mode": "MigMode", "driver_model": "DriverModel", "gpu_operation_mode": "GpuOperationMode",
+    "ecc_mode": "EccMode", "power_limit_constraints": "PowerManagementLimitConstraints",
+}
+
+
 class Gpu:
     """Visible GPU ``index`` of a loaded mock library."""
 
@@ -100,38 +133,8 @@ class Gpu:
 
     # --- identity ---------------------------------------------------------------------
 
-    def name(self):
-        return self._string("nvmlDeviceGetName")
-
     def uuid(self):
         return self._string("nvmlDeviceGetUUID", nvml.UUID_SIZE)
-
-    def serial(self):
-        return self._string("nvmlDeviceGetSerial")
-
-    def vbios_version(self):
-        return self._string("nvmlDeviceGetVbiosVersion")
-
-    def board_part_number(self):
-        return self._string("nvmlDeviceGetBoardPartNumber")
-
-    def minor_number(self):
-        return self._u32("nvmlDeviceGetMinorNumber")
-
-    def board_id(self):
-        return self._u32("nvmlDeviceGetBoardId")
-
-    def multi_gpu_board(self):
-        return self._u32("nvmlDeviceGetMultiGpuBoard")
-
-    def module_id(self):
-        return self._u32("nvmlDeviceGetModuleId")
-
-    def brand(self):
-        return self._u32("nvmlDeviceGetBrand")
-
-    def architecture(self):
-        return self._u32("nvmlDeviceGetArchitecture")
 
     def compute_capability(self) -> tuple:
         return self._pair("nvmlDeviceGetCudaComputeCapability", C.c_int)
@@ -149,9 +152,6 @@ class Gpu:
     def platform(self) -> "nvml_types.PlatformInfo | None":
         return self._struct("nvmlDeviceGetPlatformInfo", _types().PlatformInfo, 2)
 
-    def inforom_image(self):
-        return self._string("nvmlDeviceGetInforomImageVersion")
-
     def inforom(self, obj: int):
         buf = C.create_string_buffer(nvml.STRING_SIZE)
         return buf.value.decode() if self._ask("nvmlDeviceGetInforomVersion", C.c_int(obj), buf,
@@ -164,73 +164,9 @@ class Gpu:
         buf = C.create_string_buffer(64)
         return buf.value.decode() if self._ask("nvmlDeviceGetGspFirmwareVersion", buf) else None
 
-    # --- modes ------------------------------------------------------------------------
-
-    def display_mode(self):
-        return self._u32("nvmlDeviceGetDisplayMode")
-
-    def display_active(self):
-        return self._u32("nvmlDeviceGetDisplayActive")
-
-    def persistence_mode(self):
-        return self._u32("nvmlDeviceGetPersistenceMode")
-
-    def accounting_mode(self):
-        return self._u32("nvmlDeviceGetAccountingMode")
-
-    def accounting_buffer_size(self):
-        return self._u32("nvmlDeviceGetAccountingBufferSize")
-
-    def mig_mode(self) -> tuple:
-        return self._pair("nvmlDeviceGetMigMode")
-
-    def driver_model(self) -> tuple:
-        return self._pair("nvmlDeviceGetDriverModel")
-
-    def gpu_operation_mode(self) -> tuple:
-        return self._pair("nvmlDeviceGetGpuOperationMode")
-
-    def virtualization_mode(self):
-        return self._u32("nvmlDeviceGetVirtualizationMode")
-
-    def host_vgpu_mode(self):
-        return self._u32("nvmlDeviceGetHostVgpuMode")
-
     def c2c_enabled(self):
         info = self._struct("nvmlDeviceGetC2cModeInfoV", _types().C2cMode)
         return None if info is None else info.enabled
-
-    def compute_mode(self):
-        return self._u32("nvmlDeviceGetComputeMode")
-
-    def ecc_mode(self) -> tuple:
-        return self._pair("nvmlDeviceGetEccMode")
-
-    def performance_state(self):
-        return self._u32("nvmlDeviceGetPerformanceState")
-
-    def power_management_mode(self):
-        return self._u32("nvmlDeviceGetPowerManagementMode")
-
-    # --- PCIe ---------------------------------------------------------------------------
-
-    def pcie_max_gen(self):
-        return self._u32("nvmlDeviceGetMaxPcieLinkGeneration")
-
-    def pcie_device_max_gen(self):
-        return self._u32("nvmlDeviceGetGpuMaxPcieLinkGeneration")
-
-    def pcie_current_gen(self):
-        return self._u32("nvmlDeviceGetCurrPcieLinkGeneration")
-
-    def pcie_max_width(self):
-        return self._u32("nvmlDeviceGetMaxPcieLinkWidth")
-
-    def pcie_current_width(self):
-        return self._u32("nvmlDeviceGetCurrPcieLinkWidth")
-
-    def pcie_replay_counter(self):
-        return self._u32("nvmlDeviceGetPcieReplayCounter")
 
     def pcie_throughput(self, counter: int):
         return self._u32("nvmlDeviceGetPcieThroughput", C.c_int(counter))
@@ -241,19 +177,7 @@ class Gpu:
         slot = self.lib.export_slot(SLOT_HOST_MAX_PCIE_GEN, C.c_void_p, C.c_void_p)
         return out.value if slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
 
-    # --- readings -----------------------------------------------------------------------
-
-    def fan_count(self):
-        return self._u32("nvmlDeviceGetNumFans")
-
-    def fan_speed(self):
-        return self._u32("nvmlDeviceGetFanSpeed")
-
-    def clocks_event_reasons(self):
-        return self._u64("nvmlDeviceGetCurrentClocksEventReasons")
-
-    def clocks_event_reasons_supported(self):
-        return self._u64("nvmlDeviceGetSupportedClocksEventReasons")
+    # --- the readings of more than one call, or of another shape -----------------------
 
     def clocks_event_counters(self) -> dict:
         ids = list(FI_CLOCKS_EVENT_COUNTERS.values())
@@ -300,9 +224,6 @@ class Gpu:
             return None
         return list(pages[:min(count.value, MAX_PAGES)])
 
-    def retired_pages_pending(self):
-        return self._u32("nvmlDeviceGetRetiredPagesPendingStatus")
-
     def remapped_rows(self) -> tuple | None:
         out = [C.c_uint(0) for _ in range(4)]
         ok = self._ask("nvmlDeviceGetRemappedRows", *(C.byref(x) for x in out))
@@ -322,21 +243,6 @@ class Gpu:
 
     def temperature_threshold(self, kind: int):
         return self._u32("nvmlDeviceGetTemperatureThreshold", C.c_int(kind))
-
-    def power_usage(self):
-        return self._u32("nvmlDeviceGetPowerUsage")
-
-    def power_limit(self):
-        return self._u32("nvmlDeviceGetEnforcedPowerLimit")
-
-    def power_requested_limit(self):
-        return self._u32("nvmlDeviceGetPowerManagementLimit")
-
-    def power_default_limit(self):
-        return self._u32("nvmlDeviceGetPowerManagementDefaultLimit")
-
-    def power_limit_constraints(self) -> tuple:
-        return self._pair("nvmlDeviceGetPowerManagementLimitConstraints")
 
     def clock(self, kind: int):
         return self._u32("nvmlDeviceGetClockInfo", C.c_int(kind))
@@ -388,9 +294,6 @@ class Gpu:
         bits = C.sizeof(C.c_ulong) * 8
         return [w * bits + b for w in range(words) for b in range(bits) if mask[w] >> b & 1]
 
-    def numa_node(self):
-        return self._u32("nvmlDeviceGetNumaNodeId")
-
     def nvlink_speeds(self) -> list:
         """Per NVLink (nvidia-smi's fields: count, then state and speed per link):
         the speed in MB/s of an active link, None for an inactive one."""
@@ -401,3 +304,13 @@ class Gpu:
         states = self.fields([FI_NVLINK_GET_STATE] * count, links)
         speeds = self.fields([FI_NVLINK_GET_SPEED] * count, links)
         return [speed if state else None for state, speed in zip(states, speeds)]
+
+
+def _reading(shape: str, function: str):
+    return lambda self: getattr(self, shape)("nvmlDeviceGet" + function)
+
+
+for _shape, _table in (("_u32", U32_READINGS), ("_u64", U64_READINGS), ("_string", STRING_READINGS),
+                       ("_pair", PAIR_READINGS)):
+    for _name, _function in _table.items():
+        setattr(Gpu, _name, _reading(_shape, _function))

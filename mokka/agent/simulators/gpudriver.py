@@ -1,4 +1,4 @@
-"""gpudriver: device nodes, the profile copy and engine state, procfs, the shims;
+"""gpudriver: device nodes, the profile copy and its compiled companion, procfs, the shims;
 Apply publishes the driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
