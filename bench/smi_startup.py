@@ -7,6 +7,9 @@ venv there, then times (warm, N runs each, medians):
   -L             <overlay>/driver/usr/bin/nvidia-smi -L
   -q -x          <overlay>/driver/usr/bin/nvidia-smi -q -x
   python -m      python -m mokka nvidia-smi -L   (for reference; not a target)
+  floor          python -S: import ctypes, load the library, nvmlInit and one call
+                 (what any client of the library pays before it asks anything: the
+                 cost a single private "dump the node" export could not go below)
 
 Targets: -L <= 2x baseline, -q -x <= 3x baseline.
 
@@ -23,24 +26,39 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import shutil  # noqa: E402
+
 from mokka.core import compile as comp  # noqa: E402
-from mokka.core import launcher, names  # noqa: E402
+from mokka.core import flatstate, launcher, names, native  # noqa: E402
 from mokka.core import profile as prof  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import build_zipapp, fresh_venv_python, time_command  # noqa: E402
 
 
+FLOOR = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.nvmlInit_v2(); "
+         "buf = ctypes.create_string_buffer(4096); lib.nvmlMokkaGetNodePath(0, buf, 4096)")
+
+
 def stage(root: str) -> str:
+    """The overlay as the agent stages it: the package and launchers, the library, the
+    profile and its companion; the profile's path."""
     launcher.stage(root)
     loaded = prof.load(names.DEFAULT_PROFILE)
     cfg = os.path.join(root, names.DRIVER_CONFIG_DIR)
     os.makedirs(cfg, exist_ok=True)
-    with open(os.path.join(cfg, names.PROFILE_FILE), "wb") as f:
+    profile = os.path.join(cfg, names.PROFILE_FILE)
+    with open(profile, "wb") as f:
         f.write(loaded.text)
-    with open(os.path.join(cfg, names.STATE_FILE), "w") as f:
-        f.write(comp.dumps(comp.compile_profile(loaded)))
-    return os.path.join(cfg, names.PROFILE_FILE)
+    with open(flatstate.companion_path(profile), "wb") as f:
+        f.write(flatstate.state_companion(comp.compile_profile(loaded)))
+    lib = os.path.join(root, names.DRIVER_LIB_DIR)
+    os.makedirs(lib, exist_ok=True)
+    library = native.nvml_library()
+    if library is None:
+        raise SystemExit("build the mock library first: python3 native/build.py")
+    shutil.copy(library, os.path.join(lib, names.NVML_LIB_FILE))
+    return profile
 
 
 def timed(cmd: list, env: dict, runs: int) -> float:
@@ -65,6 +83,8 @@ def main() -> int:
         qx = timed([smi, "-q", "-x"], env, opts.runs)
         menv = dict(env, **{names.ENV_NVML_CONFIG: config})
         mod = timed([sys.executable, "-m", "mokka", "nvidia-smi", "-L"], menv, opts.runs)
+        floor = timed([sys.executable, "-S", "-c", FLOOR, os.path.join(root, names.DRIVER_LIB_DIR,
+                                                                        names.NVML_LIB_FILE)], env, opts.runs)
         # dist/mokka reached through a link named nvidia-smi (the zipapp's own bootstrap)
         app = build_zipapp()
         link = os.path.join(tmp, "nvidia-smi")
@@ -76,6 +96,7 @@ def main() -> int:
     print(f"  staged nvidia-smi -L           {lst * 1000:7.1f} ms  {lst / base:4.2f}x  (target <= 2x)")
     print(f"  staged nvidia-smi -q -x        {qx * 1000:7.1f} ms  {qx / base:4.2f}x  (target <= 3x)")
     print(f"  python -m mokka nvidia-smi -L  {mod * 1000:7.1f} ms  {mod / base:4.2f}x  (reference)")
+    print(f"  floor: ctypes, load, init      {floor * 1000:7.1f} ms  {floor / base:4.2f}x  (reference)")
     print(f"  zipapp link nvidia-smi -L      {zipped * 1000:7.1f} ms  {zipped / base:4.2f}x  (reference)")
     return 0 if lst / base <= 2 and qx / base <= 3 else 1
 

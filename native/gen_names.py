@@ -33,6 +33,8 @@ def render() -> str:
             lines.append(f"#define MOKKA_{key} {c_string(value)}")
         elif isinstance(value, int):
             lines.append(f"#define MOKKA_{key} {value}")
+        elif isinstance(value, tuple) and value and all(type(x) is int for x in value):
+            lines.append(f"#define MOKKA_{key} {{{', '.join('0x%x' % x for x in value)}}}")
     for state, code in sorted(names.FABRIC_STATE_CODES.items()):
         lines.append(f"#define MOKKA_FABRIC_CODE_{state.upper()} {code}")
     lines += ["", "#endif", ""]

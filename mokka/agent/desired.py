@@ -3,9 +3,8 @@
 The staged ``config.yaml`` is the parsed profile with ``system.num_devices``
 set to the GPU count, written out again as plain block YAML (never an edit of
 the user's text, so flow style, JSON, anchors and merge keys stage as they
-compile). We compile THAT text, so state.json's and config.nvml's profile
-digest is the digest of the staged file, which ``mokka.core.state.load_for_config``
-and the C library rely on.
+compile). We compile THAT text, so config.nvml's profile digest is the digest
+of the staged file, which the mock NVML library checks.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ class Desired:
     profile_source: str
     config_text: bytes            # the staged config.yaml
     state: dict = field(compare=False, repr=False)
-    state_json: str = field(compare=False, repr=False)
     state_nvml: bytes = field(default=b"", compare=False, repr=False)  # for the C library
     topology_text: bytes | None = None
     topology_nvml: bytes | None = field(default=None, compare=False, repr=False)
@@ -42,7 +40,7 @@ class Desired:
     @property
     def digest(self) -> str:
         """Digest of the staged state (profile, topology and node name included)."""
-        return prof.digest(self.state_json.encode())
+        return prof.digest(self.state_nvml)
 
     @property
     def gpu_count(self) -> int:
@@ -89,13 +87,13 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
     doc = parse_topology(topology_text, topology_path)
     try:
         state = comp.compile_profile(profile, doc, node_name)
-        state_json, state_nvml = comp.dumps(state), flatstate.state_companion(state)
+        state_nvml = flatstate.state_companion(state)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # A profile the schema let through that compile cannot take is our bug, but the
         # agent still names the file and keeps the last good state rather than crash a pass.
         raise DesiredError(profile_path, f"cannot compile: {type(exc).__name__}: {exc}") from None
     return Desired(generation=generation, profile_source=profile_source, config_text=staged,
-                   state=state, state_json=state_json, state_nvml=state_nvml,
+                   state=state, state_nvml=state_nvml,
                    topology_text=topology_text,
                    topology_nvml=(flatstate.topology_companion(doc, topology_text)
                                   if doc is not None else None),

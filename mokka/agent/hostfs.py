@@ -211,3 +211,19 @@ def unlink_quiet(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def remove_tree_quiet(path: str) -> None:
+    """Remove ``path`` and, when it is a real directory, everything in it; a link or a
+    file there is unlinked, never followed (shutil.rmtree works through directory fds)."""
+    import shutil
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        unlink_quiet(path)

@@ -6,31 +6,36 @@ Exit 0 when every GPU reports fabric info, 2 when some report NOT SUPPORTED,
 
 from __future__ import annotations
 
-import os
 import sys
 
 PROG = "check-fabric"
 USAGE = f"Usage: {PROG}\n\nPrint the NVLink fabric state (clusterUuid, cliqueId, state) of every GPU."
 
 
-def report(gpus: list) -> tuple[str, int]:
-    from mokka.core import names
+def report(lib, count: int) -> tuple[str, int]:
+    """The text and exit status for the ``count`` GPUs this process sees."""
+    from mokka.smi import nvml
     from mokka.smi import values as v
+    from mokka.smi.gpu import Gpu
 
-    lines = [f"Discovered {len(gpus)} GPU(s)"]
-    unsupported = 0
-    for gpu in gpus:
-        state = v.fabric_state(gpu)
-        lines.append(f"GPU {gpu['index']} ({gpu.get('uuid', '')})")
-        if state == "not_supported":
-            unsupported += 1
+    lines = [f"Discovered {count} GPU(s)"]
+    code = 0
+    for i in range(count):
+        try:
+            gpu = Gpu(lib, i, lib.handle(i))
+        except nvml.NvmlError as exc:
+            lines.append(f"GPU {i}: {exc}")
+            code = 1
+            continue
+        lines.append(f"GPU {i} ({gpu.uuid() or ''})")
+        info = gpu.fabric()
+        state = 0 if info is None else info.state
+        if info is None or state == 0:
+            code = code or 2
             lines += ["  clusterUuid: N/A", "  cliqueId: N/A"]
         else:
-            fabric = gpu["fabric"]
-            lines += [f"  clusterUuid: {fabric.get('cluster_uuid', '')}",
-                      f"  cliqueId: {fabric.get('clique_id', 0)}"]
-        lines.append(f"  state {state.upper()} ({names.FABRIC_STATE_CODES.get(state, -1)})")
-    code = 2 if unsupported else 0
+            lines += [f"  clusterUuid: {v.uuid_text(info.clusterUuid)}", f"  cliqueId: {info.cliqueId}"]
+        lines.append(f"  state {v.FABRIC_STATES.get(state, ('', 'UNKNOWN'))[1]} ({state})")
     return "\n".join(lines) + "\n", code
 
 
@@ -42,17 +47,20 @@ def main(args: list[str], prog_name: str = PROG) -> int:
         if args:
             print(f"{PROG}: unexpected argument {args[0]!r}\n{USAGE}", file=sys.stderr)
             return 1
-        from mokka.smi import engine
+        from mokka.smi import nvml
         try:
-            node = engine.load(os.environ, sys.argv[0] if sys.argv else None)
-        except engine.EngineError as exc:
+            lib = nvml.open_library(sys.argv[0] if sys.argv else None)
+        except nvml.LibraryError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 1
-        if not node.gpus:
+        except nvml.NvmlError:           # the library said why, in one line of its own
+            return 1
+        count = lib.count()
+        if not count:
             print("Discovered 0 GPU(s)")
             print(f"{PROG}: no GPUs visible", file=sys.stderr)
             return 1
-        text, code = report(node.gpus)
+        text, code = report(lib, count)
         sys.stdout.write(text)
         return code
     except BrokenPipeError:

@@ -1,4 +1,4 @@
-"""``mokka compile``: the compiled engine state of a profile, as JSON; or, with
+"""``mokka compile``: the compiled state of a profile, as JSON; or, with
 ``--companion``, the compiled companion the mock NVML library reads beside a file."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from mokka.cmd.common import CommandError, common_options
 from mokka.core import names
 
 
-@click.command(help="Print the engine state a profile compiles to (what nvidia-smi reads), or "
+@click.command(help="Print the state a profile compiles to (what the mock NVML library reads), or "
                     "with --companion write the compiled file the mock NVML library reads "
-                    "beside a profile, an overrides file or a topology document.")
+                    "beside a profile, an override document (overrides/all.yaml, overrides/gpuN.yaml) "
+                    "or a topology document.")
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,
@@ -54,12 +55,22 @@ def _topology(path: str) -> dict:
         raise CommandError(f"{path}: invalid topology document: {exc}")
 
 
-def kind_of(doc) -> str:
-    """What a YAML document is: a topology document, an overrides file or a profile."""
+def kind_of(path: str, doc) -> str:
+    """What a YAML document is: one of the overrides (by its name: all.yaml, gpu<N>.yaml),
+    a topology document or a profile."""
+    from mokka.smi.overrides import is_scope
+
+    stem, _, suffix = os.path.basename(path).rpartition(".")
+    profile_keys = isinstance(doc, dict) and bool(set(doc) & {"system", "device_defaults", "devices"})
+    if suffix == "yaml" and is_scope(stem) and not profile_keys:
+        return "overrides"
     if isinstance(doc, dict) and "domains" in doc:
         return "topology"
     if isinstance(doc, dict) and doc and set(doc) <= {"version", "all", "devices"}:
-        return "overrides"
+        raise CommandError(f"{path}: an overrides file of one document for every GPU: write each "
+                           f"scope as its own file in {names.OVERRIDES_DIR}/ beside config.yaml "
+                           f"({names.overrides_scope_file(None)}, {names.overrides_scope_file(0)}, ...) "
+                           "and compile each")
     return "profile"
 
 
@@ -79,7 +90,7 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
     except yamlio.YAMLError as exc:
         raise CommandError(f"{path}: {yaml_problem(exc)}")
     out = flatstate.companion_path(path)
-    kind = kind_of(doc)
+    kind = kind_of(path, doc)
     if kind == "topology":
         try:
             topo.validate(doc, path)
@@ -87,16 +98,14 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
             raise CommandError(f"{path}: invalid topology document: {exc}")
         atomic_write(out, flatstate.topology_companion(doc, text))
     elif kind == "overrides":
+        if doc is not None and not isinstance(doc, dict):
+            raise CommandError(f"{path}: an overrides document is a mapping of GPU fields")
         atomic_write(out, flatstate.overrides_companion(doc, text))
     else:
         try:
             state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name)
         except ProfileError as exc:
             raise CommandError(str(exc))
-        # state.json first: the Python engine trusts it only with the YAML's digest,
-        # so a reader between the two renames falls back to compiling, never to stale data.
-        if os.path.basename(path) == names.PROFILE_FILE:
-            atomic_write(os.path.join(os.path.dirname(path), names.STATE_FILE), comp.dumps(state))
         atomic_write(out, flatstate.state_companion(state))
     return f"wrote {out} ({kind})"
 

@@ -6,10 +6,11 @@
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
-its own numbering, translated as ``nvidia-smi -r`` does) or a UUID. Writes go
-through mokka.smi.overrides under its lock, YAML and compiled companion
-together, so the Python nvidia-smi and the mock NVML library see them within a
-second. No click: this runs from the overlay on a container's own python3.
+its own numbering, translated as ``nvidia-smi -r`` does) or a UUID. ctl asks the
+mock NVML library which GPUs these are and where the node's files are, and
+writes the overrides through mokka.smi.overrides (YAML and compiled companion
+together), so every NVML consumer sees them within a second. No click: this runs
+from the overlay on a container's own python3.
 """
 
 from __future__ import annotations
@@ -54,63 +55,92 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _gpu(node, ident: str) -> dict:
-    from mokka.smi import engine
-    try:
-        (gpu,) = engine.pick(node.gpus, ident)
-    except (engine.EngineError, ValueError):
-        raise Fail(f"{ident}: no such GPU here (give an index from 0 to {len(node.gpus) - 1} or a UUID)")
-    return gpu
+class Target:
+    """A GPU ctl acts on: its index as this process sees it, its physical index
+    (what the overrides are keyed by), its UUID."""
+
+    def __init__(self, index: int, physical: int, uuid: str):
+        self.index, self.physical, self.uuid = index, physical, uuid
+
+
+def _targets(lib, count: int) -> list:
+    out = []
+    for i in range(count):
+        physical, uuid = lib.identity(i)
+        out.append(Target(i, physical, uuid))
+    return out
+
+
+def _target(targets: list, ident: str) -> Target:
+    for t in targets:
+        if (ident.isdigit() and int(ident) == t.index) or ident.lower() == t.uuid.lower():
+            return t
+    raise Fail(f"{ident}: no such GPU here (give an index from 0 to {len(targets) - 1} or a UUID)")
 
 
 def run(args: list[str]) -> int:
-    from mokka.smi import ctl, engine
+    from mokka.smi import ctl, nvml
     from mokka.smi import overrides as ovr
 
     opts = _parser().parse_args(args)
     try:
-        node = engine.load(os.environ, sys.argv[0] if sys.argv else None)
-    except engine.EngineError as exc:
+        lib = nvml.open_library(sys.argv[0] if sys.argv else None)
+    except nvml.LibraryError as exc:
         raise Fail(str(exc))
-    path = node.overrides_path
+    except nvml.NvmlError:
+        return 1                         # the library said why, in one line of its own
+    targets = _targets(lib, lib.count())
+    directory = lib.node_path(names.NODE_PATH_OVERRIDES)
     if opts.verb == "status":
-        doc = ovr.read(path) or {}
-        devices = doc.get("devices") if isinstance(doc.get("devices"), dict) else {}
-        gpus = [{"index": g["index"], "physical_index": g["physical_index"], "uuid": g.get("uuid"),
-                 "overrides": devices.get(str(g["physical_index"])) or {}} for g in node.gpus]
-        print(json.dumps({"overrides": path, "all": doc.get("all") or {}, "gpus": gpus}, indent=2))
+        def doc(path):
+            try:
+                return ovr.read(path) or {}
+            except ovr.OverridesError as exc:
+                return {"error": str(exc)}
+        gpus = [{"index": t.index, "physical_index": t.physical, "uuid": t.uuid,
+                 "overrides": doc(ovr.scope_path(directory, t.physical))} for t in targets]
+        print(json.dumps({"overrides": directory, "all": doc(ovr.scope_path(directory, None)),
+                          "gpus": gpus}, indent=2))
         return 0
     if opts.verb == "xid":
-        gpu = _gpu(node, opts.gpu)
+        target = _target(targets, opts.gpu)
         try:
             code = ctl.parse_xid_code(opts.code)
         except ctl.CtlError as exc:
             raise Fail(str(exc))
-        return raise_xid(node.config_path, gpu, code, opts.kmsg_path, opts.node_name)
+        return raise_xid(lib.node_path(names.NODE_PATH_XID_EVENTS), target, _bus_id(lib, target), code,
+                         opts.kmsg_path, opts.node_name)
     if opts.verb == "set":
-        gpu = _gpu(node, opts.gpu)
+        target = _target(targets, opts.gpu)
         try:
             change = ctl.parse_assignments(opts.assignments)
         except ctl.CtlError as exc:
             raise Fail(str(exc))
-        ovr.update(path, gpu["physical_index"], change)
+        ovr.update(directory, target.physical, change)
         return 0
     if opts.gpu is None:
-        ovr.clear(path)
+        ovr.clear(directory)
     else:
-        ovr.reset(path, [_gpu(node, opts.gpu)["physical_index"]])
+        ovr.reset(directory, [_target(targets, opts.gpu).physical])
     return 0
 
 
-def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str, node_name: str) -> int:
+def _bus_id(lib, target: Target) -> str:
+    from mokka.smi import nvml
+    from mokka.smi.gpu import Gpu
+    try:
+        return Gpu(lib, target.index, lib.handle(target.index)).bus_id()
+    except nvml.NvmlError as exc:
+        raise Fail(f"GPU {target.index}: {exc}")
+
+
+def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str, node_name: str) -> int:
     """Append the event to xid-events.yaml + companion (the lock and numbering kernellog
     uses), then write the driver's line to the kernel log, as kernellog announces one."""
     from mokka.core import flatstate, xid, yamlio
     from mokka.core.fsutil import atomic_write, dir_locked
 
-    path = xid.events_path(config_path)
-    injection = xid.Injection(gpu["physical_index"], str(gpu.get("uuid", "")),
-                              str((gpu.get("pci") or {}).get("bus_id", "")), code)
+    injection = xid.Injection(target.physical, target.uuid, bus_id, code)
     with dir_locked(path):
         try:
             with open(path, "rb") as f:
@@ -124,7 +154,7 @@ def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str, node_name:
         atomic_write(flatstate.companion_path(path), companion)    # companion first, as kernellog
         atomic_write(path, text)
     line = xid.kmsg_line(injection, node_name)
-    print(json.dumps({"seq": event.seq, "gpu": gpu["index"], "uuid": injection.uuid,
+    print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
                       "code": code, "kmsg": line}))
     try:
         fd = os.open(kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)   # never created
@@ -145,6 +175,8 @@ def main(args: list[str], prog_name: str = PROG) -> int:
     except Fail as exc:
         print(f"{prog_name}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return 0
     except OSError as exc:
         print(f"{prog_name}: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 1

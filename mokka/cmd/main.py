@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "nri-plugin": ("mokka.cmd.nri:main", "the NRI plugin: inject the mock driver into containers"),
     "render-cdi": ("mokka.cmd.render_cdi:main", "print or write the CDI specs for a profile"),
     "profiles": ("mokka.cmd.profiles:main", "list the built-in GPU profiles"),
-    "compile": ("mokka.cmd.compile:main", "print the compiled engine state of a profile (JSON)"),
+    "compile": ("mokka.cmd.compile:main", "print the compiled state of a profile (JSON), or write a companion"),
     "nvidia-smi": ("mokka.cmd.smi:main", "the nvidia-smi shim"),
     "check-fabric": ("mokka.cmd.check_fabric:main", "print each GPU's NVLink fabric state"),
     "mock-ib": ("mokka.cmd.mock_ib:main", "the mock InfiniBand daemon"),

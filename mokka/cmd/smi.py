@@ -17,6 +17,7 @@ NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVI
 NO_DEVICES = "No devices were found"
 NO_DEVICES_LIST = "No devices found."      # what NVIDIA's -L prints, with exit status 0
 NO_TOPOLOGY = "Failed to run topology matrix"
+INVALID_OPTION = "ERROR: Option {} is not valid for this command. Please run 'nvidia-smi -h' for help.\n\n"
 #: Exit statuses the real tool uses (NVML return codes).
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NO_DRIVER, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN = 2, 6, 9, 3, 255
 EXIT_GPU_LOST = 15          # nvidia-smi(1): the GPU has fallen off the bus or is otherwise inaccessible
@@ -118,22 +119,6 @@ def main(args: list[str], prog_name: str = PROG) -> int:
             out.close()
 
 
-def lost_line(gpu: dict) -> str:
-    """What NVIDIA's nvidia-smi prints for a GPU whose handle NVML refuses as lost
-    (``mokka ctl set GPU lost=true``); "" for a GPU that is not lost."""
-    from mokka.core import names
-    from mokka.smi import values
-
-    if values.get(gpu, names.STATE_LOST_KEY) is not True:
-        return ""
-    bus = str(values.get(gpu, "pci.bus_id", ""))
-    domain, sep, rest = bus.partition(":")
-    if sep and len(domain) == 8:
-        bus = domain[4:] + ":" + rest           # the driver prints a 4-digit domain here
-    return (f"Unable to determine the device handle for GPU {bus.upper()}: GPU is lost. "
-            "Reboot the system to recover this GPU")
-
-
 def run(opts: dict, out) -> int:
     mode = opts.get("mode")
     if mode == "help":
@@ -144,52 +129,55 @@ def run(opts: dict, out) -> int:
         out.write(query.help_text())
         return 0
 
-    from mokka.smi import engine
+    from mokka.smi import devices, nvml
     try:
-        node = engine.load(os.environ, sys.argv[0] if sys.argv else None)
-    except engine.EngineError as exc:
+        lib = nvml.open_library(sys.argv[0] if sys.argv else None)
+    except nvml.LibraryError as exc:
         print(NO_DRIVER, file=out)
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_NO_DRIVER
+    except nvml.NvmlError:               # the library said why, in one line of its own
+        print(NO_DRIVER, file=out)
+        return EXIT_NO_DRIVER
+    head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
+            "cuda_version": _cuda_version(lib), "attached": lib.count()}
     if mode == "version":
-        drv = node.system.get("driver_version", "N/A")
+        drv = head["driver_version"] or "N/A"
         out.write(f"NVIDIA-SMI version  : {drv}\nNVML version        : {'.'.join(drv.split('.')[:2])}\n"
-                  f"DRIVER version      : {drv}\nCUDA Version        : {node.system.get('cuda_version')}\n")
+                  f"DRIVER version      : {drv}\nCUDA Version        : {head['cuda_version']}\n")
         return 0
-    if not node.gpus:
-        # NVIDIA's binary differs in kind here: -L lists nothing and succeeds,
-        # topo -m fails outright, everything else finds no device.
-        if mode == "list":
-            print(NO_DEVICES_LIST, file=out)
-            return 0
+    if mode == "list":
+        if opts.get("id") is not None:
+            out.write(INVALID_OPTION.format("-i"))
+            return EXIT_INVALID
+        return _list(lib, head["attached"], out)
+    if not head["attached"]:
+        # NVIDIA's binary: topo -m fails outright, everything else finds no device.
         if opts.get("sub") == "topo":
             print(NO_TOPOLOGY, file=out)
             return EXIT_UNKNOWN
         print(NO_DEVICES, file=out)
         return EXIT_NOT_FOUND
     try:
-        gpus = engine.pick(node.gpus, opts.get("id"))
-    except engine.EngineError:
-        print(NO_DEVICES, file=out)
-        return EXIT_NOT_FOUND
+        if opts.get("sub") == "topo":
+            return _topo(lib, head["attached"], opts["rest"], out)
+        ids = opts.get("id")
+        if opts.get("sub") == "nvlink":
+            ids = _nvlink_ids(opts["rest"], ids)
+        gpus = devices.every(lib, head["attached"]) if ids is None else devices.pick(lib, head["attached"], ids)
+    except devices.Refused as refused:
+        out.write(refused.text)
+        return refused.code
     now = time.time()
     stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now))
 
-    if mode == "list":
-        from mokka.smi.table import list_line
-        out.write("".join(list_line(g) + "\n" for g in gpus))
-        return 0
     if mode == "reset":
-        return _reset(node, gpus, opts, out)
-    lost = [g for g in gpus if lost_line(g)]
-    if lost:
-        out.write("".join(lost_line(g) + "\n" for g in lost))
-        return EXIT_GPU_LOST
+        return _reset(lib, gpus, out)
     if opts.get("sub"):
-        return _subcommand(opts["sub"], opts["rest"], node, gpus, out)
+        return _subcommand(opts["sub"], opts["rest"], lib, head["attached"], gpus, out)
     if opts.get("query-gpu") is not None or opts.get("query-compute-apps") is not None:
         from mokka.smi import query
-        ctx = {"system": node.system, "count": len(node.gpus),
+        ctx = {"driver_version": head["driver_version"], "count": head["attached"],
                "timestamp_csv": time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(now))
                + ".%03d" % int((now % 1) * 1000)}
         if opts.get("format") is None:
@@ -210,51 +198,88 @@ def run(opts: dict, out) -> int:
         except ValueError:
             raise Usage("-d") from None
         if opts.get("xml"):
-            out.write(report.render_xml(gpus, node.system, stamp, tags))
+            out.write(report.render_xml(gpus, head, stamp, tags))
         else:
             from mokka.smi import textq
-            out.write(textq.render(gpus, node.system, stamp, tags))
+            out.write(textq.render(gpus, head, stamp, tags))
         return 0
     if opts.get("display"):
         raise Usage("-d")
     from mokka.smi import table
-    out.write(table.render(gpus, node.system, stamp))
+    out.write(table.render(gpus, head["driver_version"], head["cuda_version"], stamp))
     return 0
 
 
-def _reset(node, gpus: list, opts: dict, out) -> int:
-    from mokka.smi import overrides
-    overrides.reset(node.overrides_path, [g["physical_index"] for g in gpus])
+def _cuda_version(lib) -> str | None:
+    import ctypes
+    version = ctypes.c_int(0)
+    if lib.ask("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(version)) != 0:
+        return None
+    return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
+
+def _list(lib, count: int, out) -> int:
+    """-L: one line per GPU; a refused handle is reported in place, and the run ends 15."""
+    from mokka.smi import devices, nvml
+    from mokka.smi.table import list_line
+    if not count:
+        print(NO_DEVICES_LIST, file=out)
+        return 0
+    status = 0
+    for i in range(count):
+        try:
+            gpu = devices.Gpu(lib, i, lib.handle(i))
+        except nvml.NvmlError as exc:
+            out.write(f"Unable to determine the device handle for gpu {i}: {devices.error_text(exc)}\n\n\n")
+            status = EXIT_GPU_LOST if exc.code == EXIT_GPU_LOST else EXIT_UNKNOWN
+            continue
+        out.write(list_line(gpu) + "\n")
+    return status
+
+
+def _reset(lib, gpus: list, out) -> int:
+    """-r: the reset NVIDIA's nvidia-smi asks the library for (its export table's slot)."""
+    import ctypes
+    from mokka.core import names
+    slot = lib.export_slot(names.NVML_EXPORT_SLOT_RESET, ctypes.c_uint, ctypes.c_void_p)
+    handles = (ctypes.c_void_p * len(gpus))(*(g.handle.value for g in gpus))
+    code = slot(len(gpus), handles)
+    if code != 0:
+        print(f"GPU reset unavailable: {lib.error_string(code)}", file=out)
+        return EXIT_NOT_SUPPORTED
     for g in gpus:
-        print(f"GPU {g['pci']['bus_id']} was successfully reset.", file=out)
+        print(f"GPU {g.bus_id()} was successfully reset.", file=out)
     print("All done.", file=out)
     return 0
 
 
-def _subcommand(sub: str, rest: list, node, gpus: list, out) -> int:
+def _topo(lib, count: int, rest: list, out) -> int:
+    from mokka.smi import devices, topo
+    if not set(rest) & {"-m", "--matrix"}:
+        raise Usage("topo")
+    try:
+        gpus = devices.every(lib, count)
+    except devices.Refused:
+        print(NO_TOPOLOGY + "\n", file=out)
+        return EXIT_UNKNOWN
+    out.write(topo.matrix(lib, gpus))
+    return 0
+
+
+def _nvlink_ids(rest: list, ids: str | None) -> str | None:
+    """``nvlink ... -i N``: the subcommand's own -i wins over one before it."""
+    for i, word in enumerate(rest[:-1]):
+        if word in ("-i", "--id"):
+            ids = rest[i + 1]
+    return ids
+
+
+def _subcommand(sub: str, rest: list, lib, count: int, gpus: list, out) -> int:
     from mokka.smi import topo
     flags = set(rest)
-    if sub == "topo":
-        if flags & {"-m", "--matrix"}:
-            out.write(topo.matrix(gpus))
-            return 0
-        raise Usage(sub)
     if sub == "nvlink":
-        i = 0
-        chosen = gpus
-        while i < len(rest):
-            if rest[i] in ("-i", "--id") and i + 1 < len(rest):
-                from mokka.smi import engine
-                try:
-                    chosen = engine.pick(node.gpus, rest[i + 1])
-                except engine.EngineError:
-                    print(NO_DEVICES, file=out)
-                    return EXIT_NOT_FOUND
-                i += 2
-                continue
-            i += 1
         if flags & {"-s", "--status"}:
-            out.write(topo.status(chosen, node.state.get("nvlink")))
+            out.write(topo.status(gpus))
             return 0
         raise Usage(sub)
     if sub in ("pmon", "dmon", "mig", "vgpu", "conf-compute", "drain", "nvswitch"):

@@ -58,7 +58,7 @@ def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = Fals
     ]
     env = [f"{names.ENV_NVIDIA_VISIBLE_DEVICES}=void",
            f"{names.ENV_NVML_CONFIG}={names.CDI_CONFIG_MOUNT}/{names.PROFILE_FILE}",
-           f"{names.ENV_NVML_OVERRIDES}={names.CDI_CONFIG_MOUNT}/{names.OVERRIDES_FILE}"]
+           f"{names.ENV_NVML_OVERRIDES}={names.CDI_CONFIG_MOUNT}/{names.OVERRIDES_DIR}"]
     if fabricmanager_state_dir:
         mounts.append(_bind(fabricmanager_state_dir, fabricmanager_state_dir))
         env.append(f"{names.ENV_FABRICMANAGER_STATE_DIR}={fabricmanager_state_dir}")

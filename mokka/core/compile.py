@@ -1,9 +1,10 @@
-"""Compile a profile into the engine state every consumer reads.
+"""Compile a profile into the state the mock NVML library reads (as its companion).
 
-The state is one JSON document (schema ``names.STATE_SCHEMA_VERSION``) that
-nvidia-smi, check-fabric, the CDI renderer and the node agent load with the
-standard library alone. Compilation is pure and deterministic: the same
-profile, topology and node name give byte-identical output.
+The state is one document (schema ``names.STATE_SCHEMA_VERSION``): the node
+agent and the CDI renderer use it as a dict, mokka.core.flatstate writes it as
+the companion the mock NVML library reads, ``mokka compile`` prints it as JSON.
+Compilation is pure and deterministic: the same profile, topology and node
+name give byte-identical output.
 
 Each ``gpus[i]`` is the merged device of the profile (the Go Mokka field names
 and nesting, so a reader can look up any profile field) plus normalized fields

@@ -90,16 +90,10 @@ def state_companion(state: dict) -> bytes:
 
 
 def overrides_companion(doc: dict | None, yaml_bytes: bytes) -> bytes:
-    """``all.<field>`` and ``devices.<physical index>.<field>`` of an overrides document."""
+    """The fields of one overrides document (a GPU's, or every GPU's: mokka.smi.overrides)."""
     from mokka.core.profile import digest
 
-    doc = doc if isinstance(doc, dict) else {}
-    body = {}
-    if isinstance(doc.get("all"), dict):
-        body["all"] = doc["all"]
-    if isinstance(doc.get("devices"), dict):
-        body["devices"] = {str(k): v for k, v in doc["devices"].items() if isinstance(v, dict)}
-    return render(KIND_OVERRIDES, digest(yaml_bytes), body)
+    return render(KIND_OVERRIDES, digest(yaml_bytes), doc if isinstance(doc, dict) else {})
 
 
 def topology_companion(doc: dict, yaml_bytes: bytes) -> bytes:

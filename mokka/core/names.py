@@ -64,7 +64,7 @@ PCI_SYSFS_DIR = "sys"
 #: by its name inside the DRIVER ROOT, beside ``config/``. With no
 #: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
 #: relative to the config.yaml they read (``<driver root>/config/config.yaml`` ->
-#: ``<driver root>/fabric-state``; mokka/smi/engine.py and native/nvml/node.c), so
+#: ``<driver root>/fabric-state``; native/nvml/node.c), so
 #: NRI-injected containers (/opt/nvml-mock/driver/fabric-state, under the overlay
 #: mount) and processes that mount only the driver root (/run/nvidia/driver) see
 #: it with no variable. It exists only while the agent's fabricmanager daemon
@@ -77,8 +77,14 @@ FABRIC_STATE_DIR = "fabric-state"
 
 # File names inside driver/config (and config/).
 PROFILE_FILE = "config.yaml"          # MOCK_NVML_CONFIG names this one
-STATE_FILE = "state.json"             # the compiled engine state beside it
-OVERRIDES_FILE = "overrides.yaml"
+#: The runtime overrides: a directory beside config.yaml (MOCK_NVML_OVERRIDES names
+#: another) with one document per scope, each with its compiled companion:
+#: ``all.yaml`` for every GPU, ``gpu<N>.yaml`` for the GPU of physical index N (the
+#: profile's order). A document holds the fields it changes, in the shape of a GPU's
+#: state. Resetting GPU N removes its two files; nothing ever edits a document in place.
+OVERRIDES_DIR = "overrides"
+OVERRIDES_ALL_SCOPE = "all"
+OVERRIDES_GPU_SCOPE_PREFIX = "gpu"
 MACHINE_TYPE_FILE = "machine-type"
 TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
 #: Each YAML above has a compiled companion beside it, ``X.yaml`` -> ``X.nvml``
@@ -143,6 +149,12 @@ def gpu_node_name(index: int) -> str:
     return f"{GPU_NODE_PREFIX}{index}"
 
 
+def overrides_scope_file(physical_index: int | None) -> str:
+    """``gpu3.yaml`` for physical GPU 3, ``all.yaml`` for None (every GPU)."""
+    scope = OVERRIDES_ALL_SCOPE if physical_index is None else f"{OVERRIDES_GPU_SCOPE_PREFIX}{physical_index}"
+    return scope + ".yaml"
+
+
 # --- Environment variables inside containers and of the shims ---------------
 
 #: Every Mokka command's logging options (mokka/cmd/common.py); the agent passes them to its daemons.
@@ -156,9 +168,14 @@ ENV_GFD_MACHINE_TYPE_FILE = "GFD_MACHINE_TYPE_FILE"
 ENV_NODE_NAME = "NODE_NAME"
 ENV_TOPOLOGY_CONFIG = "MOCK_TOPOLOGY_CONFIG"
 ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
+#: What the mock NVML library tells Mokka's own clients beyond NVML's API
+#: (nvmlMokkaGetNodePath's first argument; native/nvml/private.c).
+NODE_PATH_PROFILE = 0
+NODE_PATH_OVERRIDES = 1
+NODE_PATH_XID_EVENTS = 2
 #: Pins the clock of the moving readings (integer seconds since the epoch); unset: the real time.
 ENV_NVML_CLOCK = "MOCK_NVML_CLOCK"
-#: ``dynamic_metrics.utilization.pattern`` (mokka/smi/dynamic.py, native/nvml/dynamic.c).
+#: ``dynamic_metrics.utilization.pattern`` (native/nvml/dynamic.c).
 DYNAMIC_PATTERN_IDLE = "idle"
 DYNAMIC_PATTERN_BUSY = "busy"
 DYNAMIC_PATTERN_BURST = "burst"
@@ -251,6 +268,15 @@ CDI_NVML_LIB_MOUNT = "/usr/lib64/libnvidia-ml.so.1"
 NVML_LIB_FILE = "libnvidia-ml.so.1"        # the soname; a link to the versioned file
 NVML_LIB_DEV_LINK = "libnvidia-ml.so"       # nvtop dlopens this name first
 NVML_LIB_VERSIONED = "libnvidia-ml.so.{driver_version}"   # the file itself, as a driver ships it
+#: The private table NVIDIA's nvidia-smi 550 asks nvmlInternalGetExportTable for: its
+#: 16-byte id as the bytes it passes, and the slots Mokka's nvidia-smi calls too
+#: (native/nvml/export_table.c says what each does).
+NVML_EXPORT_TABLE_ID = (0xC4, 0xFE, 0x3E, 0x6C, 0xC9, 0x8F, 0x6C, 0x4E,
+                        0xA3, 0x27, 0xEE, 0x69, 0x6E, 0x12, 0xF7, 0xC4)
+NVML_EXPORT_SLOT_TOPO_LINK_LEVEL = 22
+NVML_EXPORT_SLOT_RESET = 167
+#: The longest path the mock library hands back (its buffers).
+PATH_MAX = 4096
 
 # --- Ports and NRI defaults --------------------------------------------------
 

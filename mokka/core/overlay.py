@@ -84,13 +84,9 @@ class Overlay:
         return os.path.join(self.driver_config, names.PROFILE_FILE)
 
     @property
-    def state(self) -> str:
-        """The compiled engine state beside the profile copy."""
-        return os.path.join(self.driver_config, names.STATE_FILE)
-
-    @property
     def overrides(self) -> str:
-        return os.path.join(self.driver_config, names.OVERRIDES_FILE)
+        """The runtime overrides directory beside the profile copy."""
+        return os.path.join(self.driver_config, names.OVERRIDES_DIR)
 
     @property
     def machine_type(self) -> str:

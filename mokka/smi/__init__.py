@@ -1,7 +1,7 @@
-"""The GPU surface of the mock: the engine both shims read and nvidia-smi's renderers.
+"""The GPU tools of the mock: nvidia-smi, check-fabric and ctl's logic.
 
-``engine`` turns the compiled state plus the runtime environment (visibility,
-topology document, fabric marker, overrides) into the list of GPUs a process
-sees; everything else here is pure rendering over those GPU dicts. Nothing in
-this package imports yaml at module level: ``nvidia-smi -L`` must stay cheap.
+They are clients of the mock NVML library, the one engine that decides what a
+process sees (mokka.smi.nvml loads it, mokka.smi.gpu asks it); the rest here
+renders what NVML answers, as NVIDIA's nvidia-smi does, and writes the runtime
+overrides. Nothing in this package imports yaml on nvidia-smi's paths.
 """

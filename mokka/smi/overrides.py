@@ -1,31 +1,42 @@
-"""The runtime overrides file: ``version: 1``, ``all: {...}``, ``devices: {"<idx>": {...}}``.
+"""The runtime overrides, written: one document per scope in the overrides directory.
 
-Re-read on every call (no cache: each nvidia-smi run is one process). yaml is
-imported only when the file exists. Device keys are profile indices, before
-visibility renumbering.
+``all.yaml`` holds what every GPU gets, ``gpu<N>.yaml`` what physical GPU N gets
+(names.overrides_scope_file), each a mapping in the shape of a GPU's state, with
+its compiled companion beside it: the mock NVML library reads only those, and
+layers a GPU's own document over ``all`` over the profile (native/nvml/lookup.c).
+Writers: ``mokka ctl set/reset``, ``mokka compile --companion`` for a document
+written by hand (any YAML: flow style, anchors, JSON). Resetting a GPU removes
+its two files, as NVIDIA's ``nvidia-smi -r`` does through the library.
 """
 
 from __future__ import annotations
 
 import os
 
+from mokka.core import names
+
 
 class OverridesError(Exception):
     pass
 
 
+def scope_path(directory: str, physical_index: int | None) -> str:
+    return os.path.join(directory, names.overrides_scope_file(physical_index))
+
+
 def read(path: str) -> dict | None:
+    """One scope's document (bounded YAML), None when absent or empty."""
+    from mokka.core import fsutil, yamlio
+
     try:
-        with open(path, "rb") as f:
-            text = f.read()
+        text = fsutil.read_bounded(path, names.MAX_DOCUMENT_BYTES)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise OverridesError(f"cannot read overrides {path}: {exc.strerror}") from None
+    except (OSError, fsutil.ReadRefused) as exc:
+        raise OverridesError(f"cannot read overrides {path}: {getattr(exc, 'strerror', None) or exc}") \
+            from None
     if not text.strip():
         return None
-    from mokka.core import yamlio
-
     try:
         doc = yamlio.safe_load(text)
     except yamlio.YAMLError:
@@ -33,7 +44,7 @@ def read(path: str) -> dict | None:
     if doc is None:
         return None
     if not isinstance(doc, dict):
-        raise OverridesError(f"ignoring overrides {path}: not a mapping")
+        raise OverridesError(f"ignoring overrides {path}: not a mapping of GPU fields")
     return doc
 
 
@@ -46,92 +57,79 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return base
 
 
-def apply(gpu: dict, doc: dict) -> None:
-    """Merge ``all`` then the GPU's own bucket onto one GPU dict."""
-    everyone = doc.get("all")
-    if isinstance(everyone, dict):
-        deep_merge(gpu, everyone)
-    devices = doc.get("devices")
-    if isinstance(devices, dict):
-        own = devices.get(str(gpu["physical_index"]), devices.get(gpu["physical_index"]))
-        if isinstance(own, dict):
-            deep_merge(gpu, own)
-
-
-def locked(path: str):
-    """Serialize every read-modify-write of one overrides file (mokka.core.fsutil.dir_locked)."""
+def update(directory: str, physical_index: int, change: dict) -> None:
+    """Deep-merge ``change`` into GPU ``physical_index``'s document, under the directory's lock."""
     from mokka.core.fsutil import dir_locked
-    return dir_locked(path)
 
-
-def reset(path: str, physical_indices: list) -> bool:
-    """Drop the named GPUs' buckets; write atomically. True if the file changed."""
-    with locked(path):
-        doc = read(path)
-        if not doc or not isinstance(doc.get("devices"), dict):
-            return False
-        devices = doc["devices"]
-        removed = False
-        for idx in physical_indices:
-            for key in (str(idx), idx):
-                if key in devices:
-                    del devices[key]
-                    removed = True
-        if not removed:
-            return False
-        doc.setdefault("version", 1)
-        write(path, doc, os.stat(path).st_mode & 0o7777)
-        return True
-
-
-def update(path: str, physical_index: int, change: dict) -> None:
-    """Deep-merge ``change`` into GPU ``physical_index``'s bucket, under the lock."""
-    with locked(path):
+    os.makedirs(directory, exist_ok=True)
+    path = scope_path(directory, physical_index)
+    with dir_locked(path):
         try:
             doc = read(path) or {}
         except OverridesError:
-            doc = {}                       # a broken file is replaced, as a fresh start
-        doc["version"] = doc.get("version", 1)
-        devices = doc.get("devices") if isinstance(doc.get("devices"), dict) else {}
-        doc["devices"] = devices
-        key = str(physical_index)
-        own = devices.pop(physical_index, None) or devices.get(key) or {}
-        devices[key] = deep_merge(own if isinstance(own, dict) else {}, change)
-        write(path, doc)
+            doc = {}                       # a broken document is replaced, as a fresh start
+        write(path, deep_merge(doc, change))
 
 
-def clear(path: str) -> None:
-    """Every override gone: the overrides file and its companion."""
+def reset(directory: str, physical_indices: list) -> bool:
+    """Drop the named GPUs' documents; True if one was there."""
+    removed = False
+    for index in physical_indices:
+        removed |= _remove_pair(scope_path(directory, index))
+    return removed
+
+
+def clear(directory: str) -> None:
+    """Every override gone: ``all`` and every GPU's document (other files stay)."""
+    try:
+        entries = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for name in entries:
+        stem, dot, suffix = name.rpartition(".")
+        if dot and suffix == "yaml" and is_scope(stem):
+            _remove_pair(os.path.join(directory, name))
+
+
+def is_scope(stem: str) -> bool:
+    """``all`` or ``gpu<N>``: the names of the documents the library reads."""
+    number = stem[len(names.OVERRIDES_GPU_SCOPE_PREFIX):]
+    return stem == names.OVERRIDES_ALL_SCOPE or (
+        stem.startswith(names.OVERRIDES_GPU_SCOPE_PREFIX) and number.isdigit() and number.isascii())
+
+
+def _remove_pair(path: str) -> bool:
+    """The YAML first: a companion without its YAML counts as no document."""
     from mokka.core import flatstate
 
-    with locked(path):
-        for name in (path, flatstate.companion_path(path)):
-            try:
-                os.unlink(name)
-            except FileNotFoundError:
-                pass
+    removed = False
+    for name in (path, flatstate.companion_path(path)):
+        try:
+            os.unlink(name)
+            removed = True
+        except FileNotFoundError:
+            pass
+    return removed
 
 
-def write(path: str, doc: dict, mode: int = 0o644) -> None:
-    """Write an overrides document and its compiled companion (``overrides.nvml``)."""
+def write(path: str, doc: dict) -> None:
+    """Write one scope's document and its companion (``gpu3.nvml``)."""
     import yaml
 
-    write_text(path, yaml.safe_dump(doc, sort_keys=False).encode(), doc, mode)
+    write_text(path, yaml.safe_dump(doc, sort_keys=False).encode(), doc)
 
 
-def write_text(path: str, text: bytes, doc: dict | None = None, mode: int = 0o644) -> None:
-    """Write overrides YAML as given, and its compiled companion, in one step.
+def write_text(path: str, text: bytes, doc: dict | None = None) -> None:
+    """Write a scope's YAML as given and its compiled companion, in one step.
 
-    Every writer goes through here: the mock NVML library reads only the
-    companion, and ignores one whose digest no longer matches the YAML. The
-    companion is renamed into place first, the YAML last, so a reader never sees
-    a new YAML next to an old companion for longer than one rename.
+    The companion is renamed into place first, the YAML last, so a reader never
+    sees a new YAML next to an old companion for longer than one rename.
     """
     from mokka.core import flatstate
-    from mokka.core.fsutil import atomic_write  # tempfile: only when writing
+    from mokka.core.fsutil import atomic_write
 
     if doc is None:
         from mokka.core import yamlio
         doc = yamlio.safe_load(text)
-    atomic_write(flatstate.companion_path(path), flatstate.overrides_companion(doc, text), mode)
-    atomic_write(path, text, mode)
+    atomic_write(flatstate.companion_path(path), flatstate.overrides_companion(doc, text), 0o644)
+    atomic_write(path, text, 0o644)

@@ -6,6 +6,7 @@ Each field is (unit, getter); a getter returns the bare value or None for
 
 from __future__ import annotations
 
+from mokka.smi import gpu as g
 from mokka.smi import report
 from mokka.smi import values as v
 
@@ -14,64 +15,121 @@ class QueryError(Exception):
     """Printed verbatim; exit status 2 (NVML_ERROR_INVALID_ARGUMENT)."""
 
 
-def _g(path):
-    return lambda gpu, ctx: v.get(gpu, path)
-
-
-def _word(path, default="Disabled"):
-    return lambda gpu, ctx: v.word(v.get(gpu, path), default)
-
-
-def _mem(key):
-    return lambda gpu, ctx: v.memory_mib(gpu)[key]
-
-
-def _watts(key):
-    def get(gpu, ctx):
-        return v.watts_number(v.get(gpu, f"power.{key}"))
-    return get
-
-
-def _reason(key):
-    return lambda gpu, ctx: "Active" if v.get(gpu, f"clocks_throttle_reasons.{key}") else "Not Active"
-
-
-def _counter(key):
-    return lambda gpu, ctx: v.get(gpu, f"clocks_throttle_reasons.counters.{key}")
-
-
-def _ecc(kind, scope, where):
-    def get(gpu, ctx):
-        if where == "sram":
-            value = v.get(gpu, f"ecc.sram.{scope}.{'correctable' if kind == 'single_bit' else 'uncorrectable_secded'}")
-            return None if v.ecc_mode(gpu) != "Enabled" else value
-        return v.ecc_count(gpu, scope, kind, where)
-    return get
-
-
-def _fabric(key):
-    def get(gpu, ctx):
-        tree = dict(report._fabric(gpu))
-        value = tree.get(key)
-        return None if value in (None, v.NA) else value
-    return get
-
-
 def _na(gpu, ctx):
     return None
 
 
-def _hex(path, width):
-    return lambda gpu, ctx: "0x%0*X" % (width, int(v.get(gpu, path) or 0))
+def _hex(get, width: int):
+    def read(gpu, ctx):
+        value = get(gpu)
+        return None if value is None else "0x%0*X" % (width, value)
+    return read
 
 
-def _pstate(gpu, ctx):
-    return gpu.get("performance_state") or v.get(gpu, "power.power_state")
+def _pci(attr: str):
+    def read(gpu):
+        pci = gpu.pci()
+        return None if pci is None else getattr(pci, attr)
+    return read
+
+
+def _enabled(get, default=None):
+    return lambda gpu, ctx: v.enabled(get(gpu), default) if get(gpu) is not None else default
+
+
+def _mem(key: str):
+    def read(gpu, ctx):
+        mem = gpu.memory()
+        return None if mem is None else v.mib(getattr(mem, key))
+    return read
+
+
+def _watts(get):
+    return lambda gpu, ctx: v.watts_number(get(gpu))
+
+
+def _reason(bit: int):
+    def read(gpu, ctx):
+        mask = gpu.clocks_event_reasons()
+        return None if mask is None else ("Active" if mask & bit else "Not Active")
+    return read
+
+
+def _counter(name: str):
+    def read(gpu, ctx):
+        ns = gpu.clocks_event_counters()[name]
+        return None if ns is None else ns // 1000
+    return read
+
+
+def _ecc(error_type: int, counter: int, location: int | None):
+    def read(gpu, ctx):
+        if gpu.ecc_mode()[0] != g.ENABLED:
+            return None
+        if location is None:
+            return gpu.ecc_total(error_type, counter)
+        return gpu.ecc_counter(error_type, counter, location)
+    return read
+
+
+def _sram(error_type: int, counter: int):
+    def read(gpu, ctx):
+        if gpu.ecc_mode()[0] != g.ENABLED:
+            return None
+        return gpu.ecc_counter(error_type, counter, g.LOCATION_SRAM)
+    return read
+
+
+def _fabric(key):
+    def read(gpu, ctx):
+        value = dict(report._fabric(gpu)).get(key)
+        return None if value in (None, v.NA) else value
+    return read
+
+
+def _platform(key):
+    def read(gpu, ctx):
+        value = dict(report._platform(gpu)).get(key)
+        return None if value in (None, v.NA) else value
+    return read
 
 
 def _fan(gpu, ctx):
-    text = v.fan(gpu)
-    return None if text == v.NA else text.split()[0]
+    return gpu.fan_speed() if gpu.fan_count() else None
+
+
+def _tlimit(gpu, ctx):
+    return None if v.pre_ada(gpu.architecture()) else gpu.tlimit_temperature()
+
+
+def _retired_count(cause: int):
+    def read(gpu, ctx):
+        pages = gpu.retired_pages(cause)
+        return None if pages is None else len(pages)
+    return read
+
+
+def _remapped(i: int, words: bool = False):
+    def read(gpu, ctx):
+        rows = gpu.remapped_rows()
+        if rows is None:
+            return None
+        return v.yes_no(rows[i]) if words else rows[i]
+    return read
+
+
+def _utilization(attr: str):
+    def read(gpu, ctx):
+        util = gpu.utilization()
+        return None if util is None else getattr(util, attr)
+    return read
+
+
+def _mig(i: int):
+    def read(gpu, ctx):
+        mode = gpu.mig_mode()[i]
+        return None if mode is None else v.enabled(mode)
+    return read
 
 
 FIELDS: dict = {}
@@ -85,141 +143,137 @@ def field(names: str, unit, getter):
         ALIASES[alias] = canonical
 
 
-field("timestamp", None, lambda g, c: c["timestamp_csv"])
-field("driver_version", None, lambda g, c: c["system"].get("driver_version"))
+field("timestamp", None, lambda gpu, c: c["timestamp_csv"])
+field("driver_version", None, lambda gpu, c: c["driver_version"])
 field("vgpu_driver_capability.heterogenous_multivGPU", None, _na)
-field("count", None, lambda g, c: c["count"])
-field("name|gpu_name", None, _g("name"))
-field("serial|gpu_serial", None, _g("serial"))
-field("uuid|gpu_uuid", None, _g("uuid"))
-field("pci.bus_id|gpu_bus_id", None, _g("pci.bus_id"))
-field("pci.domain", None, _hex("pci.domain", 4))
-field("pci.bus", None, _hex("pci.bus", 2))
-field("pci.device", None, _hex("pci.device", 2))
-field("pci.baseClass", None, lambda g, c: "0x3")
-field("pci.subClass", None, lambda g, c: "0x2")
-field("pci.device_id", None, _hex("pci.device_id", 8))
-field("pci.sub_device_id", None, _hex("pci.subsystem_id", 8))
-field("pcie.link.gen.current|pcie.link.gen.gpucurrent", None, _g("pcie.current_link_gen"))
-field("pcie.link.gen.max|pcie.link.gen.gpumax|pcie.link.gen.hostmax", None, _g("pcie.max_link_gen"))
-field("pcie.link.width.current", None, _g("pcie.current_link_width"))
-field("pcie.link.width.max", None, _g("pcie.max_link_width"))
-field("index", None, lambda g, c: g["index"])
-field("display_mode", None, _word("display.mode"))
-field("display_attached", None, lambda g, c: "No")
-field("display_active", None, _word("display.active"))
-field("persistence_mode", None, lambda g, c: v.persistence(g))
+field("count", None, lambda gpu, c: c["count"])
+field("name|gpu_name", None, lambda gpu, c: gpu.name())
+field("serial|gpu_serial", None, lambda gpu, c: gpu.serial())
+field("uuid|gpu_uuid", None, lambda gpu, c: gpu.uuid())
+field("pci.bus_id|gpu_bus_id", None, lambda gpu, c: gpu.bus_id())
+field("pci.domain", None, _hex(_pci("domain"), 4))
+field("pci.bus", None, _hex(_pci("bus"), 2))
+field("pci.device", None, _hex(_pci("device"), 2))
+field("pci.baseClass", None, _hex(lambda gpu: gpu.pci_ext() and gpu.pci_ext().baseClass, 1))
+field("pci.subClass", None, _hex(lambda gpu: gpu.pci_ext() and gpu.pci_ext().subClass, 1))
+field("pci.device_id", None, _hex(_pci("pciDeviceId"), 8))
+field("pci.sub_device_id", None, _hex(_pci("pciSubSystemId"), 8))
+field("pcie.link.gen.current|pcie.link.gen.gpucurrent", None, lambda gpu, c: gpu.pcie_current_gen())
+field("pcie.link.gen.max|pcie.link.gen.gpumax", None, lambda gpu, c: gpu.pcie_max_gen())
+field("pcie.link.gen.hostmax", None, lambda gpu, c: gpu.pcie_host_max_gen())
+field("pcie.link.width.current", None, lambda gpu, c: gpu.pcie_current_width())
+field("pcie.link.width.max", None, lambda gpu, c: gpu.pcie_max_width())
+field("index", None, lambda gpu, c: gpu.index)
+field("display_mode", None, _enabled(lambda gpu: gpu.display_mode()))
+field("display_attached", None, lambda gpu, c: "No")
+field("display_active", None, _enabled(lambda gpu: gpu.display_active()))
+field("persistence_mode", None, _enabled(lambda gpu: gpu.persistence_mode(), "Disabled"))
 field("addressing_mode", None, _na)
-field("accounting.mode", None, _word("accounting.mode"))
-field("accounting.buffer_size", None, _g("accounting.buffer_size"))
-field("driver_model.current", None, _na)
-field("driver_model.pending", None, _na)
-field("vbios_version", None, _g("vbios_version"))
-field("inforom.img|inforom.image", None, _g("inforom.image_version"))
-field("inforom.oem", None, _g("inforom.oem_object"))
-field("inforom.ecc", None, _g("inforom.ecc_object"))
-field("inforom.pwr|inforom.power", None, _g("inforom.pwr_object"))
-field("reset_status.reset_required", None, lambda g, c: "No")
-field("reset_status.drain_and_reset_recommended", None, lambda g, c: "No")
+field("accounting.mode", None, _enabled(lambda gpu: gpu.accounting_mode()))
+field("accounting.buffer_size", None, lambda gpu, c: gpu.accounting_buffer_size())
+field("driver_model.current", None, lambda gpu, c: v.word(v.DRIVER_MODELS, gpu.driver_model()[0], None))
+field("driver_model.pending", None, lambda gpu, c: v.word(v.DRIVER_MODELS, gpu.driver_model()[1], None))
+field("vbios_version", None, lambda gpu, c: gpu.vbios_version())
+field("inforom.img|inforom.image", None, lambda gpu, c: gpu.inforom_image())
+field("inforom.oem", None, lambda gpu, c: gpu.inforom(g.INFOROM_OEM))
+field("inforom.ecc", None, lambda gpu, c: gpu.inforom(g.INFOROM_ECC))
+field("inforom.pwr|inforom.power", None, lambda gpu, c: gpu.inforom(g.INFOROM_POWER))
+field("reset_status.reset_required", None, lambda gpu, c: "No")
+field("reset_status.drain_and_reset_recommended", None, lambda gpu, c: "No")
 field("gom.current|gpu_operation_mode.current", None,
-      lambda g, c: v.title(v.get(g, "gpu_operation_mode.current"), None))
+      lambda gpu, c: v.word(v.OPERATION_MODES, gpu.gpu_operation_mode()[0], None))
 field("gom.pending|gpu_operation_mode.pending", None,
-      lambda g, c: v.title(v.get(g, "gpu_operation_mode.pending"), None))
+      lambda gpu, c: v.word(v.OPERATION_MODES, gpu.gpu_operation_mode()[1], None))
 field("fan.speed", "%", _fan)
-field("pstate", None, _pstate)
-for _k in ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
-           "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sync_boost"):
-    field(f"clocks_throttle_reasons.{_k}|clocks_event_reasons.{_k}", None, _reason(_k))
-field("clocks_throttle_reasons.supported|clocks_event_reasons.supported", None, lambda g, c: "0x00000000000001FF")
+field("pstate", None, lambda gpu, c: None if gpu.performance_state() is None else v.pstate(gpu.performance_state()))
+for _k, _bit in v.CLOCKS_EVENT_REASONS:
+    if _k != "display_clocks_setting":
+        field(f"clocks_throttle_reasons.{_k}|clocks_event_reasons.{_k}", None, _reason(_bit))
+field("clocks_throttle_reasons.supported|clocks_event_reasons.supported", None,
+      _hex(lambda gpu: gpu.clocks_event_reasons_supported(), 16))
 field("clocks_throttle_reasons.active|clocks_event_reasons.active", None,
-      lambda g, c: "0x%016X" % sum(1 << i for i, k in enumerate(
-          ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
-           "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
-           "display_clocks_setting")) if v.get(g, f"clocks_throttle_reasons.{k}")))
-for _n, _k in (("sw_power_cap", "sw_power_cap_us"), ("sync_boost", "sync_boost_us"),
-               ("sw_thermal_slowdown", "sw_thermal_slowdown_us"),
-               ("hw_thermal_slowdown", "hw_thermal_slowdown_us"),
-               ("hw_power_brake_slowdown", "hw_power_brake_slowdown_us")):
+      _hex(lambda gpu: gpu.clocks_event_reasons(), 16))
+for _n, _k in (("sw_power_cap", "sw_power_cap"), ("sync_boost", "sync_boost"),
+               ("sw_thermal_slowdown", "sw_therm_slowdown"), ("hw_thermal_slowdown", "hw_therm_slowdown"),
+               ("hw_power_brake_slowdown", "hw_power_brake")):
     field(f"clocks_event_reasons_counters.{_n}", "us", _counter(_k))
 field("memory.total", "MiB", _mem("total"))
 field("memory.reserved", "MiB", _mem("reserved"))
 field("memory.used", "MiB", _mem("used"))
 field("memory.free", "MiB", _mem("free"))
-field("compute_mode", None, lambda g, c: v.compute_mode(g))
-field("compute_cap", None, lambda g, c: "%s.%s" % (v.get(g, "compute_capability.major"),
-                                                    v.get(g, "compute_capability.minor")))
-for _k in ("gpu", "memory", "encoder", "decoder", "jpeg", "ofa"):
-    field(f"utilization.{_k}", "%", _g(f"utilization.{_k}"))
-field("encoder.stats.sessionCount", None, _g("encoder_stats.session_count"))
-field("encoder.stats.averageFps", None, _g("encoder_stats.average_fps"))
-field("encoder.stats.averageLatency", None, _g("encoder_stats.average_latency_us"))
-field("ecc.mode.current", None, lambda g, c: v.ecc_mode(g))
-field("ecc.mode.pending", None, lambda g, c: v.ecc_mode(g, "mode_pending"))
-for _kind, _word_ in (("single_bit", "corrected"), ("double_bit", "uncorrected")):
-    for _scope in ("volatile", "aggregate"):
-        for _where in ("device_memory", "register_file", "l1_cache", "l2_cache", "texture_memory", "total"):
-            names = f"ecc.errors.{_word_}.{_scope}.{_where}"
+field("compute_mode", None, lambda gpu, c: v.word(v.COMPUTE_MODES, gpu.compute_mode(), None))
+field("compute_cap", None, lambda gpu, c: None if gpu.compute_capability()[0] is None
+      else "%d.%d" % gpu.compute_capability())
+field("utilization.gpu", "%", _utilization("gpu"))
+field("utilization.memory", "%", _utilization("memory"))
+for _k, _name in (("encoder", "Encoder"), ("decoder", "Decoder"), ("jpeg", "Jpg"), ("ofa", "Ofa")):
+    field(f"utilization.{_k}", "%", (lambda name: lambda gpu, c: gpu.engine_utilization(name))(_name))
+field("encoder.stats.sessionCount", None, lambda gpu, c: gpu.encoder_stats()[0])
+field("encoder.stats.averageFps", None, lambda gpu, c: gpu.encoder_stats()[1])
+field("encoder.stats.averageLatency", None, lambda gpu, c: gpu.encoder_stats()[2])
+field("ecc.mode.current", None, lambda gpu, c: None if gpu.ecc_mode()[0] is None else v.enabled(gpu.ecc_mode()[0]))
+field("ecc.mode.pending", None, lambda gpu, c: None if gpu.ecc_mode()[1] is None else v.enabled(gpu.ecc_mode()[1]))
+_LOCATIONS = (("device_memory", 2), ("register_file", 3), ("l1_cache", 0), ("l2_cache", 1),
+              ("texture_memory", 4), ("total", None))
+for _type, _word_ in ((g.CORRECTED, "corrected"), (g.UNCORRECTED, "uncorrected")):
+    for _counter_, _scope in ((g.VOLATILE, "volatile"), (g.AGGREGATE, "aggregate")):
+        for _where, _location in _LOCATIONS:
+            _names = f"ecc.errors.{_word_}.{_scope}.{_where}"
             if _where == "device_memory":
-                names += f"|ecc.errors.{_word_}.{_scope}.dram"
-            field(names, None, _ecc(_kind, _scope, _where))
-        field(f"ecc.errors.{_word_}.{_scope}.sram", None, _ecc(_kind, _scope, "sram"))
+                _names += f"|ecc.errors.{_word_}.{_scope}.dram"
+            field(_names, None, _ecc(_type, _counter_, _location))
+        field(f"ecc.errors.{_word_}.{_scope}.sram", None, _sram(_type, _counter_))
         field(f"ecc.errors.{_word_}.{_scope}.cbu", None, _na)
-field("retired_pages.single_bit_ecc.count|retired_pages.sbe", None,
-      lambda g, c: v.get(g, "retired_pages.single_bit_retirement.count") if v.pre_ada(g) else None)
-field("retired_pages.double_bit.count|retired_pages.dbe", None,
-      lambda g, c: v.get(g, "retired_pages.double_bit_retirement.count") if v.pre_ada(g) else None)
-field("retired_pages.pending", None,
-      lambda g, c: v.yes_no(bool(v.get(g, "retired_pages.pending_retirement"))) if v.pre_ada(g) else None)
-field("remapped_rows.correctable", None, _g("remapped_rows.correctable"))
-field("remapped_rows.uncorrectable", None, _g("remapped_rows.uncorrectable"))
-field("remapped_rows.pending", None, lambda g, c: v.yes_no(bool(v.get(g, "remapped_rows.pending"))))
-field("remapped_rows.failure", None, lambda g, c: v.yes_no(bool(v.get(g, "remapped_rows.failure_occurred"))))
-field("temperature.gpu", None, _g("thermal.temperature_gpu_c"))
-field("temperature.gpu.tlimit", None, lambda g, c: None if v.pre_ada(g) else (
-    int(v.get(g, "thermal.slowdown_threshold_c") or 0) - int(v.get(g, "thermal.temperature_gpu_c") or 0)))
-field("temperature.memory", None, _g("thermal.temperature_memory_c"))
-field("power.management", None, lambda g, c: "Enabled" if v.get(g, "power.management_supported") else "Disabled")
-field("power.draw|power.draw.average|power.draw.instant", "W", _watts("current_draw_mw"))
-field("power.limit|enforced.power.limit", "W", _watts("enforced_limit_mw"))
-field("power.default_limit", "W", _watts("default_limit_mw"))
-field("power.min_limit", "W", _watts("min_limit_mw"))
-field("power.max_limit", "W", _watts("max_limit_mw"))
-field("clocks.current.graphics|clocks.gr", "MHz", _g("clocks.graphics_current"))
-field("clocks.current.sm|clocks.sm", "MHz", _g("clocks.sm_current"))
-field("clocks.current.memory|clocks.mem", "MHz", _g("clocks.memory_current"))
-field("clocks.current.video|clocks.video", "MHz", _g("clocks.video_current"))
-field("clocks.applications.graphics|clocks.applications.gr", "MHz", _g("clocks.graphics_app"))
-field("clocks.applications.memory|clocks.applications.mem", "MHz", _g("clocks.memory_app"))
-field("clocks.default_applications.graphics|clocks.default_applications.gr", "MHz",
-      _g("clocks.graphics_app_default"))
-field("clocks.default_applications.memory|clocks.default_applications.mem", "MHz",
-      _g("clocks.memory_app_default"))
-field("clocks.max.graphics|clocks.max.gr", "MHz", _g("clocks.graphics_max"))
-field("clocks.max.sm", "MHz", _g("clocks.sm_max"))
-field("clocks.max.memory|clocks.max.mem", "MHz", _g("clocks.memory_max"))
-field("mig.mode.current", None, lambda g, c: None if v.mig_mode(g) == v.NA else v.mig_mode(g))
-field("mig.mode.pending", None, lambda g, c: None if v.mig_mode(g) == v.NA else v.mig_mode(g, "mode_pending"))
-field("gsp.mode.current|gsp.mode.default", None, _word("gsp_firmware.mode", None))
+field("retired_pages.single_bit_ecc.count|retired_pages.sbe", None, _retired_count(g.RETIRE_MULTIPLE_SINGLE_BIT))
+field("retired_pages.double_bit.count|retired_pages.dbe", None, _retired_count(g.RETIRE_DOUBLE_BIT))
+field("retired_pages.pending", None, lambda gpu, c: None if gpu.retired_pages(0) is None
+      else v.yes_no(gpu.retired_pages_pending()))
+field("remapped_rows.correctable", None, _remapped(0))
+field("remapped_rows.uncorrectable", None, _remapped(1))
+field("remapped_rows.pending", None, _remapped(2, words=True))
+field("remapped_rows.failure", None, _remapped(3, words=True))
+field("temperature.gpu", None, lambda gpu, c: gpu.temperature())
+field("temperature.gpu.tlimit", None, _tlimit)
+field("temperature.memory", None, lambda gpu, c: gpu.fields([g.FI_MEMORY_TEMP])[0])
+field("power.management", None, _enabled(lambda gpu: gpu.power_management_mode()))
+field("power.draw|power.draw.average|power.draw.instant", "W", _watts(lambda gpu: gpu.power_usage()))
+field("power.limit|enforced.power.limit", "W", _watts(lambda gpu: gpu.power_limit()))
+field("power.default_limit", "W", _watts(lambda gpu: gpu.power_default_limit()))
+field("power.min_limit", "W", _watts(lambda gpu: gpu.power_limit_constraints()[0]))
+field("power.max_limit", "W", _watts(lambda gpu: gpu.power_limit_constraints()[1]))
+for _names, _kind in (("clocks.current.graphics|clocks.gr", g.CLOCK_GRAPHICS),
+                      ("clocks.current.sm|clocks.sm", g.CLOCK_SM),
+                      ("clocks.current.memory|clocks.mem", g.CLOCK_MEM),
+                      ("clocks.current.video|clocks.video", g.CLOCK_VIDEO)):
+    field(_names, "MHz", (lambda kind: lambda gpu, c: gpu.clock(kind))(_kind))
+for _names, _kind in (("graphics|gr", g.CLOCK_GRAPHICS), ("memory|mem", g.CLOCK_MEM)):
+    _long, _short = _names.split("|")
+    field(f"clocks.applications.{_long}|clocks.applications.{_short}", "MHz",
+          (lambda kind: lambda gpu, c: gpu.applications_clock(kind))(_kind))
+    field(f"clocks.default_applications.{_long}|clocks.default_applications.{_short}", "MHz",
+          (lambda kind: lambda gpu, c: gpu.default_applications_clock(kind))(_kind))
+field("clocks.max.graphics|clocks.max.gr", "MHz", lambda gpu, c: gpu.max_clock(g.CLOCK_GRAPHICS))
+field("clocks.max.sm", "MHz", lambda gpu, c: gpu.max_clock(g.CLOCK_SM))
+field("clocks.max.memory|clocks.max.mem", "MHz", lambda gpu, c: gpu.max_clock(g.CLOCK_MEM))
+field("mig.mode.current", None, _mig(0))
+field("mig.mode.pending", None, _mig(1))
+field("gsp.mode.current|gsp.mode.default", None, _enabled(lambda gpu: gpu.gsp_firmware_mode()))
 field("fabric.state", None, _fabric("state"))
 field("fabric.status", None, _fabric("status"))
 field("fabric.cliqueId", None, _fabric("cliqueId"))
 field("fabric.clusterUuid", None, _fabric("clusterUuid"))
-field("platform.chassis_serial_number", None, _g("platform.chassis_serial_number"))
-field("platform.slot_number", None, _g("platform.slot_number"))
-field("platform.tray_index", None, _g("platform.tray_index"))
-field("platform.host_id", None, _g("platform.host_id"))
-field("platform.peer_type", None, lambda g, c: v.title(v.get(g, "platform.peer_type"), None))
-field("platform.module_id", None, _g("platform.module_id"))
+for _k in ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type", "module_id"):
+    field(f"platform.{_k}", None, _platform(_k))
 
 APP_FIELDS = {
-    "timestamp": (None, lambda g, p, c: c["timestamp_csv"]),
-    "gpu_name": (None, lambda g, p, c: g.get("name")),
-    "gpu_bus_id": (None, lambda g, p, c: v.get(g, "pci.bus_id")),
-    "gpu_serial": (None, lambda g, p, c: g.get("serial")),
-    "gpu_uuid": (None, lambda g, p, c: g.get("uuid")),
-    "pid": (None, lambda g, p, c: p.get("pid")),
-    "process_name|name": (None, lambda g, p, c: p.get("name")),
-    "used_gpu_memory|used_memory": ("MiB", lambda g, p, c: p.get("used_memory_mib")),
+    "timestamp": (None, lambda gpu, p, c: c["timestamp_csv"]),
+    "gpu_name": (None, lambda gpu, p, c: gpu.name()),
+    "gpu_bus_id": (None, lambda gpu, p, c: gpu.bus_id()),
+    "gpu_serial": (None, lambda gpu, p, c: gpu.serial()),
+    "gpu_uuid": (None, lambda gpu, p, c: gpu.uuid()),
+    "pid": (None, lambda gpu, p, c: p[0]),
+    "process_name|name": (None, lambda gpu, p, c: p[3]),
+    "used_gpu_memory|used_memory": ("MiB", lambda gpu, p, c: v.mib(p[1])),
 }
 APP_ALIASES = {}
 for _names in list(APP_FIELDS):
@@ -251,7 +305,7 @@ def _resolve(names: str, table: dict, aliases: dict) -> list:
 
 
 def _cell(value, unit, units: bool) -> str:
-    if value is None or v.is_na(value):
+    if value is None or value == v.NA:
         return "[N/A]"
     if unit and units:
         return f"{value} {unit}"
@@ -276,7 +330,7 @@ def apps_csv(gpus: list, fields: str, fmt: str, ctx: dict) -> str:
     header, units = parse_format(fmt)
     lines = [_header(cols)] if header else []
     for gpu in gpus:
-        for proc in v.processes(gpu):
+        for proc in (p for p in gpu.processes() if p[0]):
             lines.append(", ".join(_cell(get(gpu, proc, ctx), unit, units) for _, (unit, get) in cols))
     return "".join(line + "\n" for line in lines)
 

@@ -8,6 +8,7 @@ from ``textq.LABELS``. Pure: the caller passes the GPUs, versions and clock.
 
 from __future__ import annotations
 
+from mokka.smi import gpu as g
 from mokka.smi import values as v
 from mokka.smi.values import NA
 
@@ -53,10 +54,6 @@ def parse_sections(text: str) -> tuple[str, ...]:
     return tuple(tags)
 
 
-def _s(value) -> str:
-    return NA if v.is_na(value) else str(value)
-
-
 def _mhz(value) -> str:
     return v.unit(value, "MHz")
 
@@ -66,158 +63,163 @@ def _c(value) -> str:
 
 
 def _width(value) -> str:
-    return NA if v.is_na(value) else f"{value}x"
+    return NA if value is None else f"{value}x"
 
 
-def _active(value) -> str:
-    return "Active" if value else "Not Active"
+def _active(mask, bit: int) -> str:
+    return NA if mask is None else ("Active" if mask & bit else "Not Active")
 
 
-def gpu_tree(gpu: dict, system: dict) -> list:
+def _hex(value, digits: int) -> str:
+    return NA if value is None else "%0*X" % (digits, value)
+
+
+def _platform(gpu) -> list:
+    p = gpu.platform()
+    tags = ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type", "module_id",
+            "gpu_fabric_guid")
+    if p is None:
+        return [(tag, NA) for tag in tags]
+    serial = bytes(p.chassisSerialNumber).split(b"\0", 1)[0].decode(errors="replace")
+    return [("chassis_serial_number", serial or NA), ("slot_number", str(p.slotNumber)),
+            ("tray_index", str(p.trayIndex)), ("host_id", str(p.hostId)),
+            ("peer_type", v.word(v.PEER_TYPES, p.peerType)), ("module_id", str(p.moduleId)),
+            ("gpu_fabric_guid", "0x" + bytes(p.ibGuid[:8]).hex())]
+
+
+def gpu_tree(gpu) -> list:
     """Every element nvidia-smi 580 prints for one board, in its order."""
-    pci = gpu.get("pci") or {}
-    pcie = gpu.get("pcie") or {}
-    power = gpu.get("power") or {}
-    thermal = gpu.get("thermal") or {}
-    clocks = gpu.get("clocks") or {}
-    reasons = gpu.get("clocks_throttle_reasons") or {}
-    counters = reasons.get("counters") or {}
-    util = gpu.get("utilization") or {}
-    mem = v.memory_mib(gpu)
-    bar = v.bar1_mib(gpu)
-    platform = gpu.get("platform") or {}
-    inforom = gpu.get("inforom") or {}
-    pstate = _s(gpu.get("performance_state") or power.get("power_state"))
-    arch = str(gpu.get("architecture") or "").lower()
-    c2c = bool((gpu.get("features") or {}).get("nvlink_c2c")) or bool(
-        (gpu.get("grace_superchip") or {}).get("enabled"))
+    pci, ext = gpu.pci(), gpu.pci_ext()
+    arch = gpu.architecture()
+    pstate = v.pstate(gpu.performance_state())
+    mem, bar = gpu.memory(), gpu.bar1()
+    util = gpu.utilization()
+    reasons = gpu.clocks_event_reasons()
+    counters = gpu.clocks_event_counters()
+    mig_current, mig_pending = gpu.mig_mode()
+    dm_current, dm_pending = gpu.driver_model()
+    gom_current, gom_pending = gpu.gpu_operation_mode()
+    ecc_current, ecc_pending = gpu.ecc_mode()
+    low, high = gpu.power_limit_constraints()
+    c2c = gpu.c2c_enabled()
+    fan_speed = gpu.fan_speed() if gpu.fan_count() else None
 
-    def plat(key):
-        return _s(platform.get(key)) if platform else NA
+    def mib_rows(block, keys):
+        return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
 
-    tree = [
-        ("product_name", _s(gpu.get("name"))),
-        ("product_brand", v.brand(gpu)),
-        ("product_architecture", v.architecture(gpu)),
+    return [
+        ("product_name", v.text(gpu.name())),
+        ("product_brand", v.brand(gpu.brand())),
+        ("product_architecture", v.architecture(arch)),
         ("display_mode", "Requested functionality has been deprecated"),
         ("display_attached", "No"),
-        ("display_active", v.word(v.get(gpu, "display.active"), "Disabled")),
-        ("persistence_mode", v.persistence(gpu)),
+        ("display_active", v.enabled(gpu.display_active(), "Disabled")),
+        ("persistence_mode", v.enabled(gpu.persistence_mode(), "Disabled")),
         ("addressing_mode", NA),
-        ("mig_mode", [("current_mig", v.mig_mode(gpu)), ("pending_mig", v.mig_mode(gpu, "mode_pending"))]),
+        ("mig_mode", [("current_mig", v.enabled(mig_current)), ("pending_mig", v.enabled(mig_pending))]),
         ("mig_devices", "\n\t\t\tNone\n\t\t"),
-        ("accounting_mode", v.word(v.get(gpu, "accounting.mode"), "Disabled")),
-        ("accounting_mode_buffer_size", _s(v.get(gpu, "accounting.buffer_size"))),
-        ("driver_model", [("current_dm", _s(v.get(gpu, "driver_model.current"))),
-                          ("pending_dm", _s(v.get(gpu, "driver_model.pending")))]),
-        ("serial", _s(gpu.get("serial"))),
-        ("uuid", _s(gpu.get("uuid"))),
+        ("accounting_mode", v.enabled(gpu.accounting_mode(), "Disabled")),
+        ("accounting_mode_buffer_size", v.text(gpu.accounting_buffer_size())),
+        ("driver_model", [("current_dm", v.word(v.DRIVER_MODELS, dm_current)),
+                          ("pending_dm", v.word(v.DRIVER_MODELS, dm_pending))]),
+        ("serial", v.text(gpu.serial())),
+        ("uuid", v.text(gpu.uuid())),
         ("pdi", NA),
-        ("minor_number", _s(gpu.get("minor_number"))),
-        ("vbios_version", _s(gpu.get("vbios_version"))),
-        ("multigpu_board", "No"),
-        ("board_id", hex(int(gpu.get("board_id") or 0))),
-        ("board_part_number", _s(gpu.get("board_part_number"))),
+        ("minor_number", v.text(gpu.minor_number())),
+        ("vbios_version", v.text(gpu.vbios_version())),
+        ("multigpu_board", v.yes_no(gpu.multi_gpu_board())),
+        ("board_id", NA if gpu.board_id() is None else hex(gpu.board_id())),
+        ("board_part_number", v.text(gpu.board_part_number())),
         ("gpu_part_number", NA),
         ("gpu_fru_part_number", NA),
-        ("platformInfo", [
-            ("chassis_serial_number", plat("chassis_serial_number")),
-            ("slot_number", plat("slot_number")),
-            ("tray_index", plat("tray_index")),
-            ("host_id", plat("host_id")),
-            ("peer_type", v.title(platform.get("peer_type")) if platform else NA),
-            ("module_id", plat("module_id")),
-            ("gpu_fabric_guid", "0x%016x" % int(platform.get("gpu_fabric_guid") or 0) if platform else NA),
-        ]),
+        ("platformInfo", _platform(gpu)),
         ("inforom_version", [
-            ("img_version", _s(inforom.get("image_version"))),
-            ("oem_object", _s(inforom.get("oem_object"))),
-            ("ecc_object", _s(inforom.get("ecc_object"))),
-            ("pwr_object", _s(inforom.get("pwr_object"))),
+            ("img_version", v.text(gpu.inforom_image())),
+            ("oem_object", v.text(gpu.inforom(g.INFOROM_OEM))),
+            ("ecc_object", v.text(gpu.inforom(g.INFOROM_ECC))),
+            ("pwr_object", v.text(gpu.inforom(g.INFOROM_POWER))),
         ]),
         ("inforom_bbx_flush", [("latest_timestamp", NA), ("latest_duration", NA)]),
-        ("gpu_operation_mode", [("current_gom", v.title(v.get(gpu, "gpu_operation_mode.current"))),
-                                ("pending_gom", v.title(v.get(gpu, "gpu_operation_mode.pending")))]),
-        ("c2c_mode", "Enabled" if c2c else NA),
+        ("gpu_operation_mode", [("current_gom", v.word(v.OPERATION_MODES, gom_current)),
+                                ("pending_gom", v.word(v.OPERATION_MODES, gom_pending))]),
+        ("c2c_mode", NA if c2c is None else v.enabled(c2c)),
         ("gpu_virtualization_mode", [
-            ("virtualization_mode", v.title(v.get(gpu, "virtualization.mode"), "None")),
-            ("host_vgpu_mode", _s(v.get(gpu, "virtualization.host_vgpu_mode"))),
+            ("virtualization_mode", v.word(v.VIRTUALIZATION_MODES, gpu.virtualization_mode(), "None")),
+            ("host_vgpu_mode", v.word(v.HOST_VGPU_MODES, gpu.host_vgpu_mode())),
             ("vgpu_heterogeneous_mode", NA),
         ]),
         ("gpu_recovery_action", "None"),
-        ("gsp_firmware_version", _s(v.get(gpu, "gsp_firmware.version"))),
+        ("gsp_firmware_version", v.text(gpu.gsp_firmware_version())),
         ("ibmnpu", [("relaxed_ordering_mode", NA)]),
         ("pci", [
-            ("pci_bus", "%02X" % int(pci.get("bus") or 0)),
-            ("pci_device", "%02X" % int(pci.get("device") or 0)),
-            ("pci_domain", "%04X" % int(pci.get("domain") or 0)),
-            ("pci_base_class", "3"),
-            ("pci_sub_class", "2"),
-            ("pci_device_id", "%08X" % int(pci.get("device_id") or 0)),
-            ("pci_bus_id", _s(pci.get("bus_id"))),
-            ("pci_sub_system_id", "%08X" % int(pci.get("subsystem_id") or 0)),
+            ("pci_bus", _hex(pci and pci.bus, 2)),
+            ("pci_device", _hex(pci and pci.device, 2)),
+            ("pci_domain", _hex(pci and pci.domain, 4)),
+            ("pci_base_class", NA if ext is None else "%X" % ext.baseClass),
+            ("pci_sub_class", NA if ext is None else "%X" % ext.subClass),
+            ("pci_device_id", _hex(pci and pci.pciDeviceId, 8)),
+            ("pci_bus_id", gpu.bus_id()),
+            ("pci_sub_system_id", _hex(pci and pci.pciSubSystemId, 8)),
             ("pci_gpu_link_info", [
                 ("pcie_gen", [
-                    ("max_link_gen", _s(pcie.get("max_link_gen"))),
-                    ("current_link_gen", _s(pcie.get("current_link_gen"))),
-                    ("device_current_link_gen", _s(pcie.get("current_link_gen"))),
-                    ("max_device_link_gen", _s(pcie.get("max_link_gen"))),
-                    ("max_host_link_gen", _s(pcie.get("max_link_gen"))),
+                    ("max_link_gen", v.text(gpu.pcie_max_gen())),
+                    ("current_link_gen", v.text(gpu.pcie_current_gen())),
+                    ("device_current_link_gen", v.text(gpu.pcie_current_gen())),
+                    ("max_device_link_gen", v.text(gpu.pcie_device_max_gen())),
+                    ("max_host_link_gen", v.text(gpu.pcie_host_max_gen())),
                 ]),
                 ("link_widths", [
-                    ("max_link_width", _width(pcie.get("max_link_width"))),
-                    ("current_link_width", _width(pcie.get("current_link_width"))),
+                    ("max_link_width", _width(gpu.pcie_max_width())),
+                    ("current_link_width", _width(gpu.pcie_current_width())),
                 ]),
             ]),
             ("pci_bridge_chip", [("bridge_chip_type", NA), ("bridge_chip_fw", NA)]),
-            ("replay_counter", _s(pcie.get("replay_counter", 0))),
+            ("replay_counter", v.text(gpu.pcie_replay_counter())),
             ("replay_rollover_counter", "0"),
-            ("tx_util", v.unit(pcie.get("tx_throughput_kbps", 0), "KB/s")),
-            ("rx_util", v.unit(pcie.get("rx_throughput_kbps", 0), "KB/s")),
+            ("tx_util", v.unit(gpu.pcie_throughput(g.PCIE_TX), "KB/s")),
+            ("rx_util", v.unit(gpu.pcie_throughput(g.PCIE_RX), "KB/s")),
             ("atomic_caps_outbound", NA),
             ("atomic_caps_inbound", NA),
         ]),
-        ("fan_speed", v.fan(gpu)),
+        ("fan_speed", v.unit(fan_speed, "%")),
         ("performance_state", pstate),
-        ("clocks_event_reasons", [
-            (f"clocks_event_reason_{k}", _active(reasons.get(k)))
-            for k in ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
-                      "hw_thermal_slowdown", "hw_power_brake_slowdown", "sync_boost",
-                      "sw_thermal_slowdown", "display_clocks_setting")]),
+        ("clocks_event_reasons", [(f"clocks_event_reason_{name}", _active(reasons, bit))
+                                  for name, bit in v.CLOCKS_EVENT_REASONS]),
         ("clocks_event_reasons_counters", [
-            (f"clocks_event_reasons_counters_{tag}", v.unit(counters.get(key), "us"))
-            for tag, key in (("sw_power_cap", "sw_power_cap_us"), ("sync_boost", "sync_boost_us"),
-                             ("sw_therm_slowdown", "sw_thermal_slowdown_us"),
-                             ("hw_therm_slowdown", "hw_thermal_slowdown_us"),
-                             ("hw_power_brake", "hw_power_brake_slowdown_us"))]),
-        ("sparse_operation_mode", "Disabled" if arch == "ampere" else NA),
-        ("fb_memory_usage", [(k, f"{mem[k]} MiB") for k in ("total", "reserved", "used", "free")]),
-        ("bar1_memory_usage", [(k, f"{bar[k]} MiB") for k in ("total", "used", "free")]),
+            (f"clocks_event_reasons_counters_{name}", v.unit(None if ns is None else ns // 1000, "us"))
+            for name, ns in counters.items()]),
+        ("sparse_operation_mode", "Disabled" if arch == v.ARCH_AMPERE else NA),
+        ("fb_memory_usage", mib_rows(mem, ("total", "reserved", "used", "free"))),
+        ("bar1_memory_usage", mib_rows(bar, ("total", "used", "free"))),
         ("cc_protected_memory_usage", [("total", NA), ("used", NA), ("free", NA)]),
-        ("compute_mode", v.compute_mode(gpu)),
-        ("utilization", [(f"{k}_util", v.unit(util.get(k), "%"))
-                         for k in ("gpu", "memory", "encoder", "decoder", "jpeg", "ofa")]),
-        ("encoder_stats", _stats(gpu.get("encoder_stats"))),
-        ("fbc_stats", _stats(gpu.get("fbc_stats"))),
+        ("compute_mode", v.word(v.COMPUTE_MODES, gpu.compute_mode())),
+        ("utilization", [
+            ("gpu_util", v.unit(util and util.gpu, "%")),
+            ("memory_util", v.unit(util and util.memory, "%"))] + [
+            (tag, v.unit(gpu.engine_utilization(name), "%"))
+            for tag, name in (("encoder_util", "Encoder"), ("decoder_util", "Decoder"), ("jpeg_util", "Jpg"),
+                              ("ofa_util", "Ofa"))]),
+        ("encoder_stats", _stats(gpu.encoder_stats())),
+        ("fbc_stats", _stats(gpu.fbc_stats())),
         ("dram_encryption_mode", [("current_dram_encryption", NA), ("pending_dram_encryption", NA)]),
-        ("ecc_mode", [("current_ecc", v.ecc_mode(gpu)), ("pending_ecc", v.ecc_mode(gpu, "mode_pending"))]),
-        ("ecc_errors", _ecc(gpu)),
-        ("retired_pages", _retired(gpu)),
+        ("ecc_mode", [("current_ecc", v.enabled(ecc_current)), ("pending_ecc", v.enabled(ecc_pending))]),
+        ("ecc_errors", _ecc(gpu, ecc_current == g.ENABLED)),
+        ("retired_pages", _retired(gpu, arch)),
         ("remapped_rows", _remapped(gpu)),
-        ("temperature", _temperature(gpu, thermal)),
+        ("temperature", _temperature(gpu, arch)),
         ("supported_gpu_target_temp", [
-            ("gpu_target_temp_min", _c(thermal.get("target_temperature_c")) if v.pre_ada(gpu) else NA),
-            ("gpu_target_temp_max", _c(thermal.get("target_temperature_c")) if v.pre_ada(gpu) else NA),
+            ("gpu_target_temp_min", _c(gpu.temperature_threshold(g.THRESHOLD_ACOUSTIC_CURR))),
+            ("gpu_target_temp_max", _c(gpu.temperature_threshold(g.THRESHOLD_ACOUSTIC_CURR))),
         ]),
         ("gpu_power_readings", [
             ("power_state", pstate),
-            ("average_power_draw", v.watts(power.get("current_draw_mw"))),
-            ("instant_power_draw", v.watts(power.get("current_draw_mw"))),
-            ("current_power_limit", v.watts(power.get("enforced_limit_mw"))),
-            ("requested_power_limit", v.watts(power.get("enforced_limit_mw"))),
-            ("default_power_limit", v.watts(power.get("default_limit_mw"))),
-            ("min_power_limit", v.watts(power.get("min_limit_mw"))),
-            ("max_power_limit", v.watts(power.get("max_limit_mw"))),
+            ("average_power_draw", v.watts(gpu.power_usage())),
+            ("instant_power_draw", v.watts(gpu.power_usage())),
+            ("current_power_limit", v.watts(gpu.power_limit())),
+            ("requested_power_limit", v.watts(gpu.power_requested_limit())),
+            ("default_power_limit", v.watts(gpu.power_default_limit())),
+            ("min_power_limit", v.watts(low)),
+            ("max_power_limit", v.watts(high)),
         ]),
         ("gpu_memory_power_readings", [("average_power_draw", NA), ("instant_power_draw", NA)]),
         ("module_power_readings", [("power_state", pstate)] + [
@@ -227,19 +229,12 @@ def gpu_tree(gpu: dict, system: dict) -> list:
         ("power_smoothing", NA),
         ("power_profiles", [("power_profile_requested_profiles", NA),
                             ("power_profile_enforced_profiles", NA)]),
-        ("clocks", [("graphics_clock", _mhz(clocks.get("graphics_current"))),
-                    ("sm_clock", _mhz(clocks.get("sm_current"))),
-                    ("mem_clock", _mhz(clocks.get("memory_current"))),
-                    ("video_clock", _mhz(clocks.get("video_current")))]),
-        ("applications_clocks", [("graphics_clock", _mhz(clocks.get("graphics_app"))),
-                                 ("mem_clock", _mhz(clocks.get("memory_app")))]),
-        ("default_applications_clocks", [("graphics_clock", _mhz(clocks.get("graphics_app_default"))),
-                                         ("mem_clock", _mhz(clocks.get("memory_app_default")))]),
+        ("clocks", [(tag, _mhz(gpu.clock(kind))) for tag, kind in CLOCK_ROWS]),
+        ("applications_clocks", [(tag, _mhz(gpu.applications_clock(kind))) for tag, kind in APP_CLOCK_ROWS]),
+        ("default_applications_clocks", [(tag, _mhz(gpu.default_applications_clock(kind)))
+                                         for tag, kind in APP_CLOCK_ROWS]),
         ("deferred_clocks", [("mem_clock", NA)]),
-        ("max_clocks", [("graphics_clock", _mhz(clocks.get("graphics_max"))),
-                        ("sm_clock", _mhz(clocks.get("sm_max"))),
-                        ("mem_clock", _mhz(clocks.get("memory_max"))),
-                        ("video_clock", _mhz(clocks.get("video_max")))]),
+        ("max_clocks", [(tag, _mhz(gpu.max_clock(kind))) for tag, kind in CLOCK_ROWS]),
         ("max_customer_boost_clocks", [("graphics_clock", NA)]),
         ("clock_policy", [("auto_boost", NA), ("auto_boost_default", NA)]),
         ("fabric", _fabric(gpu)),
@@ -248,145 +243,144 @@ def gpu_tree(gpu: dict, system: dict) -> list:
         ("accounted_processes", NA),
         ("capabilities", [("egm", NA)]),
     ]
-    return tree
 
 
-def _stats(block) -> list:
-    block = block or {}
-    return [("session_count", _s(block.get("session_count", 0))),
-            ("average_fps", _s(block.get("average_fps", 0))),
-            ("average_latency", _s(block.get("average_latency_us", 0)))]
+CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("sm_clock", g.CLOCK_SM), ("mem_clock", g.CLOCK_MEM),
+              ("video_clock", g.CLOCK_VIDEO))
+APP_CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("mem_clock", g.CLOCK_MEM))
 
 
-def _ecc(gpu: dict) -> list:
-    enabled = v.ecc_mode(gpu) == "Enabled"
-    sram = v.get(gpu, "ecc.sram") if enabled else None
-    sram = sram if isinstance(sram, dict) else None
+def _stats(values: tuple) -> list:
+    return [(tag, v.text(x)) for tag, x in zip(("session_count", "average_fps", "average_latency"), values)]
 
-    def scope(name: str) -> list:
-        s = (sram or {}).get(name) or {}
-        rows = [(f"sram_{k}", _s(s.get(k)) if sram else NA)
-                for k in ("correctable", "uncorrectable_parity", "uncorrectable_secded")]
-        rows += [("dram_correctable", _s(v.ecc_count(gpu, name, "single_bit"))),
-                 ("dram_uncorrectable", _s(v.ecc_count(gpu, name, "double_bit")))]
-        return rows
 
-    aggregate = scope("aggregate") + [
-        ("sram_threshold_exceeded", v.yes_no(sram.get("threshold_exceeded")) if sram else NA)]
-    sources = (sram or {}).get("uncorrectable_sources") or {}
+def _ecc(gpu, enabled: bool) -> list:
+    sram = gpu.sram_ecc() if enabled else None
+
+    def dram(error_type, counter):
+        return v.text(gpu.ecc_counter(error_type, counter, g.LOCATION_DEVICE_MEMORY) if enabled else None)
+
+    def sram_rows(prefix: str) -> list:
+        keys = (("correctable", "Cor"), ("uncorrectable_parity", "UncParity"),
+                ("uncorrectable_secded", "UncSecDed"))
+        return [(f"sram_{tag}", NA if sram is None else str(getattr(sram, prefix + name))) for tag, name in keys]
+
+    def scope(name: str, counter: int) -> list:
+        return sram_rows(name) + [("dram_correctable", dram(g.CORRECTED, counter)),
+                                  ("dram_uncorrectable", dram(g.UNCORRECTED, counter))]
+
+    buckets = (("l2", "L2"), ("sm", "Sm"), ("microcontroller", "Mcu"), ("pcie", "Pcie"), ("other", "Other"))
     return [
-        ("volatile", scope("volatile")),
-        ("aggregate", aggregate),
+        ("volatile", scope("volatile", g.VOLATILE)),
+        ("aggregate", scope("aggregate", g.AGGREGATE) + [
+            ("sram_threshold_exceeded", NA if sram is None else v.yes_no(sram.bThresholdExceeded))]),
         ("aggregate_uncorrectable_sram_sources", [
-            (f"sram_{k}", _s(sources.get(k)) if sram else NA)
-            for k in ("l2", "sm", "microcontroller", "pcie", "other")]),
+            (f"sram_{tag}", NA if sram is None else str(getattr(sram, "aggregateUncBucket" + name)))
+            for tag, name in buckets]),
         ("channel_repair_pending", NA),
         ("tpc_repair_pending", NA),
     ]
 
 
-def _retired(gpu: dict) -> list:
-    rp = gpu.get("retired_pages") if v.pre_ada(gpu) else None
-    if not isinstance(rp, dict):
+def _retired(gpu, arch) -> list:
+    single = gpu.retired_pages(g.RETIRE_MULTIPLE_SINGLE_BIT)
+    double = gpu.retired_pages(g.RETIRE_DOUBLE_BIT)
+    if single is None or double is None:
         blank = [("retired_count", NA), ("retired_pagelist", NA)]
         return [("multiple_single_bit_retirement", blank), ("double_bit_retirement", list(blank)),
                 ("pending_blacklist", NA), ("pending_retirement", NA)]
 
-    def block(key: str) -> list:
-        b = rp.get(key) or {}
-        addresses = b.get("addresses") or []
-        pagelist = "".join(f"\n\t\t\t\t\t{a}" for a in addresses) + "\n\t\t\t\t"
-        return [("retired_count", _s(b.get("count", len(addresses)))), ("retired_pagelist", pagelist)]
+    def block(addresses: list) -> list:
+        pagelist = "".join(f"\n\t\t\t\t\t0x{a:016x}" for a in addresses) + "\n\t\t\t\t"
+        return [("retired_count", str(len(addresses))), ("retired_pagelist", pagelist)]
 
-    return [("multiple_single_bit_retirement", block("single_bit_retirement")),
-            ("double_bit_retirement", block("double_bit_retirement")),
-            ("pending_blacklist", v.yes_no(bool(rp.get("pending_blacklist")))),
-            ("pending_retirement", v.yes_no(bool(rp.get("pending_retirement"))))]
+    pending = v.yes_no(gpu.retired_pages_pending())
+    return [("multiple_single_bit_retirement", block(single)), ("double_bit_retirement", block(double)),
+            ("pending_blacklist", pending), ("pending_retirement", pending)]
 
 
-def _remapped(gpu: dict):
-    rr = gpu.get("remapped_rows")
-    if not isinstance(rr, dict) or str(gpu.get("architecture") or "").lower() in (
-            "kepler", "maxwell", "pascal", "volta", "turing"):
+def _remapped(gpu):
+    rows = gpu.remapped_rows()
+    if rows is None:
         return NA
-    hist = rr.get("availability_histogram")
-    histogram = [(f"row_remapper_histogram_{k}", f"{int(hist.get(k) or 0)} bank(s)")
-                 for k in ("max", "high", "partial", "low", "none")] if isinstance(hist, dict) else NA
-    return [("remapped_row_corr", _s(rr.get("correctable", 0))),
-            ("remapped_row_unc", _s(rr.get("uncorrectable", 0))),
-            ("remapped_row_pending", v.yes_no(bool(rr.get("pending")))),
-            ("remapped_row_failure", v.yes_no(bool(rr.get("failure_occurred")))),
+    corr, unc, pending, failure = rows
+    hist = gpu.row_remapper_histogram()
+    histogram = NA if hist is None else [
+        (f"row_remapper_histogram_{k}", f"{getattr(hist, k)} bank(s)")
+        for k in ("max", "high", "partial", "low", "none")]
+    return [("remapped_row_corr", str(corr)), ("remapped_row_unc", str(unc)),
+            ("remapped_row_pending", v.yes_no(pending)), ("remapped_row_failure", v.yes_no(failure)),
             ("row_remapper_histogram", histogram)]
 
 
-def _temperature(gpu: dict, t: dict) -> list:
-    temp = t.get("temperature_gpu_c")
-    shutdown, slowdown, maxop = (t.get("shutdown_threshold_c"), t.get("slowdown_threshold_c"),
-                                 t.get("max_operating_c"))
-    if v.pre_ada(gpu):
-        return [("gpu_temp", _c(temp)), ("gpu_temp_tlimit", NA),
-                ("gpu_temp_max_threshold", _c(shutdown)),
-                ("gpu_temp_slow_threshold", _c(slowdown)),
-                ("gpu_temp_max_gpu_threshold", _c(maxop)),
-                ("gpu_target_temperature", _c(t.get("target_temperature_c"))),
-                ("memory_temp", _c(t.get("temperature_memory_c"))),
-                ("gpu_temp_max_mem_threshold", _c(maxop))]
-    # Ada and later report distances to T.Limit (taken here as the slowdown point).
-    limit = slowdown
-
-    def rel(x):
-        return NA if v.is_na(x) or v.is_na(limit) else f"{int(limit) - int(x)} C"
-
-    return [("gpu_temp", _c(temp)), ("gpu_temp_tlimit", rel(temp)),
-            ("gpu_temp_max_tlimit_threshold", rel(shutdown)),
-            ("gpu_temp_slow_tlimit_threshold", rel(slowdown)),
-            ("gpu_temp_max_gpu_tlimit_threshold", rel(maxop)),
+def _temperature(gpu, arch) -> list:
+    memory = gpu.fields([g.FI_MEMORY_TEMP])[0]
+    if v.pre_ada(arch):
+        return [("gpu_temp", _c(gpu.temperature())), ("gpu_temp_tlimit", NA),
+                ("gpu_temp_max_threshold", _c(gpu.temperature_threshold(g.THRESHOLD_SHUTDOWN))),
+                ("gpu_temp_slow_threshold", _c(gpu.temperature_threshold(g.THRESHOLD_SLOWDOWN))),
+                ("gpu_temp_max_gpu_threshold", _c(gpu.temperature_threshold(g.THRESHOLD_GPU_MAX))),
+                ("gpu_target_temperature", _c(gpu.temperature_threshold(g.THRESHOLD_ACOUSTIC_CURR))),
+                ("memory_temp", _c(memory)),
+                ("gpu_temp_max_mem_threshold", _c(gpu.temperature_threshold(g.THRESHOLD_MEM_MAX)))]
+    shutdown, slowdown, gpu_max, mem_max = gpu.fields([
+        g.FI_TEMPERATURE_SHUTDOWN_TLIMIT, g.FI_TEMPERATURE_SLOWDOWN_TLIMIT, g.FI_TEMPERATURE_GPU_MAX_TLIMIT,
+        g.FI_TEMPERATURE_MEM_MAX_TLIMIT])
+    return [("gpu_temp", _c(gpu.temperature())), ("gpu_temp_tlimit", _c(gpu.tlimit_temperature())),
+            ("gpu_temp_max_tlimit_threshold", _c(shutdown)),
+            ("gpu_temp_slow_tlimit_threshold", _c(slowdown)),
+            ("gpu_temp_max_gpu_tlimit_threshold", _c(gpu_max)),
             ("gpu_target_temperature", NA),
-            ("memory_temp", _c(t.get("temperature_memory_c"))),
-            ("gpu_temp_max_mem_tlimit_threshold", NA)]
+            ("memory_temp", _c(memory)),
+            ("gpu_temp_max_mem_tlimit_threshold", _c(mem_max))]
 
 
-FABRIC_STATE_WORDS = {"not_supported": "Not Supported", "not_started": "Not Started",
-                      "in_progress": "In Progress", "completed": "Completed"}
+HEALTH_TAGS = ("summary", "bandwidth", "route_recovery_in_progress", "route_unhealthy",
+               "access_timeout_recovery", "incorrect_configuration")
 
 
-def _fabric(gpu: dict) -> list:
-    state = v.fabric_state(gpu)
-    health_tags = ("summary", "bandwidth", "route_recovery_in_progress", "route_unhealthy",
-                   "access_timeout_recovery", "incorrect_configuration")
-    if state == "not_supported":
+def _fabric(gpu) -> list:
+    info = gpu.fabric()
+    if info is None or info.state == 0:
         return [("state", NA), ("status", NA), ("cliqueId", NA), ("clusterUuid", NA),
-                ("health", [(k, NA) for k in health_tags])]
-    fabric = gpu["fabric"]
-    done = state == "completed"
-    health = v.fabric_health(gpu)
-    return [("state", FABRIC_STATE_WORDS.get(state, v.title(state))),
-            ("status", "Success" if done else NA),
-            ("cliqueId", _s(fabric.get("clique_id")) if done else NA),
-            ("clusterUuid", _s(fabric.get("cluster_uuid")) if done else NA),
-            ("health", [(k, health[k] if done else NA) for k in health_tags])]
+                ("health", [(k, NA) for k in HEALTH_TAGS])]
+    done = info.state == v.FABRIC_COMPLETED
+    mask = info.healthMask
+
+    def flag(field) -> str:
+        return str(v.health_flag(mask, field) == v.HEALTH_TRUE)
+
+    health = [("summary", v.word(v.HEALTH_SUMMARIES, info.healthSummary)),
+              ("bandwidth", "Degraded" if v.health_flag(mask, v.HEALTH_DEGRADED_BW) == v.HEALTH_TRUE
+               else "Full"),
+              ("route_recovery_in_progress", flag(v.HEALTH_ROUTE_RECOVERY)),
+              ("route_unhealthy", flag(v.HEALTH_ROUTE_UNHEALTHY)),
+              ("access_timeout_recovery", flag(v.HEALTH_ACCESS_TIMEOUT_RECOVERY)),
+              ("incorrect_configuration", v.word(v.INCORRECT_CONFIGURATIONS,
+                                                 v.health_flag(mask, v.HEALTH_INCORRECT_CONFIGURATION)))]
+    return [("state", v.FABRIC_STATES.get(info.state, (NA,))[0]),
+            ("status", "Success" if done and info.status == 0 else NA),
+            ("cliqueId", str(info.cliqueId) if done else NA),
+            ("clusterUuid", v.uuid_text(info.clusterUuid) if done else NA),
+            ("health", [(k, value if done else NA) for k, value in health])]
 
 
-def _supported_clocks(gpu: dict):
-    mems = v.get(gpu, "supported_clocks.memory_clocks") or []
-    if not mems:
+def _supported_clocks(gpu):
+    clocks = gpu.supported_clocks()
+    if not clocks:
         return NA
-    out = []
-    for m in mems:
-        rows = [("value", _mhz(m.get("freq_mhz")))]
-        rows += [("supported_graphics_clock", _mhz(g)) for g in m.get("graphics_clocks") or []]
-        out.append(("supported_mem_clock", rows))
-    return out
+    return [("supported_mem_clock", [("value", _mhz(mem))] + [("supported_graphics_clock", _mhz(gr))
+                                                              for gr in graphics])
+            for mem, graphics in clocks]
 
 
-def _processes(gpu: dict):
-    procs = v.processes(gpu)
+def _processes(gpu):
+    procs = [p for p in gpu.processes() if p[0]]
     if not procs:
         return "\n\t\t"
     return [("process_info", [
-        ("gpu_instance_id", NA), ("compute_instance_id", NA), ("pid", str(p["pid"])),
-        ("type", str(p.get("type") or "C")), ("process_name", str(p.get("name") or "")),
-        ("used_memory", f"{int(p.get('used_memory_mib') or 0)} MiB")]) for p in procs]
+        ("gpu_instance_id", NA), ("compute_instance_id", NA), ("pid", str(pid)), ("type", kind),
+        ("process_name", name), ("used_memory", f"{v.mib(used)} MiB")]) for pid, used, kind, name in procs]
 
 
 def keep_sections(tree: list, tags: tuple) -> list:
@@ -410,16 +404,16 @@ def _xml_nodes(nodes: list, depth: int, out: list) -> None:
             out.append(f"{pad}<{tag}>{_esc(value)}</{tag}>")
 
 
-def render_xml(gpus: list, system: dict, timestamp: str, tags: tuple = ()) -> str:
+def render_xml(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
+    """``head``: driver_version, cuda_version and attached (every GPU this process sees)."""
     out = ['<?xml version="1.0" ?>', f'<!DOCTYPE nvidia_smi_log SYSTEM "{DTD}">', "<nvidia_smi_log>",
            f"\t<timestamp>{_esc(timestamp)}</timestamp>",
-           f"\t<driver_version>{_esc(_s(system.get('driver_version')))}</driver_version>",
-           f"\t<cuda_version>{_esc(_s(system.get('cuda_version')))}</cuda_version>",
-           f"\t<attached_gpus>{len(gpus)}</attached_gpus>"]
+           f"\t<driver_version>{_esc(v.text(head['driver_version']))}</driver_version>",
+           f"\t<cuda_version>{_esc(v.text(head['cuda_version']))}</cuda_version>",
+           f"\t<attached_gpus>{head['attached']}</attached_gpus>"]
     for gpu in gpus:
-        bus = _esc(_s((gpu.get("pci") or {}).get("bus_id")))
-        out.append(f'\t<gpu id="{bus}">')
-        _xml_nodes(keep_sections(gpu_tree(gpu, system), tags), 2, out)
+        out.append(f'\t<gpu id="{_esc(gpu.bus_id())}">')
+        _xml_nodes(keep_sections(gpu_tree(gpu), tags), 2, out)
         out.append("\t</gpu>")
     out.append("</nvidia_smi_log>")
     return "\n".join(out) + "\n"

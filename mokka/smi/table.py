@@ -6,6 +6,7 @@ width here is the real tool's (checked against captured 580.x output).
 
 from __future__ import annotations
 
+from mokka.smi import gpu as g
 from mokka.smi import values as v
 
 WIDTH = 91
@@ -25,54 +26,62 @@ PROC_HEAD = [
 ]
 
 
-def list_line(gpu: dict) -> str:
-    return f"GPU {gpu['index']}: {gpu.get('name', '')} (UUID: {gpu.get('uuid', '')})"
+def list_line(gpu) -> str:
+    return f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})"
 
 
 def _name(name: str) -> str:
     return name if len(name) <= 27 else name[:24] + "..."
 
 
-def _gpu_rows(gpu: dict) -> list:
-    power = gpu.get("power") or {}
-    thermal = gpu.get("thermal") or {}
-    mem = v.memory_mib(gpu)
-    pm = "On" if v.persistence(gpu) == "Enabled" else "Off"
-    disp = "On" if v.word(v.get(gpu, "display.active"), "Disabled") == "Enabled" else "Off"
-    ecc = "0" if v.ecc_mode(gpu) == "Enabled" else ("Off" if v.ecc_mode(gpu) == "Disabled" else "N/A")
-    if ecc == "0":
-        ecc = str(v.ecc_count(gpu, "volatile", "double_bit", "total") or 0)
-    fan = v.fan(gpu).replace(" ", "")
-    temp = "N/A" if v.is_na(thermal.get("temperature_gpu_c")) else f"{thermal['temperature_gpu_c']}C"
-    draw = "N/A" if v.is_na(power.get("current_draw_mw")) else f"{round(power['current_draw_mw'] / 1000)}W"
-    cap = "N/A" if v.is_na(power.get("enforced_limit_mw")) else f"{round(power['enforced_limit_mw'] / 1000)}"
+def _ecc_cell(gpu) -> str:
+    current, _ = gpu.ecc_mode()
+    if current is None:
+        return "N/A"
+    if not current:
+        return "Off"
+    errors = gpu.ecc_total(g.UNCORRECTED, g.VOLATILE)
+    return "N/A" if errors is None else str(errors)
+
+
+def _gpu_rows(gpu) -> list:
+    mem = gpu.memory()
+    used, total = (v.mib(mem.used), v.mib(mem.total)) if mem else (0, 0)
+    pm = "On" if gpu.persistence_mode() == g.ENABLED else "Off"
+    disp = "On" if gpu.display_active() == g.ENABLED else "Off"
+    speed = gpu.fan_speed() if gpu.fan_count() else None
+    fan = "N/A" if speed is None else f"{speed}%"
+    temp = gpu.temperature()
+    temp = "N/A" if temp is None else f"{temp}C"
+    draw, cap = gpu.power_usage(), gpu.power_limit()
+    draw = "N/A" if draw is None else f"{round(draw / 1000)}W"
+    cap = "N/A" if cap is None else f"{round(cap / 1000)}"
     pwr = f"{draw} / {cap:>4}W"
-    util = (gpu.get("utilization") or {}).get("gpu")
-    util = "N/A" if v.is_na(util) else f"{util}%"
-    mig = v.mig_mode(gpu)
-    bus = (gpu.get("pci") or {}).get("bus_id", "")
+    util = gpu.utilization()
+    util = "N/A" if util is None else f"{util.gpu}%"
+    mig = v.enabled(gpu.mig_mode()[0])
+    compute = v.word(v.COMPUTE_MODES, gpu.compute_mode())
+    pstate = v.pstate(gpu.performance_state())
     return [
-        f"|{gpu['index']:>4}  {_name(str(gpu.get('name', ''))):<27}    {pm:<3} |"
-        f"{bus:>19} {disp:>3} |{ecc:>21} |",
-        f"| {fan:>3}{temp:>6}    {str(gpu.get('performance_state') or 'P0'):<2}{pwr:>24} |"
-        f"{mem['used']:>8}MiB / {mem['total']:>6}MiB |{util:>8}{v.compute_mode(gpu):>13} |",
+        f"|{gpu.index:>4}  {_name(gpu.name() or ''):<27}    {pm:<3} |"
+        f"{gpu.bus_id():>19} {disp:>3} |{_ecc_cell(gpu):>21} |",
+        f"| {fan:>3}{temp:>6}    {pstate:<2}{pwr:>24} |"
+        f"{used:>8}MiB / {total:>6}MiB |{util:>8}{compute:>13} |",
         f"|{'':41}|{'':24}|{mig:>21} |",
     ]
 
 
-def _process_row(gpu: dict, p: dict) -> str:
-    mem = f"{int(p.get('used_memory_mib') or 0)}MiB"
-    name = str(p.get("name") or "")
+def _process_row(gpu, process) -> str:
+    pid, used, kind, name = process
+    mem = f"{v.mib(used)}MiB"
     room = WIDTH - 43 - 2 - len(mem) - 1
     if len(name) > room:
         name = "..." + name[-(room - 3):]
-    line = f"|{gpu['index']:>5}   N/A  N/A{p['pid']:>16}{str(p.get('type') or 'C'):>7}   {name:<{room}} {mem} |"
-    return line
+    return f"|{gpu.index:>5}   N/A  N/A{pid:>16}{kind:>7}   {name:<{room}} {mem} |"
 
 
-def render(gpus: list, system: dict, timestamp: str) -> str:
-    drv = str(system.get("driver_version") or "N/A")
-    cuda = str(system.get("cuda_version") or "N/A")
+def render(gpus: list, driver: str | None, cuda: str | None, timestamp: str) -> str:
+    drv, cuda = driver or "N/A", cuda or "N/A"
     out = [f"{timestamp}       ", FULL_RULE,
            f"| NVIDIA-SMI {drv:<23}Driver Version: {drv:<15}CUDA Version: {cuda:<9}|", RULE]
     out += HEAD
@@ -82,7 +91,7 @@ def render(gpus: list, system: dict, timestamp: str) -> str:
     if not gpus:
         out.append(RULE)
     out += ["", FULL_RULE] + PROC_HEAD
-    rows = [_process_row(g, p) for g in gpus for p in v.processes(g)]
+    rows = [_process_row(gpu, p) for gpu in gpus for p in gpu.processes() if p[0]]
     if not rows:
         rows = ["|  No running processes found" + " " * (WIDTH - 30) + "|"]
     out += rows + [FULL_RULE]

@@ -165,14 +165,15 @@ def _nodes(nodes: list, depth: int, out: list) -> None:
             out.append(_row(depth, _label(tag), value))
 
 
-def render(gpus: list, system: dict, timestamp: str, tags: tuple = ()) -> str:
+def render(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
+    """``head`` as report.render_xml takes it."""
     out = ["", "==============NVSMI LOG==============", "",
            _row(0, "Timestamp", timestamp),
-           _row(0, "Driver Version", system.get("driver_version") or "N/A"),
-           _row(0, "CUDA Version", system.get("cuda_version") or "N/A"), "",
-           _row(0, "Attached GPUs", str(len(gpus)))]
+           _row(0, "Driver Version", head["driver_version"] or "N/A"),
+           _row(0, "CUDA Version", head["cuda_version"] or "N/A"), "",
+           _row(0, "Attached GPUs", str(head["attached"]))]
     for gpu in gpus:
-        out.append(f"GPU {(gpu.get('pci') or {}).get('bus_id', 'N/A')}")
-        _nodes(report.keep_sections(report.gpu_tree(gpu, system), tags), 1, out)
+        out.append(f"GPU {gpu.bus_id()}")
+        _nodes(report.keep_sections(report.gpu_tree(gpu), tags), 1, out)
         out.append("")
     return "\n".join(out) + "\n"

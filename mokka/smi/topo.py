@@ -1,12 +1,18 @@
-"""``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``.
+"""``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``, as NVIDIA's nvidia-smi reads them.
 
-NV<k> between two GPUs needs NVLink through switches: both GPUs have links to
-switches (``nvlink_links`` with remote type switch), k = the smaller active
-count. Without switches there is no NV# at all (b200). Otherwise the PCIe path
-decides: same root complex PHB, same NUMA node NODE, else SYS.
+The matrix cell of a GPU pair comes from the library's export table (the slot
+NVIDIA's binary calls for it: PIX, PXB, PHB, NODE, SYS or NV<n>); the NVLink
+status from the NVLink fields nvidia-smi asks for (link count, then state and
+speed per link).
 """
 
 from __future__ import annotations
+
+import ctypes
+
+from mokka.core import names
+from mokka.smi import nvml
+from mokka.smi import values as v
 
 LEGEND = """Legend:
 
@@ -20,49 +26,45 @@ LEGEND = """Legend:
 """
 
 
-def switch_links(gpu: dict) -> int:
-    return sum(1 for link in gpu.get("nvlink_links") or []
-               if str(link.get("remote_device_type", "")).lower() == "switch"
-               and str(link.get("state", "active")).lower() == "active")
+LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+NV_BASE = 4                 # NV<n> is level NV_BASE + n
+NV_MAX = 18
 
 
-def link(a: dict, b: dict) -> str:
-    if a is b:
-        return " X "
-    k = min(switch_links(a), switch_links(b))
-    if k > 0:
-        return f"NV{k}"
-    if a.get("root_complex") == b.get("root_complex"):
-        return "PHB"
-    if a.get("numa_node") == b.get("numa_node"):
-        return "NODE"
-    return "SYS"
+def _cell(level: int) -> str:
+    if level < len(LEVELS):
+        return LEVELS[level]
+    if level <= NV_BASE + NV_MAX:
+        return f"NV{level - NV_BASE}"
+    return "Unknown"
 
 
-def matrix(gpus: list) -> str:
-    head = "\t" + "".join(f"GPU{g['index']}\t" for g in gpus) + "CPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+def link_level(lib: nvml.Library, a, b) -> str:
+    slot = lib.export_slot(names.NVML_EXPORT_SLOT_TOPO_LINK_LEVEL, ctypes.c_char_p, ctypes.c_char_p,
+                           ctypes.c_void_p)
+    level = ctypes.c_uint(0)
+    code = slot(a.bus_id().encode().ljust(nvml.BUS_ID_SIZE, b"\0"),
+                b.bus_id().encode().ljust(nvml.BUS_ID_SIZE, b"\0"), ctypes.byref(level))
+    return _cell(level.value) if code == nvml.SUCCESS else "N/A"
+
+
+def matrix(lib: nvml.Library, gpus: list) -> str:
+    head = "\t" + "".join(f"GPU{g.index}\t" for g in gpus) + "CPU Affinity\tNUMA Affinity\tGPU NUMA ID"
     rows = [head]
     for a in gpus:
-        cells = "".join(f"{link(a, b)}\t" for b in gpus)
-        cpu = a.get("cpu_affinity") or "N/A"
-        numa = a.get("numa_node")
-        rows.append(f"GPU{a['index']}\t{cells}{cpu}\t{'N/A' if numa is None else numa}\t\tN/A")
+        cells = "".join(f"{' X ' if a is b else link_level(lib, a, b)}\t" for b in gpus)
+        numa = a.numa_node()
+        rows.append(f"GPU{a.index}\t{cells}{v.cpu_list(a.cpu_affinity())}\t{v.text(numa)}\t\tN/A")
     return "\n".join(rows) + "\n\n" + LEGEND
 
 
-def _gbps(mbps: int) -> str:
-    return f"{mbps / 1000:g} GB/s"
-
-
-def status(gpus: list, nvlink: dict | None) -> str:
-    per_link = int((nvlink or {}).get("bandwidth_per_link_mbps") or 0)
+def status(gpus: list) -> str:
     out = []
     for gpu in gpus:
-        links = gpu.get("nvlink_links") or []
-        if not links:
+        speeds = gpu.nvlink_speeds()
+        if not speeds:
             continue                  # as NVIDIA's 550 does for a GPU whose NVLink count is 0
-        out.append(f"GPU {gpu['index']}: {gpu.get('name', '')} (UUID: {gpu.get('uuid', '')})")
-        for lk in links:
-            active = str(lk.get("state", "active")).lower() == "active"
-            out.append(f"\t Link {lk.get('link', 0)}: " + (_gbps(per_link) if active else "<inactive>"))
+        out.append(f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})")
+        for link, speed in enumerate(speeds):
+            out.append(f"\t Link {link}: " + ("<inactive>" if speed is None else f"{speed / 1000:g} GB/s"))
     return "".join(line + "\n" for line in out)

@@ -1,64 +1,82 @@
-"""One GPU dict → the strings nvidia-smi prints. Pure; shared by every renderer."""
+"""NVML's values → the words nvidia-smi prints for them. Pure; shared by every renderer.
+
+These are facts of nvidia-smi's output (NVIDIA's names for NVML's enums, its
+units and rounding), not of the node: what the node is comes from NVML.
+"""
 
 from __future__ import annotations
 
-from mokka.core import names
-
 MIB = 1024 * 1024
 NA = "N/A"
-#: Architectures before Ada: absolute temperature thresholds instead of T.Limit ones.
-PRE_ADA = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere")
-ARCH_NAMES = {"ada_lovelace": "Ada Lovelace", "ada": "Ada Lovelace"}
-BRANDS = {"nvidia": "NVIDIA", "tesla": "Tesla", "quadro": "Quadro", "geforce": "GeForce",
-          "titan": "Titan", "nvidia_rtx": "NVIDIA RTX"}
+
+#: nvmlBrandType_t → the name nvidia-smi prints.
+BRANDS = {1: "Quadro", 2: "Tesla", 3: "NVS", 4: "Grid", 5: "GeForce", 6: "Titan",
+          7: "NVIDIA Virtual Applications", 8: "NVIDIA Virtual PC", 9: "NVIDIA Virtual Compute Server",
+          10: "NVIDIA RTX Virtual Workstation", 11: "NVIDIA Cloud Gaming", 12: "Quadro RTX",
+          13: "NVIDIA RTX", 14: "NVIDIA", 15: "GeForce RTX", 16: "Titan RTX"}
+#: nvmlDeviceArchitecture_t → its name (nvidia-smi 580; 550 says Unknown for Blackwell).
+ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+                 8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell"}
+ARCH_AMPERE, ARCH_ADA = 7, 8
+COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+OPERATION_MODES = {0: "All On", 1: "Compute", 2: "Low Double Precision"}
+VIRTUALIZATION_MODES = {0: "None", 1: "Pass-Through", 2: "VGPU", 3: "Host VGPU", 4: "Host VSGA"}
+HOST_VGPU_MODES = {0: "Non SR-IOV", 1: "SR-IOV"}
+DRIVER_MODELS = {0: "WDDM", 1: "TCC", 2: "MCDM"}
+#: nvmlGpuFabricState_t → (nvidia-smi's word, check-fabric's name).
+FABRIC_STATES = {0: ("Not Supported", "NOT_SUPPORTED"), 1: ("Not Started", "NOT_STARTED"),
+                 2: ("In Progress", "IN_PROGRESS"), 3: ("Completed", "COMPLETED")}
+FABRIC_COMPLETED = 3
+PEER_TYPES = {0: "Direct Connected", 1: "Switch Connected"}
+#: nvmlClocksEventReasons bits, in nvidia-smi's row order: (row, bit).
+CLOCKS_EVENT_REASONS = (("gpu_idle", 0x1), ("applications_clocks_setting", 0x2), ("sw_power_cap", 0x4),
+                        ("hw_slowdown", 0x8), ("hw_thermal_slowdown", 0x40),
+                        ("hw_power_brake_slowdown", 0x80), ("sync_boost", 0x10),
+                        ("sw_thermal_slowdown", 0x20), ("display_clocks_setting", 0x100))
+#: The GPU fabric health mask (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*): (shift, width) per flag.
+HEALTH_DEGRADED_BW = (0, 0x3)
+HEALTH_ROUTE_RECOVERY = (2, 0x3)
+HEALTH_ROUTE_UNHEALTHY = (4, 0x3)
+HEALTH_ACCESS_TIMEOUT_RECOVERY = (6, 0x3)
+HEALTH_INCORRECT_CONFIGURATION = (8, 0xF)
+HEALTH_TRUE = 1
+INCORRECT_CONFIGURATIONS = {1: "None", 2: "Incorrect Sysguid", 3: "Incorrect Chassis Sn",
+                            4: "No Partition", 5: "Insufficient Nvlinks", 6: "Incompatible Gpu Fw",
+                            7: "Invalid Location"}
+HEALTH_SUMMARIES = {1: "Healthy", 2: "Unhealthy", 3: "Limited Capacity"}
 
 
-def get(gpu: dict, path: str, default=None):
-    node = gpu
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
+def text(value) -> str:
+    return NA if value is None else str(value)
 
 
-def is_na(value) -> bool:
-    return value is None or (isinstance(value, str) and value.strip().upper() in ("", "N/A", "NA"))
+def unit(value, suffix: str) -> str:
+    return NA if value is None else f"{value} {suffix}"
 
 
-def word(value, default: str = NA) -> str:
-    """``enabled`` → ``Enabled``; booleans → Enabled/Disabled; N/A stays."""
-    if isinstance(value, bool):
-        return "Enabled" if value else "Disabled"
-    if is_na(value):
+def enabled(value, default: str = NA) -> str:
+    """nvmlEnableState_t → Enabled / Disabled."""
+    if value is None:
         return default
-    text = str(value)
-    return text[:1].upper() + text[1:] if text.islower() else text
+    return "Enabled" if value else "Disabled"
 
 
-def title(value, default: str = NA) -> str:
-    """``all_on`` → ``All On``; ``switch_connected`` → ``Switch Connected``."""
-    if is_na(value):
-        return default
-    return " ".join(w[:1].upper() + w[1:] for w in str(value).replace("_", " ").split())
+def word(table: dict, value, default: str = NA) -> str:
+    return default if value is None else table.get(value, default)
 
 
 def yes_no(value) -> str:
     return NA if value is None else ("Yes" if value else "No")
 
 
-def unit(value, suffix: str) -> str:
-    return NA if is_na(value) else f"{value} {suffix}"
-
-
 def mib(value) -> int | None:
-    return None if is_na(value) else int(value) // MIB
+    return None if value is None else value // MIB
 
 
 def watts_number(mw) -> str | None:
     """Milliwatts as nvidia-smi prints watts: NVIDIA's formats a C float, so the
     value goes through one (252285 mW prints 252.29, as a double would print 252.28)."""
-    if is_na(mw):
+    if mw is None:
         return None
     import struct                      # a builtin module: costs nothing on start-up
 
@@ -71,110 +89,44 @@ def watts(mw) -> str:
     return NA if number is None else f"{number} W"
 
 
-def architecture(gpu: dict) -> str:
-    arch = str(gpu.get("architecture") or "").lower()
-    return ARCH_NAMES.get(arch, arch.capitalize() or NA)
+def pstate(value) -> str:
+    return NA if value is None or value > 15 else f"P{value}"
 
 
-def pre_ada(gpu: dict) -> bool:
-    return str(gpu.get("architecture") or "").lower() in PRE_ADA
+def brand(value) -> str:
+    return word(BRANDS, value, "Unknown" if value is not None else NA)
 
 
-def brand(gpu: dict) -> str:
-    b = str(gpu.get("brand") or "")
-    return BRANDS.get(b.lower(), b or NA)
+def architecture(value) -> str:
+    return word(ARCHITECTURES, value, "Unknown" if value is not None else NA)
 
 
-def compute_mode(gpu: dict) -> str:
-    mode = str(gpu.get("compute_mode") or "default").lower()
-    return {"default": "Default", "exclusive_thread": "Exclusive_Thread",
-            "prohibited": "Prohibited", "exclusive_process": "Exclusive_Process"}.get(mode, word(mode))
+def pre_ada(arch) -> bool:
+    """nvidia-smi prints absolute temperature thresholds for these, T.Limit ones after."""
+    return arch is not None and arch < ARCH_ADA
 
 
-def memory_mib(gpu: dict) -> dict:
-    """total/reserved/used/free in MiB the way nvidia-smi derives them."""
-    mem = gpu.get("memory") or {}
-    total = mib(mem.get("total_bytes")) or 0
-    reserved = mib(mem.get("reserved_bytes")) or 0
-    used = mib(mem.get("used_bytes")) or 0
-    return {"total": total, "reserved": reserved, "used": used,
-            "free": max(total - reserved - used, 0)}
-
-
-def bar1_mib(gpu: dict) -> dict:
-    bar = gpu.get("bar1_memory") or {}
-    total = mib(bar.get("total_bytes")) or 0
-    used = mib(bar.get("used_bytes")) or 0
-    return {"total": total, "used": used, "free": max(total - used, 0)}
-
-
-def fan(gpu: dict) -> str:
-    f = gpu.get("fan") or {}
-    speed = f.get("speed_percent")
-    if not f.get("count") or is_na(speed):
+def cpu_list(cpus: list | None) -> str:
+    """[0, 1, 2, 5] → "0-2,5"."""
+    if not cpus:
         return NA
-    return f"{speed} %"
+    runs, start, prev = [], cpus[0], cpus[0]
+    for cpu in cpus[1:] + [None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(runs)
 
 
-def persistence(gpu: dict) -> str:
-    return word(gpu.get("persistence_mode"), "Disabled")
+def uuid_text(raw) -> str:
+    """16 bytes → 8-4-4-4-12 lower-case hex."""
+    h = bytes(raw).hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def mig_mode(gpu: dict, key: str = "mode_current") -> str:
-    mig = gpu.get("mig") or {}
-    if not mig.get("max_gpu_instances"):
-        return NA
-    return word(mig.get(key), "Disabled")
-
-
-def ecc_mode(gpu: dict, key: str = "mode_current") -> str:
-    return word(get(gpu, f"ecc.{key}"))
-
-
-def ecc_count(gpu: dict, scope: str, kind: str, where: str = "device_memory"):
-    """kind ``single_bit`` (corrected) or ``double_bit`` (uncorrected)."""
-    if ecc_mode(gpu) != "Enabled":
-        return None
-    return get(gpu, f"ecc.errors.{scope}.{kind}.{where}")
-
-
-def processes(gpu: dict) -> list:
-    """Configured processes; never a phantom row (pid 0 or empty)."""
-    out = []
-    for p in gpu.get("processes") or []:
-        if isinstance(p, dict) and p.get("pid"):
-            out.append(p)
-    return out
-
-
-# --- fabric -----------------------------------------------------------------------
-
-def fabric_state(gpu: dict) -> str:
-    """Lower-case state name; ``not_supported`` without a fabric block."""
-    fabric = gpu.get("fabric")
-    if not fabric:
-        return "not_supported"
-    return str(fabric.get("state") or names.FABRIC_STATE_DEFAULT).lower()
-
-
-def fabric_health(gpu: dict) -> dict:
-    """Summary, bandwidth and flags in nvidia-smi words."""
-    fabric = gpu.get("fabric") or {}
-    health = fabric.get("health") or {}
-    degraded = bool(health.get("degraded_bandwidth"))
-    recovery = bool(health.get("route_recovery"))
-    unhealthy = bool(health.get("route_unhealthy"))
-    timeout = bool(health.get("access_timeout_recovery"))
-    incorrect = health.get("incorrect_configuration")
-    incorrect_text = "None" if is_na(incorrect) or str(incorrect).lower() == "none" else title(incorrect)
-    summary = str(fabric.get("health_summary") or "auto").lower()
-    if summary in ("", "auto"):
-        if unhealthy or incorrect_text != "None":
-            summary = "unhealthy"
-        elif degraded or recovery or timeout:
-            summary = "limited_capacity"
-        else:
-            summary = "healthy"
-    return {"summary": title(summary), "bandwidth": "Degraded" if degraded else "Full",
-            "route_recovery_in_progress": str(recovery), "route_unhealthy": str(unhealthy),
-            "access_timeout_recovery": str(timeout), "incorrect_configuration": incorrect_text}
+def health_flag(mask: int, field: tuple) -> int:
+    shift, width = field
+    return mask >> shift & width

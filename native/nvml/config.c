@@ -16,6 +16,8 @@
 
 #define SAY_PREFIX "mock NVML: "
 #define COMPILE_HINT MOKKA_COMPANION_COMMAND     /* mokka/core/names.py */
+/* Where `node-agent --host-root ROOT` stages a node's config: the way to aim any tool at it. */
+#define STAGED_CONFIG "ROOT" MOKKA_OVERLAY_HOST_PATH "/" MOKKA_DRIVER_CONFIG_DIR "/" MOKKA_PROFILE_FILE
 
 static void vsay(const char *fmt, va_list ap, char *line, size_t size)
 {
@@ -117,7 +119,7 @@ void config_companion_path(const char *yaml, char *out, size_t size)
     snprintf(out, size, "%.*s%s", (int)keep, yaml, MOKKA_NVML_COMPANION_SUFFIX);
 }
 
-void config_overrides_path(const char *config_yaml, char *out, size_t size)
+void config_overrides_dir(const char *config_yaml, char *out, size_t size)
 {
     const char *env = getenv(MOKKA_ENV_NVML_OVERRIDES);
     if (env && *env) {
@@ -125,18 +127,11 @@ void config_overrides_path(const char *config_yaml, char *out, size_t size)
         return;
     }
     char dir[MOCK_PATH_MAX];
-    if (config_yaml[0] == '/') {
-        snprintf(dir, sizeof dir, "%s", config_yaml);
-    } else {                                      /* os.path.abspath */
-        char cwd[MOCK_PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            cwd[0] = '\0';
-        snprintf(dir, sizeof dir, "%s/%s", cwd, config_yaml);
-    }
+    snprintf(dir, sizeof dir, "%s", config_yaml);     /* absolute (config_locate) */
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
-    snprintf(out, size, "%s/%s", dir, MOKKA_OVERRIDES_FILE);
+    snprintf(out, size, "%s/%s", dir, MOKKA_OVERRIDES_DIR);
 }
 
 /* `<root>/driver/usr/lib64/<this library>` -> `<root>/driver/config/config.yaml`. */
@@ -168,27 +163,43 @@ static int from_library_path(char *out, size_t size)
     return realpath(info.dli_fname, real) && beside_library(real, out, size);
 }
 
+/* os.path.abspath: relative to the working directory at nvmlInit, so a later
+ * chdir moves nothing. 0 when the result does not fit. */
+static int make_absolute(char *path, size_t size)
+{
+    if (path[0] == '/')
+        return 1;
+    char cwd[MOCK_PATH_MAX], rel[MOCK_PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return 0;
+    snprintf(rel, sizeof rel, "%s", path);
+    int n = snprintf(path, size, "%s/%s", cwd, rel);
+    return n > 0 && (size_t)n < size;
+}
+
+static nvmlReturn_t locate(char *yaml, size_t size);
+
 nvmlReturn_t config_locate(char *yaml, size_t size)
+{
+    nvmlReturn_t ret = locate(yaml, size);
+    if (ret == NVML_SUCCESS && !make_absolute(yaml, size)) {
+        mock_say("%s: the working directory and this path are too long: give an absolute %s",
+                 yaml, MOKKA_ENV_NVML_CONFIG);
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    return ret;
+}
+
+static nvmlReturn_t locate(char *yaml, size_t size)
 {
     const char *env = getenv(MOKKA_ENV_NVML_CONFIG);
     if (env && *env) {
         if (!exists(env)) {
-            mock_say("%s=%s does not exist: set it to a profile (config.yaml with its compiled "
-                     "config.nvml beside it)", MOKKA_ENV_NVML_CONFIG, env);
+            mock_say("%s=%s does not exist: set it to a staged node's config (" STAGED_CONFIG ") or to a "
+                     "profile compiled with '" COMPILE_HINT " PROFILE'", MOKKA_ENV_NVML_CONFIG, env);
             return NVML_ERROR_DRIVER_NOT_LOADED;
         }
-        if (ends_with(env, ".json")) {            /* a state.json: the profile beside it */
-            char dir[MOCK_PATH_MAX];
-            snprintf(dir, sizeof dir, "%s", env);
-            char *slash = strrchr(dir, '/');
-            if (slash)
-                *slash = '\0';
-            else
-                snprintf(dir, sizeof dir, ".");
-            snprintf(yaml, size, "%s/%s", dir, MOKKA_PROFILE_FILE);
-        } else {
-            snprintf(yaml, size, "%s", env);
-        }
+        snprintf(yaml, size, "%s", env);
         return NVML_SUCCESS;
     }
     if (from_library_path(yaml, size))
@@ -201,7 +212,7 @@ nvmlReturn_t config_locate(char *yaml, size_t size)
     if (join(yaml, size, MOKKA_OVERLAY_HOST_PATH, MOKKA_DRIVER_CONFIG_DIR, MOKKA_PROFILE_FILE) &&
         exists(yaml))
         return NVML_SUCCESS;
-    mock_say("no GPU profile found: set %s to a profile (config.yaml with its compiled config.nvml "
-             "beside it), or load the library staged in the overlay", MOKKA_ENV_NVML_CONFIG);
+    mock_say("no GPU profile found: set %s to a staged node's config (" STAGED_CONFIG "), or run the "
+             "tools staged in its driver/usr/bin", MOKKA_ENV_NVML_CONFIG);
     return NVML_ERROR_DRIVER_NOT_LOADED;
 }

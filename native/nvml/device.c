@@ -309,11 +309,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
         return ret;
     if (!c2cModeInfo)
         return NVML_ERROR_INVALID_ARGUMENT;
+    /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode. */
     int c2c = 0, grace = 0;
-    int known = gpu_flag(g, "features.nvlink_c2c", &c2c) | gpu_flag(g, "grace_superchip.enabled", &grace);
-    if (!known)
+    gpu_flag(g, "features.nvlink_c2c", &c2c);
+    gpu_flag(g, "grace_superchip.enabled", &grace);
+    if (!c2c && !grace)
         return NVML_ERROR_NOT_SUPPORTED;
-    c2cModeInfo->isC2cEnabled = (unsigned int)(c2c || grace);
+    c2cModeInfo->isC2cEnabled = 1;
     return NVML_SUCCESS;
 }
 

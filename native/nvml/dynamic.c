@@ -1,12 +1,38 @@
 /* Moving readings: a GPU's `dynamic_metrics` turned into the values of one second.
  *
- * The C home of the algorithm that mokka/smi/dynamic.py documents (and is the
- * reference for): unsigned 64-bit integer arithmetic only, so both languages
- * give the same value for (seed, physical GPU index, second); the vectors of
- * tests/corpus/dynamic_cases.py pin both. lookup.c asks here in its derived
- * layer, so overrides win over a moving reading and a moving reading over the
- * state's static one. The parameters and limits come from the state alone, as
- * the Python engine applies them before the overrides.
+ * Every reading is a pure function of (seed, physical GPU index, second), in
+ * unsigned 64-bit integer arithmetic only, so every process reads the same value
+ * in the same second; tests/corpus/dynamic_cases.py pins it with literal vectors.
+ *
+ *   draw(seed, gpu, t, channel) = mix(mix(mix(mix(seed) ^ gpu) ^ channel) ^ t)
+ *       mix: splitmix64's step (add 0x9E3779B97F4A7C15, then its finalizer)
+ *   pick(h, lo, hi) = lo + h mod (hi - lo + 1)                     (hi >= lo)
+ *   ramp(t, r, T)   = r * smooth(u) >> 16, u = 2 * min(t mod T, T - t mod T) * 65536 / T,
+ *                     smooth(u) = ((u * u) >> 16) * (3 * 65536 - 2 * u) >> 16
+ *                     (smoothstep of a triangle wave: 0 at t = 0, r at T/2, 0 again at T)
+ *
+ *   temperature = base_c + ramp(t, ramp_c, ramp_period_sec)
+ *                 + pick(draw(.., TEMPERATURE), -variance_c, variance_c),
+ *                 clamped to [0, thermal.shutdown_threshold_c]
+ *   power       = base_mw + pick(draw(.., POWER), -variance_mw, variance_mw),
+ *                 clamped to [power.min_limit_mw, power.max_limit_mw]
+ *   utilization (gpu with channel UTIL_GPU, memory with UTIL_MEMORY), lo..hi within 0..100,
+ *       by the block's pattern: idle lo; busy hi; steady pick(draw, lo, hi);
+ *       burst hi in the first half of every burst_period_sec (t mod P < (P + 1) / 2), lo after
+ *   memory used (Mokka's own block, channel MEMORY_USED), in whole MiB, then bytes:
+ *       usable = (memory.total_bytes - memory.reserved_bytes) >> 20   (0 when negative)
+ *       lo = usable * used_min_pct / 100, hi = usable * used_max_pct / 100 (pcts within 0..100)
+ *       used = patterned(lo, hi) << 20 with the memory block's own pattern and period,
+ *       so free = total - reserved - used never goes below 0; no total_bytes: nothing moves.
+ *
+ * A block with no value moves nothing. Defaults: seed 0; base_c / base_mw the
+ * state's static reading; variance, ramp 0; ramp_period_sec 0 (no ramp); pattern
+ * steady; gpu/memory min 0, max 100; used_min_pct 0, used_max_pct 100;
+ * burst_period_sec 30. `t` is the whole second of MOCK_NVML_CLOCK when it holds a
+ * non-negative integer (blanks around it allowed), else of the real time.
+ * lookup.c asks here in its derived layer, so overrides win over a moving reading
+ * and a moving reading over the state's static one; the parameters and limits come
+ * from the state alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>

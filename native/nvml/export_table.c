@@ -52,6 +52,7 @@
 #include <nvml.h>
 
 #include "hooks.h"
+#include "mokka_names.h"
 
 #ifdef MOKKA_TRACE_EXPORT_TABLE
 #include <stdio.h>
@@ -66,10 +67,10 @@ MOKKA_EXPORT nvmlReturn_t DECLDIR nvmlInternalGetExportTable(const void **table,
 enum {
     SLOT_COUNT = 250,
     SLOT_RESET_IS_PRIMARY = 19,
-    SLOT_TOPO_LINK_LEVEL = 22,
+    SLOT_TOPO_LINK_LEVEL = MOKKA_NVML_EXPORT_SLOT_TOPO_LINK_LEVEL,
     SLOT_DEBUG_LOG = 25,
     SLOT_HANDLE_BY_INDEX = 80,
-    SLOT_RESET = 167,
+    SLOT_RESET = MOKKA_NVML_EXPORT_SLOT_RESET,
     SLOT_RESET_MODE = 168,
     SLOT_RESET_GROUP_ALLOC = 181,
     SLOT_RESET_GROUP_GET = 182,
@@ -88,10 +89,7 @@ enum {
 };
 
 /* nvidia-smi's id, as the bytes it passes in memory. */
-static const unsigned char SMI_TABLE_ID[16] = {
-    0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
-    0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4,
-};
+static const unsigned char SMI_TABLE_ID[16] = MOKKA_NVML_EXPORT_TABLE_ID;
 
 /* Bus ids compare without case: "00000000:1A:00.0" is "00000000:1a:00.0". */
 static int same_bus_id(const char *x, const char *y)

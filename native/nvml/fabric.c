@@ -1,6 +1,8 @@
 /* GPU fabric (NVLink domain) identity and state: nvmlDeviceGetGpuFabricInfo[V].
  * The state's fabric block after the topology document and `state: auto`
- * (node.c); mokka/smi/values.fabric_state and fabric_health say the same. */
+ * (node.c), and its health: the flags, and a summary the profile gives or that
+ * follows from them (unhealthy routes or a wrong configuration: unhealthy;
+ * any other flag: limited capacity; else healthy). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stddef.h>
@@ -108,7 +110,7 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         f->summary = SUMMARY_UNHEALTHY;
     else if (strcasecmp(summary, "limited_capacity") == 0)
         f->summary = SUMMARY_LIMITED_CAPACITY;
-    else if (set[2] || incorrect != 1)            /* auto: values.fabric_health */
+    else if (set[2] || incorrect != 1)            /* auto: from the flags */
         f->summary = SUMMARY_UNHEALTHY;
     else if (set[0] || set[1] || set[3])
         f->summary = SUMMARY_LIMITED_CAPACITY;

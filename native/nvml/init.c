@@ -94,7 +94,7 @@ static nvmlReturn_t init_once(void)
             if (old && node_same(old, fresh)) {
                 node_free(fresh);
             } else {
-                fresh->overrides = overrides_open(fresh->overrides_yaml);
+                fresh->overrides = overrides_open(fresh->overrides_dir, fresh->count);
                 overrides_start(fresh->overrides);
                 __atomic_store_n(&published, fresh, __ATOMIC_RELEASE);
             }

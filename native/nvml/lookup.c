@@ -1,7 +1,7 @@
 /* One GPU's values through the layers (see mock.h):
- * overrides devices.<p>.K > overrides all.K > derived (moving readings, fabric) > state gpu.<p>.K.
+ * overrides gpu<p>: K > overrides all: K > derived (moving readings, fabric) > state gpu.<p>.K.
  *
- * Overrides merge like mokka/smi/overrides.deep_merge: mappings merge key by
+ * Overrides merge as mokka/smi/overrides.deep_merge writes them: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
  * a scalar `X` for a prefix X of K owns everything under X: K is then that
  * layer's or nobody's.
@@ -66,12 +66,11 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
 {
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
-    const struct flat *f = overrides_flat(l);
     const char *val = NULL;
     char moving[32];
-    int where = layer_lookup(f, g->dev, key, &val);
+    int where = layer_lookup(overrides_gpu(l, g->phys), "", key, &val);
     if (where == MISS)
-        where = layer_lookup(f, "all.", key, &val);
+        where = layer_lookup(overrides_all(l), "", key, &val);
     if (where == MISS && (val = derived(g, key, moving, sizeof moving)) != NULL)
         where = FOUND;
     if (where == MISS)
@@ -179,11 +178,8 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix)
         return 1;
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
-    const struct flat *f = overrides_flat(l);
-    snprintf(full, sizeof full, "%s%s", g->dev, prefix);
-    int found = flat_has_prefix(f, full);
-    snprintf(full, sizeof full, "all.%s", prefix);
-    found |= flat_has_prefix(f, full);
+    const struct flat *own = overrides_gpu(l, g->phys), *all = overrides_all(l);
+    int found = (own && flat_has_prefix(own, prefix)) || (all && flat_has_prefix(all, prefix));
     overrides_release(o, l);
     return found;
 }

@@ -3,8 +3,8 @@
  * A node is built by nvmlInit (node.c) from the compiled state companion and
  * is immutable once published, apart from the overrides layer (overrides.c),
  * which is swapped under its own lock. A value of a GPU is looked up through
- * the layers, highest first: overrides `devices.<physical index>.K`, overrides
- * `all.K`, what this process derived (topology, fabric state, the moving readings
+ * the layers, highest first: the overrides of the GPU (`gpu<physical index>`),
+ * the overrides of every GPU (`all`), what this process derived (topology, fabric state, the moving readings
  * of dynamic.c), the state's own
  * `gpu.<physical index>.K`.
  */
@@ -20,7 +20,7 @@
 #include "mokka_names.h"
 
 #define MOCK_MAX_GPUS MOKKA_MAX_GPUS
-#define MOCK_PATH_MAX 4096
+#define MOCK_PATH_MAX MOKKA_PATH_MAX
 #define MOCK_VALUE_MAX 512
 
 /* The handle nvmlDevice_t points at: mock_handles[visible index]. */
@@ -37,7 +37,6 @@ struct mock_gpu {
     unsigned int phys;                 /* index in the state; overrides use it */
     unsigned int index;                /* visible index, renumbered from 0 */
     char base[24];                     /* "gpu.<phys>." */
-    char dev[32];                      /* "devices.<phys>." */
     int has_fabric;                    /* the state gives it a fabric block */
     char fabric_state[24];             /* resolved: auto -> completed / in_progress */
     int topology;                      /* the topology document named this node */
@@ -55,7 +54,7 @@ struct mock_node {
     int clock_pinned;                  /* MOCK_NVML_CLOCK held a second (dynamic.c) */
     unsigned long long clock;
     char config_yaml[MOCK_PATH_MAX];
-    char overrides_yaml[MOCK_PATH_MAX];
+    char overrides_dir[MOCK_PATH_MAX];
     struct mock_overrides *overrides;  /* the one mutable part */
 };
 
@@ -65,8 +64,8 @@ struct mock_node {
 nvmlReturn_t config_locate(char *yaml, size_t size);
 /* `…/X.yaml` -> `…/X.nvml`, as flatstate.companion_path. */
 void config_companion_path(const char *yaml, char *out, size_t size);
-/* The overrides file: MOCK_NVML_OVERRIDES, else overrides.yaml beside the config. */
-void config_overrides_path(const char *config_yaml, char *out, size_t size);
+/* The overrides directory: MOCK_NVML_OVERRIDES, else `overrides` beside the config. */
+void config_overrides_dir(const char *config_yaml, char *out, size_t size);
 /* One line on stderr: "mock NVML: <message>". */
 void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, but a line already printed by this process is not repeated. */
@@ -87,12 +86,15 @@ int node_u64(const struct mock_node *n, const char *key, unsigned long long *out
 
 /* --- overrides.c --------------------------------------------------------- */
 
-struct mock_overrides *overrides_open(const char *yaml);
+/* The overrides of a node of `count` GPUs, kept in directory `dir`. */
+struct mock_overrides *overrides_open(const char *dir, unsigned int count);
 void overrides_start(struct mock_overrides *o);   /* first load; warns at once */
 struct ovr_layer;
 struct ovr_layer *overrides_acquire(struct mock_overrides *o);
 void overrides_release(struct mock_overrides *o, struct ovr_layer *l);
-const struct flat *overrides_flat(const struct ovr_layer *l);
+/* The layer's document for physical GPU `phys`, and the one for every GPU (NULL: none). */
+const struct flat *overrides_gpu(const struct ovr_layer *l, unsigned int phys);
+const struct flat *overrides_all(const struct ovr_layer *l);
 
 /* --- lookup.c: one GPU's values through the layers ------------------------ */
 
@@ -111,7 +113,7 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix);
 unsigned int gpu_list_len(const struct mock_gpu *g, const char *key);
 int mock_is_na(const char *value);
 
-/* --- dynamic.c: moving readings (the algorithm of mokka/smi/dynamic.py) --- */
+/* --- dynamic.c: moving readings (the algorithm is documented there) --------- */
 
 /* MOCK_NVML_CLOCK into n->clock / n->clock_pinned (node_build). */
 void dynamic_read_clock(struct mock_node *n);

@@ -1,6 +1,5 @@
 /* Build the node nvmlInit publishes: the state companion, the topology
- * document for this node, fabric `state: auto`, and the visible GPUs
- * (mokka/smi/engine.py load(), in the same order). */
+ * document for this node, fabric `state: auto`, and the visible GPUs. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -36,7 +35,7 @@ static const char *base_get(const struct mock_node *n, const struct mock_gpu *g,
     return flat_get(&n->state, full);
 }
 
-/* --- topology (mokka/core/topology.py apply) ------------------------------ */
+/* --- topology: this node's clique and cluster from the document ------------ */
 
 static void apply_topology(struct mock_node *n)
 {
@@ -70,9 +69,9 @@ static void apply_topology(struct mock_node *n)
     flat_free(&doc);
 }
 
-/* --- fabric state auto (engine._resolve_fabric) --------------------------- */
+/* --- fabric state auto: COMPLETED once the fabricmanager marker is there --- */
 
-/* The fabricmanager state dir (engine.fabric_state_dir): the variable, else
+/* The fabricmanager state dir: the variable, else
  * `<driver root>/fabric-state` beside the `<driver root>/config/` the profile is
  * in, when that directory exists. 0 when there is none: no fabricmanager. */
 static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
@@ -82,15 +81,8 @@ static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
         snprintf(out, size, "%s", dir);
         return 1;
     }
-    char path[2 * MOCK_PATH_MAX + 2];
-    if (n->config_yaml[0] == '/') {
-        snprintf(path, sizeof path, "%s", n->config_yaml);
-    } else {                                      /* os.path.abspath */
-        char cwd[MOCK_PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            return 0;
-        snprintf(path, sizeof path, "%s/%s", cwd, n->config_yaml);
-    }
+    char path[MOCK_PATH_MAX];
+    snprintf(path, sizeof path, "%s", n->config_yaml);   /* absolute (config_locate) */
     char *slash = strrchr(path, '/');             /* <root>/config | config.yaml */
     if (!slash)
         return 0;
@@ -132,14 +124,14 @@ static void resolve_fabric(struct mock_node *n)
     }
 }
 
-/* --- visibility (engine.select_visible) ------------------------------------ */
+/* --- visibility: MOCK_NVML_VISIBLE_DEVICES, else the /dev/nvidiaN present --- */
 
 static int py_space(int c)
 {
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* Trim Python-whitespace in place; returns the start. */
+/* Trim white space (as str.strip: ASCII blanks and the separators 0x1c-0x1f) in place; returns the start. */
 static char *strip(char *s)
 {
     while (*s && py_space((unsigned char)*s))
@@ -178,7 +170,7 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
         return;
     }
     char *save = NULL;
-    /* strtok_r skips empty items, which match nothing in Python either */
+    /* strtok_r skips empty items, which name no GPU */
     for (char *item = strtok_r(wanted, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         item = strip(item);
         if (all_digits(item)) {
@@ -275,7 +267,6 @@ nvmlReturn_t node_build(struct mock_node **out)
         g->node = n;
         g->phys = i;
         snprintf(g->base, sizeof g->base, "gpu.%u.", i);
-        snprintf(g->dev, sizeof g->dev, "devices.%u.", i);
         char fabric[48];
         snprintf(fabric, sizeof fabric, "%sfabric.", g->base);
         g->has_fabric = flat_has_prefix(&n->state, fabric);
@@ -283,7 +274,7 @@ nvmlReturn_t node_build(struct mock_node **out)
     apply_topology(n);
     resolve_fabric(n);
     dynamic_read_clock(n);
-    config_overrides_path(n->config_yaml, n->overrides_yaml, sizeof n->overrides_yaml);
+    config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
     select_visible(n);
     *out = n;
     return NVML_SUCCESS;
@@ -295,7 +286,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         return 0;
     if (a->count != b->count || a->nvisible != b->nvisible || a->fabric_ready != b->fabric_ready ||
         a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
-        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_yaml, b->overrides_yaml) != 0)
+        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_dir, b->overrides_dir) != 0)
         return 0;
     if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)
         return 0;

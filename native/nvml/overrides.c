@@ -1,12 +1,15 @@
-/* The runtime overrides layer: overrides.nvml beside overrides.yaml.
+/* The runtime overrides layer: the overrides directory beside config.yaml.
  *
- * Re-checked (stat of both files) at most every CHECK_MS so a change written
- * while a process runs is seen within a second. A new layer is swapped in
- * under the lock; readers hold a reference, so the old one is freed only when
- * the last reader lets go. A companion that does not match its YAML is given
- * GRACE_MS to catch up (the writer renames the two files one after the
- * other): only a mismatching pair that stays unchanged that long is reported,
- * once, and the overrides ignored.
+ * One compiled document per scope (mokka/core/names.py): all.nvml for every
+ * GPU, gpu<N>.nvml for physical GPU N, each beside its YAML. The pairs are
+ * re-checked (a stat of each file) at most every CHECK_MS, so a change written
+ * while a process runs is seen within a second. A new layer holding every
+ * scope is swapped in under the lock; readers hold a reference, so the old one
+ * is freed only when the last reader lets go. A companion that does not match
+ * its YAML is given GRACE_MS to catch up (writers rename the two files one
+ * after the other): while one is pending the layer in use stays; only a
+ * mismatching pair that stays unchanged that long is reported, once, and that
+ * scope ignored.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -21,10 +24,11 @@
 
 #define CHECK_MS 250
 #define GRACE_MS 1000
+#define ALL_SCOPE MOCK_MAX_GPUS           /* scopes 0..count-1 are GPUs; this one is `all` */
 
 struct ovr_layer {
     unsigned int refs;
-    struct flat f;
+    struct flat scope[MOCK_MAX_GPUS + 1];
 };
 
 struct file_id {
@@ -35,16 +39,20 @@ struct file_id {
     long long mtime_ns;
 };
 
-struct mock_overrides {
-    pthread_mutex_t lock;
-    char yaml[MOCK_PATH_MAX];
-    char nvml[MOCK_PATH_MAX];
-    struct ovr_layer *cur;
-    long long next_check_ms;
+struct scope_files {
     struct file_id seen_yaml, seen_nvml;
-    int seen_valid;
     struct file_id bad_yaml, bad_nvml;     /* the mismatching pair being waited on */
     long long mismatch_since_ms;
+};
+
+struct mock_overrides {
+    pthread_mutex_t lock;
+    char dir[MOCK_PATH_MAX];
+    unsigned int count;                    /* GPUs in the state */
+    struct ovr_layer *cur;
+    long long next_check_ms;
+    int seen_valid;
+    struct scope_files files[MOCK_MAX_GPUS + 1];
 };
 
 static long long now_ms(void)
@@ -78,17 +86,10 @@ static int same_id(const struct file_id *a, const struct file_id *b)
 static void layer_unref(struct ovr_layer *l)
 {
     if (l && --l->refs == 0) {
-        flat_free(&l->f);
+        for (unsigned int s = 0; s <= MOCK_MAX_GPUS; s++)
+            flat_free(&l->scope[s]);
         free(l);
     }
-}
-
-/* Swap in `l` (NULL: no overrides). Called with the lock held. */
-static void install(struct mock_overrides *o, struct ovr_layer *l)
-{
-    struct ovr_layer *old = o->cur;
-    o->cur = l;
-    layer_unref(old);
 }
 
 static int blank_file(const char *path)
@@ -104,55 +105,115 @@ static int blank_file(const char *path)
     return blank;
 }
 
+enum scope_result { SCOPE_READY, SCOPE_PENDING };
+
+struct scope_paths {
+    char yaml[MOCK_PATH_MAX];
+    char nvml[MOCK_PATH_MAX];
+};
+
+/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE); empty paths
+ * (no such file) when the directory's name leaves no room for them. */
+static void paths_of(const struct mock_overrides *o, unsigned int s, struct scope_paths *p)
+{
+    int n = s == ALL_SCOPE
+                ? snprintf(p->yaml, sizeof p->yaml, "%s/%s.yaml", o->dir, MOKKA_OVERRIDES_ALL_SCOPE)
+                : snprintf(p->yaml, sizeof p->yaml, "%s/%s%u.yaml", o->dir, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
+    if (n < 0 || (size_t)n >= sizeof p->yaml)
+        p->yaml[0] = '\0';
+    config_companion_path(p->yaml, p->nvml, sizeof p->nvml);
+}
+
+static struct scope_files *files_of(struct mock_overrides *o, unsigned int s)
+{
+    return &o->files[s == ALL_SCOPE ? o->count : s];
+}
+
+/* Load scope `s` into *out (left empty when absent or ignored).
+ * SCOPE_PENDING: a write may be in flight; keep the layer in use for now. */
+static enum scope_result load_scope(struct mock_overrides *o, unsigned int s, long long now, int first,
+                                    struct flat *out)
+{
+    struct scope_paths p;
+    paths_of(o, s, &p);
+    struct scope_files *sf = files_of(o, s);
+    struct file_id y = file_id_of(p.yaml), c = file_id_of(p.nvml);
+    memset(out, 0, sizeof *out);
+    if (y.present) {
+        enum flat_status st = flat_load(p.yaml, p.nvml, "overrides", out);
+        if (st != FLAT_OK && st != FLAT_YAML_MISSING && !blank_file(p.yaml)) {
+            /* Writers rename the companion first: a companion no older than its
+             * YAML is a write in flight (even at nvmlInit), while a YAML newer
+             * than its companion was edited by hand. */
+            int wait = !first || (c.present && c.mtime_ns >= y.mtime_ns);
+            if (wait && (sf->mismatch_since_ms == 0 || !same_id(&y, &sf->bad_yaml) ||
+                         !same_id(&c, &sf->bad_nvml))) {
+                sf->bad_yaml = y;                 /* a new pair: the writer may be between renames */
+                sf->bad_nvml = c;
+                sf->mismatch_since_ms = now;
+                return SCOPE_PENDING;
+            }
+            if (wait && now - sf->mismatch_since_ms < GRACE_MS)
+                return SCOPE_PENDING;
+            mock_say_no_companion("overrides", p.yaml, p.nvml);
+        }
+    }
+    sf->mismatch_since_ms = 0;
+    sf->seen_yaml = y;
+    sf->seen_nvml = c;
+    return SCOPE_READY;
+}
+
+static int scope_changed(struct mock_overrides *o, unsigned int s)
+{
+    struct scope_paths p;
+    paths_of(o, s, &p);
+    const struct scope_files *sf = files_of(o, s);
+    struct file_id y = file_id_of(p.yaml), c = file_id_of(p.nvml);
+    return !same_id(&y, &sf->seen_yaml) || !same_id(&c, &sf->seen_nvml);
+}
+
 /* Called with the lock held. `first`: at nvmlInit, report at once. */
 static void reload(struct mock_overrides *o, long long now, int first)
 {
-    struct file_id y = file_id_of(o->yaml), c = file_id_of(o->nvml);
-    if (o->seen_valid && same_id(&y, &o->seen_yaml) && same_id(&c, &o->seen_nvml))
+    int changed = !o->seen_valid || scope_changed(o, ALL_SCOPE);
+    for (unsigned int s = 0; s < o->count && !changed; s++)
+        changed = scope_changed(o, s);
+    if (!changed)
         return;
-    struct ovr_layer *l = NULL;
-    if (y.present) {
-        l = calloc(1, sizeof *l);
-        if (!l)
+    struct ovr_layer *l = calloc(1, sizeof *l);
+    if (!l)
+        return;
+    l->refs = 1;
+    int any = 0;
+    for (unsigned int s = 0; s <= o->count; s++) {
+        unsigned int slot = s == o->count ? ALL_SCOPE : s;
+        if (load_scope(o, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
+            layer_unref(l);
             return;
-        l->refs = 1;
-        enum flat_status st = flat_load(o->yaml, o->nvml, "overrides", &l->f);
-        if (st != FLAT_OK) {
-            free(l);
-            l = NULL;
-            if (st != FLAT_YAML_MISSING && !blank_file(o->yaml)) {
-                /* Writers rename the companion first: a companion no older than its
-                 * YAML is a write in flight (even at nvmlInit), while a YAML newer
-                 * than its companion was edited by hand. */
-                int wait = !first || (c.present && c.mtime_ns >= y.mtime_ns);
-                if (wait && (o->mismatch_since_ms == 0 || !same_id(&y, &o->bad_yaml) ||
-                             !same_id(&c, &o->bad_nvml))) {
-                    o->bad_yaml = y;              /* a new pair: the writer may be between renames */
-                    o->bad_nvml = c;
-                    o->mismatch_since_ms = now;
-                    return;
-                }
-                if (wait && now - o->mismatch_since_ms < GRACE_MS)
-                    return;
-                mock_say_no_companion("overrides", o->yaml, o->nvml);
-            }
         }
+        any |= l->scope[slot].n > 0;
     }
-    o->mismatch_since_ms = 0;
-    o->seen_yaml = y;
-    o->seen_nvml = c;
     o->seen_valid = 1;
-    install(o, l);
+    struct ovr_layer *old = o->cur;
+    o->cur = any ? l : NULL;
+    if (!any)
+        layer_unref(l);
+    layer_unref(old);
 }
 
-struct mock_overrides *overrides_open(const char *yaml)
+struct mock_overrides *overrides_open(const char *dir, unsigned int count)
 {
     struct mock_overrides *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
     pthread_mutex_init(&o->lock, NULL);
-    snprintf(o->yaml, sizeof o->yaml, "%s", yaml);
-    config_companion_path(yaml, o->nvml, sizeof o->nvml);
+    o->count = count > MOCK_MAX_GPUS ? MOCK_MAX_GPUS : count;
+    snprintf(o->dir, sizeof o->dir, "%s", dir);
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        mock_warn_once("ignoring overrides %s: not a directory (it holds %s.yaml and %s<N>.yaml)", dir,
+                       MOKKA_OVERRIDES_ALL_SCOPE, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX);
     return o;
 }
 
@@ -193,7 +254,12 @@ void overrides_release(struct mock_overrides *o, struct ovr_layer *l)
     pthread_mutex_unlock(&o->lock);
 }
 
-const struct flat *overrides_flat(const struct ovr_layer *l)
+const struct flat *overrides_gpu(const struct ovr_layer *l, unsigned int phys)
 {
-    return l ? &l->f : NULL;
+    return l && phys < MOCK_MAX_GPUS ? &l->scope[phys] : NULL;
+}
+
+const struct flat *overrides_all(const struct ovr_layer *l)
+{
+    return l ? &l->scope[ALL_SCOPE] : NULL;
 }

@@ -28,15 +28,8 @@ int mock_xid_events_path(char *out, size_t size)
     const struct mock_node *n = mock_node();
     if (!n)
         return 0;
-    char dir[2 * MOCK_PATH_MAX + 2];
-    if (n->config_yaml[0] == '/') {
-        snprintf(dir, sizeof dir, "%s", n->config_yaml);
-    } else {                                      /* absolute: a later chdir must not move it */
-        char cwd[MOCK_PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd))
-            return 0;
-        snprintf(dir, sizeof dir, "%s/%s", cwd, n->config_yaml);
-    }
+    char dir[MOCK_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", n->config_yaml);   /* absolute (config_locate) */
     char *slash = strrchr(dir, '/');
     if (!slash)
         return 0;

@@ -11,7 +11,7 @@ from treelist import diff, listing
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay
-from mokka.smi import engine
+from tests.conftest import run_mokka
 
 
 def marker_pid(path: str) -> int | None:
@@ -23,8 +23,9 @@ def marker_pid(path: str) -> int | None:
 
 
 def fabric_states(ov) -> set:
-    node = engine.load({names.ENV_NVML_CONFIG: ov.profile, names.ENV_DEV_ROOT: "/nonexistent"})
-    return {g["fabric"]["state"] for g in node.gpus}
+    """The fabric state every GPU reads through the mock library (check-fabric's lines)."""
+    done = run_mokka("check-fabric", env={names.ENV_NVML_CONFIG: ov.profile, names.ENV_DEV_ROOT: "/nonexistent"})
+    return {line.split()[1].lower() for line in done.stdout.splitlines() if line.startswith("  state ")}
 
 
 def test_fabricmanager_marker_reload_kill_and_teardown(scratch):

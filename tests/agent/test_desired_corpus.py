@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mokka.agent import desired as ds
 from mokka.core import compile as comp
+from mokka.core import flatstate
 from mokka.core import profile as prof
 from mokka.core.overlay import host_overlay
 from tests.conftest import run_mokka
@@ -39,7 +40,7 @@ def agent_accepts(text: bytes) -> bool:
         return False
     staged = prof.parse(desired.config_text, source=WHERE, path=WHERE)
     assert desired.state["profile"]["digest"] == prof.digest(desired.config_text)
-    assert comp.dumps(comp.compile_profile(staged)) == desired.state_json
+    assert flatstate.state_companion(comp.compile_profile(staged)) == desired.state_nvml
     assert staged.doc["system"]["num_devices"] == desired.gpu_count
     return True
 
@@ -68,6 +69,6 @@ def test_valid_forms_stage_through_the_real_agent(scratch, name):
     assert run_mokka("compile", "--profile", path).returncode == 0
     r = run_agent(root, "--once", "--profile", path)
     assert r.returncode == 0, r.stderr
-    state = json.load(open(host_overlay(root).state))
-    assert state["profile"]["digest"] == prof.digest(open(host_overlay(root).profile, "rb").read())
+    companion = open(host_overlay(root).profile[:-5] + ".nvml").read().splitlines()
+    assert companion[1] == "digest " + prof.digest(open(host_overlay(root).profile, "rb").read())
     assert run_agent(root, "--teardown").returncode == 0

@@ -39,19 +39,21 @@ def test_symlink_name_dispatches(zipapp, tmp_path, link, args, expect):
 
 def test_nvidia_smi_link_runs_the_shim(zipapp, tmp_path):
     from mokka.core import names
-    from mokka.core.compile import compile_profile, dumps
+    from mokka.core.compile import compile_profile
+    from mokka.core.flatstate import state_companion
     from mokka.core.profile import load
 
-    state = compile_profile(load("t4"))
-    config = tmp_path / "state.json"
-    config.write_text(dumps(state))
+    loaded = load("t4")
+    config = tmp_path / "config.yaml"
+    config.write_bytes(loaded.text)
+    (tmp_path / "config.nvml").write_bytes(state_companion(compile_profile(loaded)))
     os.symlink(zipapp, tmp_path / "nvidia-smi")
     (tmp_path / "dev").mkdir()
     env = dict(os.environ, **{names.ENV_NVML_CONFIG: str(config), names.ENV_DEV_ROOT: str(tmp_path)})
     result = subprocess.run([str(tmp_path / "nvidia-smi"), "-L"], capture_output=True, text=True,
                             env=env, check=True)
     assert result.stdout.splitlines() == [
-        f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in state["gpus"]]
+        f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in compile_profile(loaded)["gpus"]]
 
 
 def test_unknown_command_is_an_error():

@@ -28,23 +28,33 @@ def test_profile_gets_config_nvml_and_state_json(tmp_path):
     lines = (tmp_path / "config.nvml").read_text().splitlines()
     assert lines[:2] == ["# mokka-nvml state 1", f"digest {digest}"]
     assert "gpu.len 4" in lines                       # t4: four GPUs
-    state = json.loads((tmp_path / "state.json").read_text())
-    assert state["profile"]["digest"] == digest
+    assert not (tmp_path / "state.json").exists()
 
 
 def test_overrides_and_topology_documents(tmp_path):
-    (tmp_path / "overrides.yaml").write_text("version: 1\ndevices:\n  '0': {utilization: {gpu: 5}}\n")
+    (tmp_path / "overrides").mkdir()
+    (tmp_path / "overrides" / "gpu0.yaml").write_text("{utilization: {gpu: 5}}\n")
     (tmp_path / "topo.yaml").write_text(
         "domains:\n- name: d\n  uuid: 11111111-2222-3333-4444-555555555555\n"
         "  cliques:\n  - id: 3\n    nodes: [worker-1]\n")
-    assert run("--companion", str(tmp_path / "overrides.yaml")).returncode == 0
+    assert run("--companion", str(tmp_path / "overrides" / "gpu0.yaml")).returncode == 0
     assert run("--companion", str(tmp_path / "topo.yaml")).returncode == 0
-    assert (tmp_path / "overrides.nvml").read_text().splitlines()[2:] == ["devices.0.utilization.gpu 5"]
+    assert (tmp_path / "overrides" / "gpu0.nvml").read_text().splitlines()[2:] == ["utilization.gpu 5"]
     assert (tmp_path / "topo.nvml").read_text().splitlines()[2:] == [
         "node.worker-1.clique_id 3",
         "node.worker-1.cluster_uuid 11111111-2222-3333-4444-555555555555",
         "node.worker-1.domain d"]
     assert not (tmp_path / "state.json").exists()
+
+
+def test_an_overrides_file_for_every_gpu_at_once_is_refused_with_the_layout(tmp_path):
+    path = tmp_path / "overrides.yaml"
+    path.write_text("version: 1\ndevices:\n  '0': {utilization: {gpu: 5}}\n")
+    res = run("--companion", str(path))
+    assert res.returncode == 1 and not (tmp_path / "overrides.nvml").exists()
+    assert res.stderr == (f"compile: {path}: an overrides file of one document for every GPU: write each scope "
+                          "as its own file in overrides/ beside config.yaml (all.yaml, gpu0.yaml, ...) and "
+                          "compile each\n")
 
 
 @pytest.mark.parametrize("content, message", [

@@ -23,20 +23,24 @@ def test_companion_path(yaml_path, expected):
 
 
 def test_overrides_companion_exact_bytes():
-    text = b"version: 1\nall: {temperature: {gpu: 77}}\ndevices: {'1': {name: 'A\\\\B'}}\n"
-    doc = {"version": 1, "all": {"temperature": {"gpu": 77}, "ok": True, "none": None,
-                                 "ratio": 0.5, "lst": ["a\nb", "c"]},
-           "devices": {1: {"name": "A\\B"}, 2: "not a mapping"}}
+    """One scope's document: its fields as they are (a GPU's state, no wrapper)."""
+    text = b"{thermal: {temperature_gpu_c: 77}, name: 'A\\\\B'}\n"
+    doc = {"thermal": {"temperature_gpu_c": 77}, "ok": True, "none": None, "ratio": 0.5,
+           "lst": ["a\nb", "c"], "name": "A\\B"}
     want = ("# mokka-nvml overrides 1\n"
             f"digest sha256:{hashlib.sha256(text).hexdigest()}\n"
-            "all.lst.0 a\\nb\n"
-            "all.lst.1 c\n"
-            "all.lst.len 2\n"
-            "all.ok true\n"
-            "all.ratio 0.5\n"
-            "all.temperature.gpu 77\n"
-            "devices.1.name A\\\\B\n")
+            "lst.0 a\\nb\n"
+            "lst.1 c\n"
+            "lst.len 2\n"
+            "name A\\\\B\n"
+            "ok true\n"
+            "ratio 0.5\n"
+            "thermal.temperature_gpu_c 77\n")
     assert flatstate.overrides_companion(doc, text).decode() == want
+
+
+def test_an_overrides_document_that_is_no_mapping_has_no_fields():
+    assert flatstate.overrides_companion(["a"], b"- a\n").decode().splitlines()[2:] == []
 
 
 def test_keys_sort_as_c_strcmp_does():

@@ -1,5 +1,4 @@
-"""The moving readings' vectors: one table that mokka/smi/dynamic.py and native/nvml/dynamic.c
-must both give, bit for bit.
+"""The moving readings' vectors: what native/nvml/dynamic.c gives, bit for bit.
 
 A vector is a ``dynamic_metrics`` block (set as the h100 profile's
 ``device_defaults.dynamic_metrics``, so every GPU has it), the physical GPU to
@@ -9,8 +8,7 @@ The h100 profile gives the static readings (34 °C, 120000 mW, 0 %, 0 %) and
 the clamps (shutdown 92 °C, power 200000..700000 mW). Expected values are
 literals on purpose; the hand-checkable ones say why in their id.
 
-tests/smi/test_dynamic.py checks them through the Python engine,
-tests/native/test_dynamic.py through the library (pynvml).
+tests/native/test_dynamic.py checks them through the library.
 
 MEMORY_VECTORS do the same for Mokka's own ``dynamic_metrics.memory`` block: what
 GPU reads as memory used, in MiB. The h100 has 81920 MiB, 1024 of them reserved,
@@ -85,6 +83,13 @@ VECTORS = [
     Vector("burst with an odd period: low from the 5th s", {"utilization": {
         "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
         "burst_period_sec": 7}}, 0, 4, (34, 120000, 10, 1)),
+    Vector("a block with no value and an empty one move nothing",
+           {"temperature": {"base_c": None}, "power": {}}, 2, 77, (34, 120000, 0, 0)),
+] + [
+    # A 15 C ramp over 120 s is a smooth rise and fall: +0, 2, 7, 12, 15, 12, 7, 2, 0 every 15 s.
+    Vector(f"the ramp at t={t}: +{rise} C", {"temperature": {"base_c": 50, "ramp_c": 15, "ramp_period_sec": 120}},
+           1, t, (50 + rise, 120000, 0, 0))
+    for t, rise in zip(range(0, 121, 15), (0, 2, 7, 12, 15, 12, 7, 2, 0))
 ]
 
 IDS = [v.id for v in VECTORS]

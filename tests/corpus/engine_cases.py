@@ -37,29 +37,30 @@ domains:
         nodes: [worker-3]
 """
 
-OVERRIDES_CLIQUES = """version: 1
-all:
-  fabric:
-    clique_id: 9
-devices:
-  "2":
-    fabric:
-      clique_id: 4
-  "5":
-    name: Renamed GPU
-"""
+#: Overrides as the documents of their scopes: None is every GPU (all.yaml), N the
+#: GPU of physical index N (gpuN.yaml).
+OVERRIDES_CLIQUES = {
+    None: "fabric:\n  clique_id: 9\n",
+    2: "fabric:\n  clique_id: 4\n",
+    5: "name: Renamed GPU\n",
+}
 
-OVERRIDES_READINGS = """version: 1
-all:
-  utilization:
-    memory: 50
-devices:
-  "5":
-    thermal:
-      temperature_gpu_c: 77
-    utilization:
-      gpu: 99
-"""
+OVERRIDES_READINGS = {
+    None: "utilization:\n  memory: 50\n",
+    5: "thermal:\n  temperature_gpu_c: 77\nutilization:\n  gpu: 99\n",
+}
+
+#: The same overrides written by hand in flow style, with an anchor, and as JSON:
+#: every valid YAML reads the same once compiled.
+OVERRIDES_READINGS_BY_HAND = {
+    None: "{utilization: {memory: 50}}\n",
+    5: "base: &hot {temperature_gpu_c: 77}\nthermal: *hot\nutilization: {gpu: 99}\n",
+}
+OVERRIDES_CLIQUES_JSON = {
+    None: '{"fabric": {"clique_id": 9}}\n',
+    2: '{"fabric": {"clique_id": 4}}\n',
+    5: '{"name": "Renamed GPU"}\n',
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Case:
     dev_nodes: tuple = ()               # minors of /dev/nvidia<n> under MOCK_NVML_DEV_ROOT
     topology: str | None = None         # a topology document (MOCK_TOPOLOGY_CONFIG)
     fabricmanager_ready: bool | None = None   # None: MOCK_FABRICMANAGER_STATE_DIR unset
-    overrides: str | None = None        # overrides.yaml beside the config
+    overrides: dict | None = None       # {scope: YAML text} in the overrides directory
     #: the fabric of every visible GPU: None (no fabric), one (state, clique, cluster)
     #: for all, or {visible index: (state, clique, cluster)}.
     fabric: object = None
@@ -155,6 +156,19 @@ CASES = [
          env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000000"},
          overrides=OVERRIDES_READINGS, fabric=PROFILE_FABRIC,
          readings={0: (34, 120000, 40, 50), 1: (77, 120000, 99, 50)}),
+    Case("overrides written by hand in flow style and with an anchor read the same", "h100",
+         _seen(H100, 2, 5), env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000000"},
+         overrides=OVERRIDES_READINGS_BY_HAND, fabric=PROFILE_FABRIC,
+         readings={0: (34, 120000, 40, 50), 1: (77, 120000, 99, 50)}),
+    Case("overrides written by hand as JSON read the same", "h100", _seen(H100, 2, 3, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2,3,5"}, overrides=OVERRIDES_CLIQUES_JSON,
+         fabric={0: ("completed", 4, "00000000-0000-0000-0000-000000000001"),
+                 1: ("completed", 9, "00000000-0000-0000-0000-000000000001"),
+                 2: ("completed", 9, "00000000-0000-0000-0000-000000000001")},
+         names={0: "NVIDIA H100 80GB HBM3", 2: "Renamed GPU"}),
+    Case("a GPU's overrides follow it when another is hidden", "h100", _seen(H100, 5),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "5"}, overrides=OVERRIDES_CLIQUES,
+         fabric=("completed", 9, "00000000-0000-0000-0000-000000000001"), names={0: "Renamed GPU"}),
 ]
 
 IDS = [c.id for c in CASES]
@@ -172,7 +186,6 @@ def stage(case: Case, root: str) -> dict:
     from mokka.core import compile as comp
     from mokka.core import flatstate
     from mokka.core import profile as prof
-    from mokka.core import yamlio
 
     config_dir = os.path.join(root, "config")
     dev_root = os.path.join(root, "devroot")
@@ -182,16 +195,13 @@ def stage(case: Case, root: str) -> dict:
     state = comp.compile_profile(loaded)
     config = os.path.join(config_dir, names.PROFILE_FILE)
     _write(config, loaded.text)
-    _write(os.path.join(config_dir, names.STATE_FILE), comp.dumps(state).encode())
     _write(flatstate.companion_path(config), flatstate.state_companion(state))
     for minor in case.dev_nodes:
         _write(os.path.join(dev_root, "dev", names.gpu_node_name(minor)), b"")
     env = {names.ENV_NVML_CONFIG: config, names.ENV_DEV_ROOT: dev_root}
     if case.topology is not None:
         path = os.path.join(root, names.TOPOLOGY_FILE)
-        text = case.topology.encode()
-        _write(path, text)
-        _write(flatstate.companion_path(path), flatstate.topology_companion(yamlio.safe_load(text), text))
+        write_topology(path, case.topology)
         env[names.ENV_TOPOLOGY_CONFIG] = path
     if case.fabricmanager_ready is not None:
         fm = os.path.join(root, "fabricmanager")
@@ -200,16 +210,31 @@ def stage(case: Case, root: str) -> dict:
             _write(os.path.join(fm, names.FABRICMANAGER_READY), b"")
         env[names.ENV_FABRICMANAGER_STATE_DIR] = fm
     if case.overrides is not None:
-        write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE), case.overrides)
+        write_overrides(config_dir, case.overrides)
     env.update(case.env)
     return env
 
 
-def write_overrides(path: str, text: str) -> None:
-    """overrides.yaml and its companion, through the product's one writer."""
+def write_topology(path: str, text: str) -> None:
+    """A topology document and its companion, as ``mokka compile --companion`` writes it."""
+    from mokka.core import flatstate, yamlio
+
+    _write(path, text.encode())
+    _write(flatstate.companion_path(path), flatstate.topology_companion(yamlio.safe_load(text), text.encode()))
+
+
+def overrides_dir(config_dir: str) -> str:
+    return os.path.join(config_dir, names.OVERRIDES_DIR)
+
+
+def write_overrides(config_dir: str, scopes: dict) -> None:
+    """The documents of ``scopes`` ({None or physical index: YAML text}) and their
+    companions in the overrides directory, through the product's one writer."""
     from mokka.smi import overrides
 
-    overrides.write_text(path, text.encode())
+    os.makedirs(overrides_dir(config_dir), exist_ok=True)
+    for scope, text in scopes.items():
+        overrides.write_text(overrides.scope_path(overrides_dir(config_dir), scope), text.encode())
 
 
 def _write(path: str, data: bytes) -> None:

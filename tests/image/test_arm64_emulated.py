@@ -24,6 +24,7 @@ import tarfile
 import pytest
 
 from mokka.core import names
+from tests.compiled import state_of
 from tests.image.fixtures import _unavailable
 
 QEMU = "/usr/bin/qemu-aarch64-static"
@@ -132,8 +133,8 @@ def test_the_arm64_image_stages_a_node_that_nvidia_smi_lists(arm64_root):
         with open(os.path.join(lib, libs[0]), "rb") as f:
             header = f.read(20)
         assert header[18:20] == b"\xb7\x00", "the staged library is not an aarch64 ELF"
-        with open(os.path.join(root, overlay.lstrip("/"), "driver/config", names.STATE_FILE)) as f:
-            uuids = [g["uuid"] for g in json.load(f)["gpus"]]
+        uuids = [g["uuid"] for g in state_of(os.path.join(root, overlay.lstrip("/"), "driver/config",
+                                                          names.PROFILE_FILE))["gpus"]]
         listed = chroot(root, env, f"{overlay}/driver/usr/bin/nvidia-smi", "-L")
         assert listed.returncode == 0, listed
         assert listed.stdout.splitlines() == [f"GPU {i}: NVIDIA GB300 NVL (UUID: {u})"

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from mokka.core import names
+from tests.compiled import state_of
 from tests import peers
 from tests.agent.treelist import listing
 from tests.integration import kubepod
@@ -139,9 +140,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     try:
         pod.wait_ready(timeout=120)
         # The agent staged the node: the driver root, the state, the library.
-        state_file = os.path.join(overlay, "driver", "config", names.STATE_FILE)
-        with open(state_file) as f:
-            state = json.load(f)
+        state = state_of(os.path.join(overlay, "driver", "config", names.PROFILE_FILE))
         assert len(state["gpus"]) == GPUS
         # /stagedz says so; the plugin's /readyz says it registered.
         with urllib.request.urlopen(f"http://127.0.0.1:{agent_port}/stagedz", timeout=5) as resp:

@@ -147,7 +147,7 @@ def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_
                                    f"test -c /dev/nvidia3 && cat {MOUNT.machine_type} && "
                                    f"ls {MOUNT.driver_config} && echo $MOCK_NVML_CONFIG"])
     assert seen.exit_code == 0, seen
-    assert "NVIDIA T4" in seen.stdout and names.STATE_FILE in seen.stdout
+    assert "NVIDIA T4" in seen.stdout and "config.nvml" in seen.stdout
     assert MOUNT.profile in seen.stdout
     # The tree is read-only, its config directory writable (nvidia-smi -r writes there).
     assert rt.exec_sync(cri, cid, ["touch", f"{MOUNT.root}/x"]).exit_code != 0

@@ -11,6 +11,7 @@ import pytest
 
 from mokka.core import names
 from mokka.core.overlay import Overlay
+from tests.compiled import state_of
 from tests.integration import runtime as rt
 from tests.integration.conftest import GLIBC_IMAGE, native_node
 from tests.integration.test_nri_plugin import PluginProcess, make
@@ -36,9 +37,7 @@ def plugin(glibc_containerd, zipapp, nvml_node):
 
 
 def uuids(node_overlay: Overlay) -> list[str]:
-    import json
-    with open(os.path.join(node_overlay.driver_config, names.STATE_FILE)) as f:
-        return [g["uuid"] for g in json.load(f)["gpus"]]
+    return [g["uuid"] for g in state_of(node_overlay.profile)["gpus"]]
 
 
 def test_no_python_image_lists_every_gpu(glibc_containerd, plugin, nvml_node):

@@ -28,14 +28,23 @@ def ctl(node, *args, **env):
                           env=node.env(MOCK_NVML_CONFIG=node.config, **env), timeout=60)
 
 
-def overrides(node) -> tuple[dict, list[str]]:
-    path = os.path.join(node.overlay.driver_config, "overrides.yaml")
+def overrides_dir(node) -> str:
+    return os.path.join(node.overlay.driver_config, "overrides")
+
+
+def overrides(node, gpu: int) -> tuple[dict, list[str]]:
+    """GPU ``gpu``'s document (physical index) and its companion, which must match it."""
+    path = os.path.join(overrides_dir(node), f"gpu{gpu}.yaml")
     with open(path, "rb") as f:
         data = f.read()
     with open(path[:-5] + ".nvml") as f:
         companion = f.read().splitlines()
     assert companion[1] == "digest sha256:" + hashlib.sha256(data).hexdigest()
     return yaml.safe_load(data), companion
+
+
+def documents(node) -> list:
+    return sorted(os.listdir(overrides_dir(node))) if os.path.isdir(overrides_dir(node)) else []
 
 
 def test_set_is_read_by_every_consumer(node):
@@ -60,7 +69,7 @@ def test_bad_value_is_one_line_and_writes_nothing(node):
     done = ctl(node, "set", "0", "temperature=hot")
     assert done.returncode == 1
     assert done.stderr == "ctl: temperature=hot: expected an integer from 0 to 200 (optionally with 'C')\n"
-    assert not os.path.exists(os.path.join(node.overlay.driver_config, "overrides.yaml"))
+    assert documents(node) == []
 
 
 def test_twenty_concurrent_writers_lose_nothing(node):
@@ -69,28 +78,25 @@ def test_twenty_concurrent_writers_lose_nothing(node):
                               env=node.env(MOCK_NVML_CONFIG=node.config), stderr=subprocess.PIPE, text=True)
              for i in range(20)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 20
-    doc, _ = overrides(node)
     paths = {"temperature": ("thermal", "temperature_gpu_c"), "utilization.gpu": ("utilization", "gpu"),
              "clocks.sm": ("clocks", "sm_current")}
     for i in range(20):
         block, leaf = paths[keys[i // 8]]
-        assert doc["devices"][str(i % 8)][block][leaf] == 40 + i
+        assert overrides(node, i % 8)[0][block][leaf] == 40 + i
 
 
 def test_indices_are_the_callers_own_and_reset_clears_one_gpu(node):
     # A container that sees physical GPUs 2 and 5 calls the second one "1".
     assert ctl(node, "set", "1", "temperature=90", MOCK_NVML_VISIBLE_DEVICES="2,5").returncode == 0
     assert ctl(node, "set", "GPU-01000100-0000-0000-0000-000000000003", "temperature=70").returncode == 0
-    doc, _ = overrides(node)
-    assert doc["devices"] == {"5": {"thermal": {"temperature_gpu_c": 90}},
-                              "3": {"thermal": {"temperature_gpu_c": 70}}}
+    assert documents(node) == ["gpu3.nvml", "gpu3.yaml", "gpu5.nvml", "gpu5.yaml"]
+    assert overrides(node, 5)[0] == {"thermal": {"temperature_gpu_c": 90}}
+    assert overrides(node, 3)[0] == {"thermal": {"temperature_gpu_c": 70}}
     done = node.run_python(["-r", "-i", "3"])
     assert done.returncode == 0, done.stderr
-    doc, companion = overrides(node)
-    assert doc["devices"] == {"5": {"thermal": {"temperature_gpu_c": 90}}}
-    assert companion[2:] == ["devices.5.thermal.temperature_gpu_c 90"]
+    assert documents(node) == ["gpu5.nvml", "gpu5.yaml"]
+    assert overrides(node, 5)[1][2:] == ["thermal.temperature_gpu_c 90"]
     temps = node.run(["--query-gpu=temperature.gpu", "--format=csv,noheader"]).stdout.split()
     assert temps == ["34", "34", "34", "34", "34", "90", "34", "34"]
     assert ctl(node, "reset").returncode == 0
-    assert not os.path.exists(os.path.join(node.overlay.driver_config, "overrides.yaml"))
-    assert not os.path.exists(os.path.join(node.overlay.driver_config, "overrides.nvml"))
+    assert documents(node) == []

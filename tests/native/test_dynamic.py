@@ -1,5 +1,5 @@
-"""Moving readings through the mock libnvidia-ml.so.1 (pynvml): the shared vectors
-(tests/corpus/dynamic_cases.py) that the Python engine gives too, and precedence."""
+"""Moving readings through the mock libnvidia-ml.so.1: the vectors of
+tests/corpus/dynamic_cases.py, the clock, and precedence."""
 
 from __future__ import annotations
 
@@ -30,10 +30,8 @@ def test_the_physical_index_draws_not_the_visible_one(nvml_lib, tmp_path):
 
 def test_overrides_win_over_moving_readings_and_the_others_keep_moving(nvml_lib, tmp_path):
     env = corpus.stage(corpus.VECTORS[3], str(tmp_path))
-    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
-    engine_cases.write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE),
-                                 'version: 1\ndevices:\n  "3":\n    thermal: {temperature_gpu_c: 81}\n'
-                                 '    utilization: {gpu: 7}\n')
+    engine_cases.write_overrides(os.path.dirname(env[names.ENV_NVML_CONFIG]),
+                                 {3: "thermal: {temperature_gpu_c: 81}\nutilization: {gpu: 7}\n"})
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert seen["gpus"][3]["readings"] == [81, 252285, 7, 100], stderr
 
@@ -60,10 +58,27 @@ def test_c_library_moves_memory_used_as_the_vector_says(vector, nvml_lib, tmp_pa
 
 def test_ctl_memory_used_wins_over_moving_memory(nvml_lib, tmp_path):
     env = corpus.stage(corpus.MEMORY_VECTORS[-1], str(tmp_path))  # GPU 3 of the chart with memory, t=60
-    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
-    engine_cases.write_overrides(os.path.join(config_dir, names.OVERRIDES_FILE),
-                                 'version: 1\ndevices:\n  "3":\n    memory: {used_bytes: 1048576000}\n')
+    engine_cases.write_overrides(os.path.dirname(env[names.ENV_NVML_CONFIG]),
+                                 {3: "memory: {used_bytes: 1048576000}\n"})
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert seen["gpus"][3]["memory"]["v2"][3] == 1000 << 20, stderr
     assert seen["gpus"][3]["readings"] == [69, 252285, 100, 100]
     assert seen["gpus"][0]["memory"]["v2"][3] == 26554 << 20
+
+
+@pytest.mark.parametrize("value", ["", "abc", "-5", "1.5", "12 34", "18446744073709551616"])
+def test_a_clock_that_is_no_second_is_the_real_time(value, nvml_lib, tmp_path):
+    """Burst utilization is 100 % in the first half of each 30 s, 0 % after: a process
+    given no usable second reads the half the real clock is in."""
+    import time
+
+    env = corpus.stage(corpus.VECTORS[0], str(tmp_path))
+    env[names.ENV_NVML_CLOCK] = value
+    for _ in range(3):
+        before = int(time.time())
+        seen, stderr = run_probe(nvml_lib, env, "visible")
+        after = int(time.time())
+        if before % 30 < 15 and after % 30 < 15 or before % 30 >= 15 and after % 30 >= 15:
+            break
+    want = 100 if before % 30 < 15 else 0
+    assert seen["gpus"][0]["readings"][2:] == [want, want], stderr

@@ -78,13 +78,6 @@ def test_stale_or_broken_companion_is_refused(nvml_lib, tmp_path, spoil):
     assert stderr == _no_companion_line(config)
 
 
-def test_positive_control_state_json_names_the_config_beside_it(nvml_lib, tmp_path):
-    env = _stage(tmp_path)
-    env[names.ENV_NVML_CONFIG] = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.STATE_FILE)
-    seen, stderr = run_probe(nvml_lib, env, "init")
-    assert seen == {"init": 0, "count": 8} and stderr == ""
-
-
 def test_library_in_the_overlay_finds_its_config(nvml_lib, tmp_path):
     root = tmp_path / "overlay"
     lib_dir = root / names.DRIVER_LIB_DIR
@@ -127,8 +120,8 @@ def test_topology_without_companion_warns_once_and_keeps_the_profile(nvml_lib, t
 
 
 def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
-    env = _stage(tmp_path, "a100", overrides='version: 1\nall:\n  name: Overridden\n')
-    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    env = _stage(tmp_path, "a100", overrides={None: "name: Overridden\n"})
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "all.yaml")
     with open(overrides, "a") as f:
         f.write("# edited without compiling\n")
     seen, stderr = run_probe(nvml_lib, env, "visible")
@@ -139,7 +132,8 @@ def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
 
 def test_blank_overrides_without_companion_are_silent(nvml_lib, tmp_path):
     env = _stage(tmp_path, "a100")
-    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "gpu2.yaml")
+    os.makedirs(os.path.dirname(overrides))
     open(overrides, "w").write("  \n")
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert len(seen["gpus"]) == 8 and stderr == ""

@@ -72,9 +72,9 @@ def test_a_lost_gpu_fails_every_query_and_nvidia_smi_says_so(nvml_lib, tmp_path)
 
     smi = mokka("nvidia-smi", env=env)
     assert smi.returncode == GPU_IS_LOST
-    assert smi.stdout == ("Unable to determine the device handle for GPU 0000:1B:00.0: "
-                          "GPU is lost. Reboot the system to recover this GPU\n")
-    assert mokka("nvidia-smi", "-i", "0", "-L", env=env).returncode == 0
+    assert smi.stdout == ("Unable to determine the device handle for GPU1: "
+                          "GPU is lost.  Reboot the system to recover this GPU\n\n\n")
+    assert mokka("nvidia-smi", "-i", "0", "--query-gpu=index", "--format=csv", env=env).returncode == 0
 
     assert_ok(mokka("ctl", "set", "1", "lost=false", env=env))
     assert client(nvml_lib, env, 0)["1"] == 0

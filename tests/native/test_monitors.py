@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tests.compiled import state_of
 from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
 
 from mokka.core import names
@@ -30,13 +31,8 @@ def node(request, staged_node):
     return staged_node(request.param, nvidia_smi=False)
 
 
-def state_of(node) -> dict:
-    with open(os.path.join(node.overlay.driver_config, names.STATE_FILE)) as f:
-        return json.load(f)
-
-
 def gpus_of(node) -> list[dict]:
-    return state_of(node)["gpus"]
+    return state_of(node.config)["gpus"]
 
 
 def lib_env(node) -> dict:
@@ -59,7 +55,7 @@ def test_nvitop_once_renders_every_gpu(node):
     done = subprocess.run([sys.executable, "-m", "nvitop", "-1", "--ascii"], capture_output=True, text=True,
                           env=dict(lib_env(node), COLUMNS="160", LINES="200"), timeout=60)
     assert done.returncode == 0, done.stderr
-    state = state_of(node)
+    state = state_of(node.config)
     assert f"Driver Version: {state['system']['driver_version']}" in done.stdout, done.stdout
     for gpu in state["gpus"]:
         assert gpu["pci"]["bus_id"][4:] in done.stdout, gpu["pci"]["bus_id"]

@@ -9,18 +9,14 @@ through its RUNPATH.
 
 from __future__ import annotations
 
-import json
-import re
-import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests import compiled
+from tests.native.smi_compare import NA, blackwell_unknown, gpu_matrix, parse_q, xml_leaves
 from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
 
 PROFILES = ["a100", "b200", "gb200", "gb300", "h100", "l40s", "t4"]
-# nvidia-smi 550 predates Blackwell: it names NVML's architecture 10 "Unknown".
-PRE_BLACKWELL_NAME = "Unknown"
-NA = {"N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error", "None", ""}
 
 QUERY = ("index,uuid,name,serial,pci.bus_id,driver_version,vbios_version,memory.total,"
          "memory.used,memory.free,temperature.gpu,power.draw,power.limit,clocks.sm,clocks.max.sm,"
@@ -34,8 +30,7 @@ def node(request, staged_node):
 
 
 def state_of(node) -> dict:
-    with open(node.config.replace("config.yaml", "state.json")) as f:
-        return json.load(f)
+    return compiled.state_of(node.config)
 
 
 def ok(result, code=0):
@@ -74,32 +69,6 @@ def test_default_table_has_no_error_cells(node):
         assert gpu["pci"]["bus_id"][4:] in out          # 00000000:1A:00.0 prints as 0000:1A:00.0
 
 
-def blackwell_unknown(ours: str, theirs: str) -> bool:
-    return ours == "Blackwell" and theirs == PRE_BLACKWELL_NAME
-
-
-def parse_q(text: str) -> dict[tuple, str]:
-    """``-q`` as {(gpu bus id, section, ..., key): value}, nesting by indentation."""
-    out: dict[tuple, str] = {}
-    stack: list[tuple[int, str]] = []
-    gpu = None
-    for line in text.splitlines():
-        if line.startswith("GPU "):
-            gpu, stack = line[4:].strip(), []
-            continue
-        if gpu is None or not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        key, sep, value = line.strip().partition(":")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        if sep:
-            out[(gpu, *[s for _, s in stack], key.strip())] = value.strip()
-        else:
-            stack.append((indent, key.strip()))
-    return out
-
-
 # Rows whose meaning differs between the 550 and 580 layouts, or that NVIDIA's
 # binary takes from the machine it runs on rather than from NVML.
 Q_LAYOUT = {"Display Mode", "Timestamp"}
@@ -117,22 +86,6 @@ def test_query_text_agrees_on_every_value_both_print(node):
     assert not mismatches, "\n".join(mismatches)
 
 
-def xml_leaves(text: str) -> dict[tuple, str]:
-    root = ET.fromstring(text)
-    out = {}
-    for gpu in root.findall("gpu"):
-        bus = gpu.get("id")
-
-        def walk(elem, path):
-            children = list(elem)
-            if not children:
-                out[(bus, *path)] = (elem.text or "").strip()
-            for child in children:
-                walk(child, path + (child.tag,))
-        walk(gpu, ())
-    return out
-
-
 def test_xml_is_valid_and_agrees_on_every_value_both_print(node):
     text = ok(node.run(["-q", "-x"]))
     assert text.startswith('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">')
@@ -144,16 +97,6 @@ def test_xml_is_valid_and_agrees_on_every_value_both_print(node):
     assert len(common) >= 40 * len(state_of(node)["gpus"]), len(common)
     mismatches = [f"{k}: python {ours[k]!r} nvidia {theirs[k]!r}" for k in common if ours[k] != theirs[k]]
     assert not mismatches, "\n".join(mismatches)
-
-
-def gpu_matrix(text: str) -> list[list[str]]:
-    """The GPU-to-GPU block of ``topo -m`` (affinity columns come from the host)."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)                # NVIDIA underlines the header
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    header = lines[0].split()
-    count = sum(1 for h in header if re.fullmatch(r"GPU\d+", h))
-    rows = [ln.split() for ln in lines[1:] if re.match(r"GPU\d+\s", ln)]
-    return [row[:count + 1] for row in rows]
 
 
 def test_topo_matrix_matches_python(node):

@@ -15,13 +15,13 @@ from tests.native.conftest import start_probe
 
 
 @contextlib.contextmanager
-def watching(nvml_lib, tmp_path, profile: str, overrides_text: str | None, index: str, until: str):
-    """A probe process printing each new name of GPU ``index``: (overrides path, lines, process)."""
-    env = corpus.stage(corpus.Case("live", profile, (), overrides=overrides_text), str(tmp_path))
-    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+def watching(nvml_lib, tmp_path, profile: str, overrides: dict | None, index: str, until: str):
+    """A probe process printing each new name of GPU ``index``: (config dir, lines, process)."""
+    env = corpus.stage(corpus.Case("live", profile, (), overrides=overrides), str(tmp_path))
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
     proc = start_probe(nvml_lib, env, "watch", index, until)
     try:
-        yield overrides, _lines(proc), proc
+        yield config_dir, _lines(proc), proc
     finally:
         proc.kill()
         proc.wait()
@@ -38,17 +38,18 @@ def _lines(proc) -> queue.Queue:
 
 
 def test_override_written_while_running_is_seen_within_a_second(nvml_lib, tmp_path):
-    with watching(nvml_lib, tmp_path, "h100", None, "1", "Back Again") as (overrides, lines, proc):
+    with watching(nvml_lib, tmp_path, "h100", None, "1", "Back Again") as (config_dir, lines, proc):
         _, ready = lines.get(timeout=30)
         assert ready == ["ready", "NVIDIA H100 80GB HBM3"]
         for name in ("Live Name", "Second Name"):
             written = time.monotonic()
-            corpus.write_overrides(overrides, 'version: 1\ndevices:\n  "1":\n    name: %s\n' % name)
+            corpus.write_overrides(config_dir, {1: f"name: {name}\n"})
             seen_at, line = lines.get(timeout=5)
             assert line == ["name", name]
             assert seen_at - written < 1.0
         written = time.monotonic()
-        corpus.write_overrides(overrides, "version: 1\nall:\n  name: Back Again\n")
+        os.unlink(os.path.join(corpus.overrides_dir(config_dir), "gpu1.yaml"))
+        corpus.write_overrides(config_dir, {None: "name: Back Again\n"})
         seen_at, line = lines.get(timeout=5)
         assert line == ["name", "Back Again"] and seen_at - written < 1.0
         proc.wait(timeout=30)
@@ -56,23 +57,24 @@ def test_override_written_while_running_is_seen_within_a_second(nvml_lib, tmp_pa
         assert proc.stderr.read() == ""
 
 
-def test_removing_the_overrides_file_restores_the_profile(nvml_lib, tmp_path):
-    with watching(nvml_lib, tmp_path, "a100", 'version: 1\ndevices:\n  "0":\n    name: Overridden\n',
-                  "0", "NVIDIA A100-SXM4-40GB") as (overrides, lines, proc):
+def test_removing_the_document_restores_the_profile(nvml_lib, tmp_path):
+    with watching(nvml_lib, tmp_path, "a100", {0: "name: Overridden\n"},
+                  "0", "NVIDIA A100-SXM4-40GB") as (config_dir, lines, proc):
         _, ready = lines.get(timeout=30)
         assert ready == ["ready", "Overridden"]
         written = time.monotonic()
-        os.unlink(overrides)
+        os.unlink(os.path.join(corpus.overrides_dir(config_dir), "gpu0.yaml"))
         seen_at, line = lines.get(timeout=5)
         assert line == ["name", "NVIDIA A100-SXM4-40GB"] and seen_at - written < 1.0
         proc.wait(timeout=30)
 
 
 def test_overrides_left_stale_while_running_warn_once_and_are_dropped(nvml_lib, tmp_path):
-    with watching(nvml_lib, tmp_path, "a100", 'version: 1\ndevices:\n  "0":\n    name: Overridden\n',
-                  "0", "NVIDIA A100-SXM4-40GB") as (overrides, lines, proc):
+    with watching(nvml_lib, tmp_path, "a100", {0: "name: Overridden\n"},
+                  "0", "NVIDIA A100-SXM4-40GB") as (config_dir, lines, proc):
         _, ready = lines.get(timeout=30)
         assert ready == ["ready", "Overridden"]
+        overrides = os.path.join(corpus.overrides_dir(config_dir), "gpu0.yaml")
         written = time.monotonic()
         with open(overrides, "a") as f:              # edited by hand, never compiled
             f.write("# edited\n")

@@ -5,14 +5,11 @@ from __future__ import annotations
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import run_probe
 
-PROCESSES = """version: 1
-devices:
-  "0":
-    processes:
-      - {pid: 4242, name: python3 train.py, used_memory_mib: 1024, type: C}
-      - {pid: 4343, name: Xorg, used_memory_mib: 16, type: G}
-      - {pid: 0, name: phantom, used_memory_mib: 1}
-"""
+PROCESSES = {0: """processes:
+  - {pid: 4242, name: python3 train.py, used_memory_mib: 1024, type: C}
+  - {pid: 4343, name: Xorg, used_memory_mib: 16, type: G}
+  - {pid: 0, name: phantom, used_memory_mib: 1}
+"""}
 
 
 def test_processes_and_placement(nvml_lib, tmp_path):

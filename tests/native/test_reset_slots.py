@@ -1,92 +1,56 @@
 """The export-table slots NVIDIA's nvidia-smi -r calls, driven directly through the
-mock library (probe.py reset): how the reset edits overrides.yaml and its
-companion, as a table of (file before, GPUs, file after or refusal). The run of
-NVIDIA's binary itself is tests/native/test_gpu_reset.py; this file also runs
-under ASan and UBSan (tests/native/test_sanitized.py)."""
+mock library (probe.py reset): which override documents a reset removes, as a table
+of (documents before, GPUs reset, documents after). The run of NVIDIA's binary itself
+is tests/native/test_gpu_reset.py; this file also runs under ASan and UBSan
+(tests/native/test_sanitized.py)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-import yaml
 
-from mokka.core import flatstate, names
+from mokka.core import names
 from tests.corpus import engine_cases
 from tests.native.conftest import run_probe
 
-PYYAML_TWO = "version: 1\ndevices:\n  '0':\n    thermal:\n      temperature_gpu_c: 90\n" \
-             "  '1':\n    power:\n      current_draw_mw: 300000\n"
+HOT = "thermal: {temperature_gpu_c: 90}\n"
 
-# (id, overrides.yaml before, GPUs reset, overrides.yaml after; None: refused, left alone)
+# (id, documents before {scope: text}, GPUs reset, the files left in the overrides directory)
 CASES = [
-    ("PyYAML's block style, one of two buckets", PYYAML_TWO, [1],
-     "version: 1\ndevices:\n  '0':\n    thermal:\n      temperature_gpu_c: 90\n"),
-    ("the first bucket", PYYAML_TWO, [0],
-     "version: 1\ndevices:\n  '1':\n    power:\n      current_draw_mw: 300000\n"),
-    ("both buckets in one call: an empty mapping, as PyYAML writes it", PYYAML_TWO, [0, 1],
-     "version: 1\ndevices: {}\n"),
-    ("a GPU with no bucket: nothing written", PYYAML_TWO, [5], PYYAML_TWO),
-    ("a key that only starts with the index stays", "devices:\n  '10':\n    utilization: {gpu: 5}\n"
-     "  '1':\n    utilization: {gpu: 6}\n", [1], "devices:\n  '10':\n    utilization: {gpu: 5}\n"),
-    ("plain and double-quoted keys, flow values, comments, a later top-level key",
-     "# mine\ndevices:   # per GPU\n    1: {thermal: {temperature_gpu_c: 95}}\n"
-     "    \"2\": {power: {current_draw_mw: 1}}\n"
-     "    # about 3\n    3:\n      fabric: {state: completed}\nall:\n  utilization: {gpu: 1}\n", [1, 3],
-     "# mine\ndevices:   # per GPU\n    \"2\": {power: {current_draw_mw: 1}}\n    # about 3\n"
-     "all:\n  utilization: {gpu: 1}\n"),
-    ("no final newline", "devices:\n  '1':\n    lost: true", [1], "devices: {}\n"),
-    ("an empty devices mapping", "version: 1\ndevices: {}\n", [1], "version: 1\ndevices: {}\n"),
-    ("an empty file", "", [1], ""),
-    ("flow style", '{devices: {"1": {lost: true}}}\n', [1], None),
-    ("flow devices", 'devices: {"1": {lost: true}}\n', [1], None),
-    ("a list of devices", "devices:\n  - 1\n", [1], None),
-    ("an anchor in the entry", "devices:\n  '1': &x {lost: true}\n  '2': *x\n", [1], None),
+    ("one of two GPUs", {0: HOT, 1: HOT}, [1], ["gpu0.nvml", "gpu0.yaml"]),
+    ("the first GPU", {0: HOT, 1: HOT}, [0], ["gpu1.nvml", "gpu1.yaml"]),
+    ("both in one call", {0: HOT, 1: HOT}, [0, 1], []),
+    ("a GPU with no document: nothing removed", {0: HOT}, [5], ["gpu0.nvml", "gpu0.yaml"]),
+    ("gpu10 is not gpu1", {10: HOT, 1: HOT}, [1], ["gpu10.nvml", "gpu10.yaml"]),
+    ("the document for every GPU stays", {None: HOT, 1: HOT}, [1], ["all.nvml", "all.yaml"]),
+    ("flow style, anchors and JSON are only files", {1: "{a: &x {b: 1}, c: *x}\n", 2: '{"d": 1}\n'},
+     [1, 2], []),
+    ("no overrides at all", {}, [1], []),
 ]
 
 
 @pytest.mark.parametrize("before, gpus, after", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_reset_edits_the_pair_as_pythons_reset_would(before, gpus, after, nvml_lib, tmp_path):
+def test_reset_removes_the_gpus_documents(before, gpus, after, nvml_lib, tmp_path):
     env = engine_cases.stage(engine_cases.Case("reset", "h100", ()), str(tmp_path))
-    path = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
-    companion = flatstate.companion_path(path)
-    engine_cases.write_overrides(path, before)
-    before_pair = (open(path, "rb").read(), open(companion, "rb").read())
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    engine_cases.write_overrides(config_dir, before)
     seen, stderr = run_probe(nvml_lib, env, "reset", *map(str, gpus))
     assert seen["primary"] == [0] * len(gpus) and seen["primary_word"] == [0] * len(gpus)
     assert seen["mode"] == [0, 0] and seen["group"] == [0, 0]
-    if after is None:
-        assert seen["reset"] == 3                               # NVML_ERROR_NOT_SUPPORTED
-        assert stderr.startswith(f"mock NVML: cannot reset GPU {gpus[0]}: {path} is not as Mokka writes it (")
-        assert (open(path, "rb").read(), open(companion, "rb").read()) == before_pair
-        return
     assert (seen["reset"], stderr) == (0, "")
-    text = open(path, "rb").read()
-    assert text.decode() == after
-    assert open(companion, "rb").read() == flatstate.overrides_companion(yaml.safe_load(text), text)
-    if after == before:
-        assert (text, open(companion, "rb").read()) == before_pair
+    assert sorted(os.listdir(engine_cases.overrides_dir(config_dir))) == after
+    assert sorted(os.listdir(config_dir)) == ["config.nvml", "config.yaml", "overrides"]
 
 
-def test_a_stale_companion_is_refused(nvml_lib, tmp_path):
+def test_a_document_that_cannot_be_removed_fails_the_reset_with_one_line(nvml_lib, tmp_path):
     env = engine_cases.stage(engine_cases.Case("reset", "h100", ()), str(tmp_path))
-    path = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
-    engine_cases.write_overrides(path, PYYAML_TWO)
-    with open(path, "a") as f:
-        f.write("# edited after ctl wrote it\n")
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    engine_cases.write_overrides(config_dir, {1: HOT})
+    directory = engine_cases.overrides_dir(config_dir)
+    os.replace(os.path.join(directory, "gpu1.yaml"), os.path.join(directory, "keep.yaml"))
+    os.mkdir(os.path.join(directory, "gpu1.yaml"))          # a directory: unlink fails with EISDIR
     seen, stderr = run_probe(nvml_lib, env, "reset", "1")
-    assert seen["reset"] == 3
-    assert "(its companion does not match it)" in stderr
-    assert open(path).read() == PYYAML_TWO + "# edited after ctl wrote it\n"
-
-
-def test_the_file_keeps_its_mode(nvml_lib, tmp_path):
-    env = engine_cases.stage(engine_cases.Case("reset", "h100", ()), str(tmp_path))
-    path = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
-    engine_cases.write_overrides(path, PYYAML_TWO)
-    os.chmod(path, 0o664)
-    seen, _ = run_probe(nvml_lib, env, "reset", "0")
-    assert seen["reset"] == 0
-    assert [os.stat(p).st_mode & 0o777 for p in (path, flatstate.companion_path(path))] == [0o664, 0o664]
-    assert sorted(os.listdir(os.path.dirname(path))) == sorted(
-        ["config.yaml", "config.nvml", "state.json", "overrides.yaml", "overrides.nvml"])
+    assert seen["reset"] == 4                                 # NVML_ERROR_NO_PERMISSION
+    assert stderr == (f"mock NVML: cannot reset: removing {directory}/gpu1.yaml: Is a directory "
+                      "(try 'mokka ctl reset' as the file's owner)\n")

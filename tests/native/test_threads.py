@@ -19,13 +19,13 @@ ROUNDS = 150
 def test_eight_threads_never_crash_or_disagree(nvml_lib, tmp_path):
     case = corpus.Case("threads", "gb300", (), env={names.ENV_NVML_VISIBLE_DEVICES: "1,4,6"})
     env = corpus.stage(case, str(tmp_path))
-    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.OVERRIDES_FILE)
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
     proc = subprocess.Popen([sys.executable, PROBE, "threads", str(THREADS), str(ROUNDS)],
                             env=clean_env(nvml_lib, env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     n = 0
     while proc.poll() is None:          # swap the overrides layer under the readers
-        corpus.write_overrides(overrides, f"version: 1\nall:\n  utilization:\n    gpu: {n % 100}\n")
+        corpus.write_overrides(config_dir, {None: f"utilization:\n  gpu: {n % 100}\n"})
         n += 1
         time.sleep(0.05)
     out, err = proc.communicate()

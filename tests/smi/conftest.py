@@ -1,5 +1,9 @@
 """Fixtures that stage a real overlay and run the STAGED shims as subprocesses.
 
+An overlay holds what the node agent stages for them: the Python package and its
+launchers, the mock NVML library (the one this checkout built) and the profile
+with its compiled companion.
+
     staged(profile)  (session factory)  Overlay: root, smi, check_fabric, state, run()
     dev_root         (function)         an empty tmp dir used as MOCK_NVML_DEV_ROOT;
                                         touch(i) creates <dev_root>/dev/nvidia<i>
@@ -13,6 +17,7 @@ creates some, so the host's devices never leak in, and the pinned second
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,9 +26,10 @@ from pathlib import Path
 import pytest
 
 from mokka.core import compile as comp
-from mokka.core import launcher, names
+from mokka.core import flatstate, launcher, names
 from mokka.core import profile as prof
 from tests.corpus.dynamic_cases import PINNED_CLOCK
+from tests.native.staged import nvml_build  # noqa: F401 (fixture)
 
 PROFILES = names.BUILTIN_PROFILES
 _STRIP = ("MOCK_", "NODE_NAME", "PYTHONPATH", "PYTHONPROFILEIMPORTTIME")
@@ -51,6 +57,10 @@ class Overlay:
     def config_dir(self) -> Path:
         return self.root / names.DRIVER_CONFIG_DIR
 
+    @property
+    def overrides_dir(self) -> Path:
+        return self.config_dir / names.OVERRIDES_DIR
+
     def env(self, dev_root: str, **extra) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
         env["PATH"] = f"{self.bin}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
@@ -64,24 +74,27 @@ class Overlay:
                               capture_output=True, text=True, timeout=60)
 
 
-def stage_overlay(root: Path, profile: str) -> Overlay:
+def stage_overlay(root: Path, profile: str, library: str) -> Overlay:
     launcher.stage(str(root))
     loaded = prof.load(profile)
     state = comp.compile_profile(loaded)
     cfg = root / names.DRIVER_CONFIG_DIR
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / names.PROFILE_FILE).write_bytes(loaded.text)
-    (cfg / names.STATE_FILE).write_text(comp.dumps(state))
+    (cfg / flatstate.companion_path(names.PROFILE_FILE)).write_bytes(flatstate.state_companion(state))
+    lib = root / names.DRIVER_LIB_DIR
+    lib.mkdir(parents=True, exist_ok=True)
+    shutil.copy(library, lib / names.NVML_LIB_FILE)
     return Overlay(root=root, state=state, profile=profile)
 
 
 @pytest.fixture(scope="session")
-def staged(tmp_path_factory):
+def staged(tmp_path_factory, nvml_build):
     cache: dict[str, Overlay] = {}
 
     def get(profile: str) -> Overlay:
         if profile not in cache:
-            cache[profile] = stage_overlay(tmp_path_factory.mktemp(f"overlay-{profile}"), profile)
+            cache[profile] = stage_overlay(tmp_path_factory.mktemp(f"overlay-{profile}"), profile, nvml_build)
         return cache[profile]
     return get
 
@@ -105,8 +118,8 @@ def dev_root(tmp_path) -> DevRoot:
 
 
 @pytest.fixture
-def fresh(tmp_path):
+def fresh(tmp_path, nvml_build):
     """A private overlay (for tests that write overrides or topology files)."""
     def make(profile: str) -> Overlay:
-        return stage_overlay(tmp_path / f"overlay-{profile}", profile)
+        return stage_overlay(tmp_path / f"overlay-{profile}", profile, nvml_build)
     return make

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import PROFILES
 from tests.corpus.dynamic_cases import BUILTIN_UTILIZATION
+from tests.corpus.engine_cases import write_overrides
 
 MIB = 1024 * 1024
 
@@ -92,8 +93,15 @@ def test_id_selects_for_queries(staged, dev_root):
     ov = staged("l40s")
     res = ov.run(["-i", "2", "--query-gpu=index,uuid", "--format=csv,noheader"], str(dev_root))
     assert res.stdout.splitlines() == [f"2, {ov.state['gpus'][2]['uuid']}"]
-    res = ov.run([f"--id={ov.state['gpus'][5]['uuid']}", "-L"], str(dev_root))
-    assert res.stdout.splitlines() == [f"GPU 5: NVIDIA L40S (UUID: {ov.state['gpus'][5]['uuid']})"]
+    res = ov.run([f"--id={ov.state['gpus'][5]['uuid']}", "--query-gpu=index", "--format=csv,noheader"],
+                 str(dev_root))
+    assert res.stdout.splitlines() == ["5"]
+
+
+def test_list_takes_no_id_as_nvidia_smi_550(staged, dev_root):
+    res = staged("l40s").run(["-i", "2", "-L"], str(dev_root))
+    assert (res.returncode, res.stdout) == (
+        2, "ERROR: Option -i is not valid for this command. Please run 'nvidia-smi -h' for help.\n\n")
 
 
 def test_compute_apps_without_processes_prints_no_rows(staged, dev_root):
@@ -105,10 +113,9 @@ def test_compute_apps_without_processes_prints_no_rows(staged, dev_root):
 
 def test_compute_apps_lists_configured_processes(fresh, dev_root):
     ov = fresh("a100")
-    (ov.config_dir / "overrides.yaml").write_text(
-        'version: 1\ndevices:\n  "1":\n    processes:\n'
-        '      - {pid: 4242, type: C, name: train.py, used_memory_mib: 1024}\n'
-        '      - {pid: 0, type: C, name: phantom, used_memory_mib: 0}\n')
+    write_overrides(str(ov.config_dir), {1: "processes:\n"
+                                            "  - {pid: 4242, type: C, name: train.py, used_memory_mib: 1024}\n"
+                                            "  - {pid: 0, type: C, name: phantom, used_memory_mib: 0}\n"})
     res = ov.run(["--query-compute-apps=pid,process_name,gpu_uuid,used_memory", "--format=csv"],
                  str(dev_root))
     assert res.returncode == 0, res.stderr

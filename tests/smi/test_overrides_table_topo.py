@@ -3,31 +3,30 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pytest
-import yaml
 
 from conftest import PROFILES
+from tests.corpus.engine_cases import write_overrides
 
 
-def test_overrides_merge_and_reset_clears_one_bucket(fresh, dev_root):
+def test_overrides_merge_and_reset_drops_one_gpus_document(fresh, dev_root):
     ov = fresh("h100")
-    path = ov.config_dir / "overrides.yaml"
-    path.write_text('version: 1\nall:\n  thermal: {temperature_gpu_c: 50}\n'
-                    'devices:\n  "2": {thermal: {temperature_gpu_c: 77}}\n  "3": {utilization: {gpu: 99}}\n')
+    write_overrides(str(ov.config_dir), {None: "thermal: {temperature_gpu_c: 50}\n",
+                                         2: "thermal: {temperature_gpu_c: 77}\n",
+                                         3: "utilization: {gpu: 99}\n"})
     q = ["--query-gpu=temperature.gpu,utilization.gpu", "--format=csv,noheader,nounits"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
     # utilization moves (the pinned second: GPU 0 17 %, GPU 2 40 %) unless overridden
     assert rows[0] == "50, 17" and rows[2] == "77, 40" and rows[3] == "50, 99"
     res = ov.run(["-r", "-i", "2"], str(dev_root))
     assert res.returncode == 0 and "was successfully reset" in res.stdout
-    doc = yaml.safe_load(path.read_text())
-    assert "2" not in doc["devices"] and "3" in doc["devices"] and doc["all"]
-    # -r also wrote the compiled companion the C library reads, for the new YAML
-    companion = (ov.config_dir / "overrides.nvml").read_text().splitlines()
+    assert sorted(os.listdir(ov.overrides_dir)) == ["all.nvml", "all.yaml", "gpu3.nvml", "gpu3.yaml"]
+    companion = (ov.overrides_dir / "gpu3.nvml").read_text().splitlines()
     assert companion[:2] == ["# mokka-nvml overrides 1",
-                             "digest sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()]
-    assert companion[2:] == ["all.thermal.temperature_gpu_c 50", "devices.3.utilization.gpu 99"]
+                             "digest sha256:" + hashlib.sha256(b"utilization: {gpu: 99}\n").hexdigest()]
+    assert companion[2:] == ["utilization.gpu 99"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
     assert rows[2] == "50, 40" and rows[3] == "50, 99"
 

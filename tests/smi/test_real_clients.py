@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROFILES
+from tests.corpus.engine_cases import write_overrides
 
 pytest.importorskip("GPUtil")
 pytest.importorskip("nvsmi")
@@ -97,8 +98,8 @@ def test_nvidia_htop_parses_the_table(staged, dev_root, profile):
 
 def test_nvidia_htop_lists_processes_and_follows_dev_nodes(fresh, dev_root):
     ov = fresh("a100")
-    (ov.config_dir / "overrides.yaml").write_text(
-        'version: 1\ndevices:\n  "3": {processes: [{pid: 1, type: C, name: init, used_memory_mib: 512}]}\n')
+    write_overrides(str(ov.config_dir),
+                    {3: "processes: [{pid: 1, type: C, name: init, used_memory_mib: 512}]\n"})
     dev_root.touch(3)
     res = _htop(ov, dev_root)
     assert res.returncode == 0, res.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mokka.core import names
+from tests.corpus.engine_cases import write_topology
 
 
 def _uuids(res) -> list:
@@ -50,8 +51,8 @@ def test_visible_none_reports_no_devices(staged, dev_root, args, code, text):
     assert res.stdout.strip() == text
 
 
-# The value rules of MOCK_NVML_VISIBLE_DEVICES are rows of the shared corpus
-# (tests/corpus/engine_cases.py) that the Python engine and the C library both pass.
+# The value rules of MOCK_NVML_VISIBLE_DEVICES are rows of the corpus
+# (tests/corpus/engine_cases.py) the library passes (tests/native/test_engine_corpus.py).
 
 
 def test_no_state_is_a_clear_error_not_a_traceback(staged, dev_root, tmp_path):
@@ -59,12 +60,6 @@ def test_no_state_is_a_clear_error_not_a_traceback(staged, dev_root, tmp_path):
     res = ov.run(["-L"], str(dev_root), MOCK_NVML_CONFIG=str(tmp_path / "missing.yaml"))
     assert res.returncode == 9
     assert "MOCK_NVML_CONFIG" in res.stderr and "Traceback" not in res.stderr
-
-
-def test_config_env_may_name_the_state_json(staged, dev_root):
-    ov = staged("gb200")
-    res = ov.run(["-L"], str(dev_root), MOCK_NVML_CONFIG=str(ov.config_dir / names.STATE_FILE))
-    assert _uuids(res) == [g["uuid"] for g in ov.state["gpus"]]
 
 
 TOPOLOGY = """version: 1
@@ -82,7 +77,7 @@ domains:
 def test_topology_gives_two_nodes_two_cliques(fresh, dev_root, tmp_path):
     ov = fresh("gb300")
     doc = tmp_path / "topology.yaml"
-    doc.write_text(TOPOLOGY)
+    write_topology(str(doc), TOPOLOGY)
     seen = {}
     for node in ("worker-1", "worker-3"):
         env = {"NODE_NAME": node, "MOCK_TOPOLOGY_CONFIG": str(doc)}
@@ -105,9 +100,11 @@ def test_topology_missing_is_silent_invalid_warns_and_ungated_profiles_are_uncha
     bad.write_text("domains: [1, 2")
     res = ov.run(["--query-gpu=fabric.cliqueId", "--format=csv,noheader"], str(dev_root),
                  NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(bad))
-    assert res.returncode == 0 and "WARNING" in res.stderr and set(res.stdout.split()) == {"0"}
+    assert res.returncode == 0 and set(res.stdout.split()) == {"0"}
+    assert res.stderr == (f"mock NVML: ignoring topology document {bad}: {tmp_path / 'bad.nvml'} missing or "
+                          f"stale: run 'mokka compile --companion {bad}'\n")
     good = tmp_path / "t.yaml"
-    good.write_text(TOPOLOGY)
+    write_topology(str(good), TOPOLOGY)
     a100 = fresh("a100")
     res = a100.run([], str(dev_root), exe=a100.check_fabric, NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(good))
     assert res.returncode == 2 and "NOT_SUPPORTED (0)" in res.stdout
@@ -158,7 +155,7 @@ def test_fabric_state_dir_is_found_only_beside_a_config_dir(fresh, dev_root, tmp
     (ov.root / names.DRIVER_FABRIC_STATE_DIR).mkdir()
     elsewhere = tmp_path / "elsewhere"            # <x>/elsewhere/config.yaml: not a driver root
     elsewhere.mkdir()
-    for name in (names.PROFILE_FILE, names.STATE_FILE):
+    for name in (names.PROFILE_FILE, "config.nvml"):
         (elsewhere / name).write_bytes((ov.config_dir / name).read_bytes())
     (tmp_path / names.DRIVER_FABRIC_STATE_NAME).mkdir()
     res = ov.run([], str(dev_root), exe=ov.check_fabric, MOCK_NVML_CONFIG=str(elsewhere / names.PROFILE_FILE))

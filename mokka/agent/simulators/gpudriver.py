@@ -1,4 +1,4 @@
-"""gpudriver: device nodes, the profile copy and engine state, procfs, the shims;
+"""gpudriver: device nodes, the profile copy and its compiled companion, procfs, the shims;
 Apply publishes the driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
@@ -13,7 +13,7 @@ import importlib.util
 import os
 
 from mokka.agent.desired import Desired
-from mokka.agent.hostfs import CharDev, Entry, File, Link, unlink_quiet
+from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
 from mokka.agent.simulators import Host, Readiness
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import flatstate, launcher, names
@@ -35,10 +35,8 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
         out[ov.gpu_node(minor)] = CharDev(names.NVIDIA_MAJOR, minor)
     for name, major, minor in names.CONTROL_DEVICES:
         out[ov.control_node(name)] = CharDev(major, minor)
-    state_json = desired.state_json.encode()
     for config_dir in (ov.driver_config, ov.config):
         out[os.path.join(config_dir, names.PROFILE_FILE)] = File(desired.config_text)
-        out[os.path.join(config_dir, names.STATE_FILE)] = File(state_json)
         out[flatstate.companion_path(os.path.join(config_dir, names.PROFILE_FILE))] = \
             File(desired.state_nvml)
     product = state["gpus"][0].get("name", "") if state["gpus"] else ""
@@ -119,13 +117,12 @@ class GpuDriver:
         self._publisher.withdraw()
 
     def discard(self) -> None:
-        # overrides.yaml is written by others into our config dir; it goes with the tree.
+        # The overrides are written by others into our config dir; they go with the tree.
         self._drop_overrides()
         self.host.fs.remove_owner(OWNER)
 
     def _drop_overrides(self) -> None:
-        unlink_quiet(self.host.overlay.overrides)
-        unlink_quiet(flatstate.companion_path(self.host.overlay.overrides))
+        remove_tree_quiet(self.host.overlay.overrides)
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()

@@ -1,0 +1,12 @@
+"""The compiled engine state of a staged profile, for tests that compare what a tool
+prints with what the profile says (the node keeps only the compiled companion)."""
+
+from __future__ import annotations
+
+
+def state_of(config_path: str) -> dict:
+    """``config.yaml`` as the agent staged it, compiled as the agent compiles it."""
+    from mokka.core import compile as comp
+    from mokka.core import profile as prof
+
+    return comp.compile_profile(prof.load(config_path))
