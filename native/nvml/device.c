@@ -1,4 +1,6 @@
-/* Who a device is: names, identifiers, PCI, board, firmware versions, modes. */
+/* Who a device is: names, identifiers, PCI, board, firmware versions, modes. The
+ * getters that only read one key (the name, the serial, ...) are generated from
+ * getters.py. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -31,36 +33,6 @@ static int lookup_word(const struct mock_gpu *g, const char *key, const struct w
     return -1;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
-{
-    return api_string(device, "name", name, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
-{
-    return api_string(device, "uuid", uuid, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
-{
-    return api_string(device, "serial", serial, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char *partNumber, unsigned int length)
-{
-    return api_string(device, "board_part_number", partNumber, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned int length)
-{
-    return api_string(device, "vbios_version", version, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *version, unsigned int length)
-{
-    return api_string(device, "inforom.image_version", version, length);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object,
                                                  char *version, unsigned int length)
 {
@@ -85,16 +57,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
-{
-    return api_u32(device, "minor_number", minorNumber);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned int *boardId)
-{
-    return api_u32(device, "board_id", boardId);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int *multiGpuBool)
 {
     nvmlReturn_t ret = mock_check_device(device);
@@ -104,21 +66,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned in
         return NVML_ERROR_INVALID_ARGUMENT;
     *multiGpuBool = 0;                            /* nvidia-smi: "MultiGPU Board: No" */
     return NVML_SUCCESS;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetModuleId(nvmlDevice_t device, unsigned int *moduleId)
-{
-    return api_u32(device, "platform.module_id", moduleId);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *numCores)
-{
-    return api_u32(device, "num_gpu_cores", numCores);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device, unsigned int *busWidth)
-{
-    return api_u32(device, "memory.memory_bus_width", busWidth);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
@@ -241,36 +188,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPciInfoExt(nvmlDevice_t device, nvmlPciInfoExt
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)
-{
-    return api_u32(device, "pcie.max_link_gen", maxLinkGen);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGenDevice)
-{
-    return api_u32(device, "pcie.max_link_gen", maxLinkGenDevice);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)
-{
-    return api_u32(device, "pcie.max_link_width", maxLinkWidth);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)
-{
-    return api_u32(device, "pcie.current_link_gen", currLinkGen);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *currLinkWidth)
-{
-    return api_u32(device, "pcie.current_link_width", currLinkWidth);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
-{
-    return api_u32(device, "pcie.replay_counter", value);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
                                                  unsigned int *value)
 {
@@ -285,11 +202,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUt
 }
 
 /* --- firmware and modes ----------------------------------------------------------- */
-
-nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char *version)
-{
-    return api_string(device, "gsp_firmware.version", version, NVML_GSP_FIRMWARE_VERSION_BUF_SIZE);
-}
 
 nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareMode(nvmlDevice_t device, unsigned int *isEnabled,
                                                   unsigned int *defaultMode)
@@ -315,31 +227,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
         return NVML_ERROR_NOT_SUPPORTED;
     c2cModeInfo->isC2cEnabled = (unsigned int)(c2c || grace);
     return NVML_SUCCESS;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetDisplayMode(nvmlDevice_t device, nvmlEnableState_t *display)
-{
-    return api_enabled(device, "display.mode", display);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t *isActive)
-{
-    return api_enabled(device, "display.active", isActive);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "persistence_mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetAccountingMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "accounting.mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetAccountingBufferSize(nvmlDevice_t device, unsigned int *bufferSize)
-{
-    return api_u32(device, "accounting.buffer_size", bufferSize);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)

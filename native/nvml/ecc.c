@@ -23,11 +23,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t
     return ret;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetDefaultEccMode(nvmlDevice_t device, nvmlEnableState_t *defaultMode)
-{
-    return api_enabled(device, "ecc.default_mode", defaultMode);
-}
-
 static int ecc_enabled(const struct mock_gpu *g)
 {
     int on = 0;

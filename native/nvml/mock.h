@@ -17,6 +17,7 @@
 
 #include "flat.h"
 #include "hooks.h"
+#include "mokka_keys.h"
 #include "mokka_names.h"
 
 #define MOCK_MAX_GPUS MOKKA_MAX_GPUS

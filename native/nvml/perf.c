@@ -1,6 +1,8 @@
 /* What a device is doing: memory, temperature, power, clocks, utilization,
  * fans, performance state, ECC and row remapping (mokka/smi/values.py and
- * report.py show how nvidia-smi prints the same state fields). */
+ * report.py show how nvidia-smi prints the same state fields). The getters
+ * that only read one key (power draw and limits, energy, fan count) are
+ * generated from getters.py. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -126,26 +128,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
 
 /* --- power --------------------------------------------------------------------------- */
 
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
-{
-    return api_u32(device, "power.current_draw_mw", power);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
-{
-    return api_u32(device, "power.enforced_limit_mw", limit);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
-{
-    return api_u32(device, "power.enforced_limit_mw", limit);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
-{
-    return api_u32(device, "power.default_limit_mw", defaultLimit);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
                                                                   unsigned int *maxLimit)
 {
@@ -158,16 +140,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d
         *maxLimit = hi;
     }
     return ret;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "power.management_mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
-{
-    return api_u64(device, "power.total_energy_consumption_mj", energy);
 }
 
 /* --- performance state ----------------------------------------------------------------- */
@@ -370,11 +342,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFBCSessions(nvmlDevice_t device, unsigned int 
 }
 
 /* --- fans ---------------------------------------------------------------------------------- */
-
-nvmlReturn_t DECLDIR nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int *numFans)
-{
-    return api_u32(device, "fan.count", numFans);
-}
 
 static nvmlReturn_t fan_value(nvmlDevice_t device, unsigned int fan, const char *key, unsigned int *speed)
 {

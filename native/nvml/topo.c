@@ -10,11 +10,6 @@
 
 #define BITS_PER_LONG (8 * sizeof(unsigned long))
 
-nvmlReturn_t DECLDIR nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
-{
-    return api_u32(device, "numa_node", node);
-}
-
 /* Calls `each(cpu, arg)` for every CPU of a list like "0-3,8,10-11"; 0 if malformed. */
 static int cpu_list(const char *text, void (*each)(unsigned long cpu, void *arg), void *arg)
 {
