@@ -36,7 +36,7 @@ static int lookup_word(const struct mock_gpu *g, const char *key, const struct w
 nvmlReturn_t DECLDIR nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object,
                                                  char *version, unsigned int length)
 {
-    static const char *const keys[] = {"inforom.oem_object", "inforom.ecc_object", "inforom.pwr_object"};
+    static const char *const keys[] = {K_INFOROM_OEM_OBJECT, K_INFOROM_ECC_OBJECT, K_INFOROM_PWR_OBJECT};
     nvmlReturn_t ret = mock_check_device(device);
     if (ret != NVML_SUCCESS)
         return ret;
@@ -82,7 +82,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *ty
     if (!type)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_BRAND_UNKNOWN;
-    if (lookup_word(g, "brand", brands, &code) == 0)
+    if (lookup_word(g, K_BRAND, brands, &code) == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *type = (nvmlBrandType_t)code;
     return NVML_SUCCESS;
@@ -103,7 +103,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceAr
     if (!arch)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_DEVICE_ARCH_UNKNOWN;
-    if (lookup_word(g, "architecture", archs, &code) == 0)
+    if (lookup_word(g, K_ARCHITECTURE, archs, &code) == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *arch = code;
     return NVML_SUCCESS;
@@ -118,7 +118,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int
     if (!major || !minor)
         return NVML_ERROR_INVALID_ARGUMENT;
     long long a, b;
-    if (!gpu_i64(g, "compute_capability.major", &a) || !gpu_i64(g, "compute_capability.minor", &b))
+    if (!gpu_i64(g, K_COMPUTE_CAPABILITY_MAJOR, &a) || !gpu_i64(g, K_COMPUTE_CAPABILITY_MINOR, &b))
         return NVML_ERROR_NOT_SUPPORTED;
     *major = (int)a;
     *minor = (int)b;
@@ -138,11 +138,11 @@ static nvmlReturn_t pci_of(nvmlDevice_t device, nvmlPciInfo_t *pci)
     char bus_id[MOCK_VALUE_MAX];
     unsigned int domain, bus, dev, fn;
     unsigned long long device_id = 0, subsystem_id = 0;
-    if (gpu_str(g, "pci.bus_id", bus_id, sizeof bus_id) != 1 ||
+    if (gpu_str(g, K_PCI_BUS_ID, bus_id, sizeof bus_id) != 1 ||
         !api_parse_bus_id(bus_id, &domain, &bus, &dev, &fn))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, "pci.device_id", &device_id);
-    gpu_u64(g, "pci.subsystem_id", &subsystem_id);
+    gpu_u64(g, K_PCI_DEVICE_ID, &device_id);
+    gpu_u64(g, K_PCI_SUBSYSTEM_ID, &subsystem_id);
     api_fill_pci(pci, domain, bus, dev, fn, (unsigned int)device_id, (unsigned int)subsystem_id);
     return NVML_SUCCESS;
 }
@@ -195,9 +195,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUt
     if (ret != NVML_SUCCESS)
         return ret;
     if (counter == NVML_PCIE_UTIL_TX_BYTES)
-        return api_u32(device, "pcie.tx_throughput_kbps", value);
+        return api_u32(device, K_PCIE_TX_THROUGHPUT_KBPS, value);
     if (counter == NVML_PCIE_UTIL_RX_BYTES)
-        return api_u32(device, "pcie.rx_throughput_kbps", value);
+        return api_u32(device, K_PCIE_RX_THROUGHPUT_KBPS, value);
     return NVML_ERROR_INVALID_ARGUMENT;
 }
 
@@ -207,7 +207,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareMode(nvmlDevice_t device, unsigned 
                                                   unsigned int *defaultMode)
 {
     nvmlEnableState_t on;
-    nvmlReturn_t ret = api_enabled(device, "gsp_firmware.mode", isEnabled && defaultMode ? &on : NULL);
+    nvmlReturn_t ret = api_enabled(device, K_GSP_FIRMWARE_MODE, isEnabled && defaultMode ? &on : NULL);
     if (ret == NVML_SUCCESS)
         *isEnabled = *defaultMode = on == NVML_FEATURE_ENABLED;
     return ret;
@@ -222,7 +222,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
     if (!c2cModeInfo)
         return NVML_ERROR_INVALID_ARGUMENT;
     int c2c = 0, grace = 0;
-    int known = gpu_flag(g, "features.nvlink_c2c", &c2c) | gpu_flag(g, "grace_superchip.enabled", &grace);
+    int known = gpu_flag(g, K_FEATURES_NVLINK_C2C, &c2c) | gpu_flag(g, K_GRACE_SUPERCHIP_ENABLED, &grace);
     if (!known)
         return NVML_ERROR_NOT_SUPPORTED;
     c2cModeInfo->isC2cEnabled = (unsigned int)(c2c || grace);
@@ -242,7 +242,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMo
     if (!mode)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_COMPUTEMODE_DEFAULT;     /* values.compute_mode: default when unset */
-    if (lookup_word(g, "compute_mode", modes, &code) < 0)
+    if (lookup_word(g, K_COMPUTE_MODE, modes, &code) < 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *mode = (nvmlComputeMode_t)code;
     return NVML_SUCCESS;
@@ -260,8 +260,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGpuOperationMode(nvmlDevice_t device, nvmlGpuO
     if (!current || !pending)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int cur, pend;
-    if (lookup_word(g, "gpu_operation_mode.current", goms, &cur) != 1 ||
-        lookup_word(g, "gpu_operation_mode.pending", goms, &pend) != 1)
+    if (lookup_word(g, K_GPU_OPERATION_MODE_CURRENT, goms, &cur) != 1 ||
+        lookup_word(g, K_GPU_OPERATION_MODE_PENDING, goms, &pend) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     *current = (nvmlGpuOperationMode_t)cur;
     *pending = (nvmlGpuOperationMode_t)pend;
@@ -281,7 +281,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGp
     if (!pVirtualMode)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code;
-    if (lookup_word(g, "virtualization.mode", modes, &code) != 1)
+    if (lookup_word(g, K_VIRTUALIZATION_MODE, modes, &code) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     *pVirtualMode = (nvmlGpuVirtualizationMode_t)code;
     return NVML_SUCCESS;
