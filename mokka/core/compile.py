@@ -10,9 +10,8 @@ and nesting, so a reader can look up any profile field) plus normalized fields
 this module fills in: ``index``, ``uuid``, ``minor_number``, ``pci`` (``bus_id``
 as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
 ``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links`` and a
-normalized ``fabric`` (absent when the profile has none). ``STATE`` and ``GPU``
-declare all of it with the specs of ``mokka.core.schema``; ``mokka.core.statekeys``
-walks them into the keys the mock NVML library reads.
+normalized ``fabric`` (absent when the profile has none). ``mokka.core.statekeys``
+declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 
 from __future__ import annotations
@@ -21,52 +20,11 @@ import copy
 import json
 
 from mokka import __version__
-from mokka.core import names, schema
+from mokka.core import names
 from mokka.core.profile import Profile, parse_bus_id, _as_int
 from mokka.core import topology as topo
-from mokka.core.schema import Int, List, Map, Str
 
 NVIDIA_VENDOR = 0x10DE
-
-# --- what a compiled state holds (declared as the profile is, in mokka.core.schema) ---
-
-_PROFILE = schema.PROFILE.fields
-_NVLINK = _PROFILE["nvlink"].fields
-
-#: A compiled GPU: the profile's device fields plus what ``_fill_identity``,
-#: ``_root_complexes`` and ``_nvlink`` add.
-GPU = Map({
-    **schema.DEVICE_ENTRY.fields,
-    "pci": Map({**schema.DEVICE_FIELDS["pci"].fields, "bdf": Str(max_len=32),
-                **schema.ints("domain bus device function vendor_id pci_device subsystem_vendor "
-                              "subsystem_device")}),
-    "board_id": Int(),
-    "root_complex": Str(max_len=16),
-    "numa_node": Int(),
-    "cpu_affinity": Str(max_len=4096),
-    "nvlink_links": List(schema.LINK, max_len=64),
-}, required=("index",))
-
-#: The compiled state ``compile_profile`` returns.
-STATE = Map({
-    "schema_version": Int(),
-    "generator": Str(),
-    "profile": Map({"source": Str(max_len=4096), "digest": Str()}),
-    "node_name": Str(),
-    "system": _PROFILE["system"],
-    "gpu_count": Int(maximum=names.MAX_GPUS),
-    "gpus": List(GPU, max_len=names.MAX_GPUS),
-    "nvlink": Map({key: _NVLINK[key] for key in ("version", "links_per_gpu", "bandwidth_per_link_mbps",
-                                                 "c2c_enabled", "switches")}),
-    "pcie_topology": Map({"cores_per_numa": Int(),
-                          "root_complexes": List(Map({"id": Str(max_len=16), "numa_node": Int(),
-                                                      "cpu_affinity": Str(max_len=4096),
-                                                      "devices": List(Str(max_len=32))}))}),
-    "infiniband": _PROFILE["infiniband"],
-    "platform": _PROFILE["platform"],
-    "topology": Map({"node_name": Str(), "domain": Str(), "cluster_uuid": Str(max_len=64),
-                     "clique_id": Int()}),
-})
 
 IB_DEFAULTS = {
     "enabled": False, "hca_type": "MT4129", "fw_version": "28.39.2048", "hw_rev": "0x0",

@@ -119,7 +119,7 @@ def render(functions: dict, rows: list[Getter], gpu_macros: dict[str, str],
             raise TableError(f"{TABLE}: {g.name} is defined {where}: keep one")
         if g.key not in by_key:
             raise TableError(f"{TABLE}: {g.name}: {g.key!r} is not a GPU key of "
-                             "mokka/core/statekeys.py (declare it in mokka/core/schema.py or compile.py)")
+                             "mokka/core/statekeys.py (declare it there or in mokka/core/schema.py)")
         seen.add(g.name)
         lines += [declared.prototype, "{", _call(g, by_key[g.key]), "}", ""]
     return "\n".join(lines)

@@ -47,7 +47,7 @@ def macros(prefix: str, keys: list[statekeys.Key]) -> dict[str, str]:
         name, value = macro_name(prefix, key), statekeys.text(key)
         if out.get(name, value) != value:
             raise ValueError(f"state keys {out[name]!r} and {value!r} would both be {name}: "
-                             "rename one in mokka/core/schema.py or compile.py")
+                             "rename one in mokka/core/schema.py or statekeys.py")
         out[name] = value
     return out
 

@@ -1,4 +1,4 @@
-"""compile.STATE declares what compile_profile returns, field by field, and the
+"""statekeys.STATE declares what compile_profile returns, field by field, and the
 state companion holds no key that mokka.core.statekeys (which the C library's
 mokka_keys.h comes from) does not know."""
 
@@ -46,15 +46,15 @@ STATES = dict(_states())
 
 
 @pytest.mark.parametrize("which", STATES)
-def test_the_compiled_state_is_what_compile_STATE_declares(which):
-    assert schema.check(STATES[which], comp.STATE) == []
+def test_the_compiled_state_is_what_statekeys_STATE_declares(which):
+    assert schema.check(STATES[which], statekeys.STATE) == []
 
 
 def test_a_field_compile_would_add_undeclared_is_caught():
     state = comp.compile_profile(prof.load("t4"))
     state["gpus"][0]["surprise"] = 1
     state["nvlink"] = {"version": 3, "hidden": True}
-    assert schema.check(state, comp.STATE) == ["gpus[0].surprise", "nvlink.hidden"]
+    assert schema.check(state, statekeys.STATE) == ["gpus[0].surprise", "nvlink.hidden"]
 
 
 def _pattern(keys) -> re.Pattern:
