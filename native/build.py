@@ -16,7 +16,9 @@ builds for this machine with the system gcc under ASan and UBSan instead
 otherwise.
 
 Generated first, into ``<out>/gen``: ``mokka_names.h`` (native/gen_names.py),
-and for the NVML library ``stubs.c`` (native/nvml/gen_stubs.py). A build whose
+and for the NVML library ``mokka_keys.h`` (native/nvml/gen_keys.py: the state's
+keys), ``getters.c`` (native/nvml/gen_getters.py: the one-key getters of
+native/nvml/getters.py) and ``stubs.c`` (native/nvml/gen_stubs.py). A build whose
 inputs (sources, generated files, nvml.h, flags, compiler version) hash as
 before is skipped: the hash is kept beside each library as ``<file>.inputs``.
 Reproducible: the same inputs give the same bytes (no paths of this machine in
@@ -52,7 +54,7 @@ class Library(typing.NamedTuple):
     #: Globals of the linker version script (everything else local), or () for
     #: none: the shims export what they mark visible (MOKKA_EXPORT), unversioned.
     exports: tuple[str, ...] = ()
-    nvml: bool = False                  # generated stubs.c and nvml.h's folder
+    nvml: bool = False                  # the generated NVML sources and nvml.h's folder
     cflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
 
@@ -75,6 +77,8 @@ LIBRARIES: dict[str, Library] = {
 }
 
 SRC = os.path.join(HERE, "nvml")
+#: What the build generates for the NVML library into <out>/gen: never a source of native/.
+NVML_GENERATED_SOURCES = ("getters.c", "stubs.c")
 LIBRARY = names.NVML_LIB_FILE
 ARCHES = ("x86_64", "aarch64")
 GLIBC = "2.17"
@@ -167,13 +171,14 @@ def sources(lib: Library, native: str = HERE) -> list[str]:
     found: list[str] = []
     for pattern in lib.sources:
         for path in sorted(glob.glob(os.path.join(native, pattern))):
-            if path not in found and os.path.basename(path) != "stubs.c":
+            if path not in found and os.path.basename(path) not in NVML_GENERATED_SOURCES:
                 found.append(path)
     return found
 
 
 def hand_written_sources(src: str = SRC) -> list[str]:
-    return sorted(p for p in glob.glob(os.path.join(src, "*.c")) if os.path.basename(p) != "stubs.c")
+    return sorted(p for p in glob.glob(os.path.join(src, "*.c"))
+                  if os.path.basename(p) not in NVML_GENERATED_SOURCES)
 
 
 def _stem(file: str) -> str:
@@ -181,7 +186,7 @@ def _stem(file: str) -> str:
 
 
 def generate(gen_dir: str, libs: list[Library], header: str | None) -> None:
-    """mokka_names.h, the NVML stubs.c and each library's version script into gen_dir."""
+    """mokka_names.h, the NVML library's generated files and each version script into gen_dir."""
     os.makedirs(gen_dir, exist_ok=True)
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
@@ -191,18 +196,30 @@ def generate(gen_dir: str, libs: list[Library], header: str | None) -> None:
     write(os.path.join(gen_dir, "mokka_names.h"), names_gen.render())
     for lib in libs:
         if lib.nvml:
-            with open(header, encoding="utf-8") as f:
-                functions = stubs.parse_header(f.read())
-            text = stubs.render(functions, stubs.handwritten(hand_written_sources(SRC)))
-            write(os.path.join(gen_dir, "stubs.c"), text)
+            _generate_nvml(gen_dir, header, stubs, write)
         if lib.exports:
             write(os.path.join(gen_dir, _stem(lib.file) + ".map"), version_script(lib))
+
+
+def _generate_nvml(gen_dir: str, header: str, stubs, write) -> None:
+    keys = _load(os.path.join(SRC, "gen_keys.py"), "mokka_gen_keys")
+    getters = _load(os.path.join(SRC, "gen_getters.py"), "mokka_gen_getters")
+    with open(header, encoding="utf-8") as f:
+        functions = stubs.parse_header(f.read())
+    sources = hand_written_sources(SRC)
+    try:
+        write(os.path.join(gen_dir, "mokka_keys.h"), keys.render())
+        text = getters.render(functions, getters.table(), keys.gpu_macros(), stubs.handwritten(sources))
+    except ValueError as exc:             # a table row or a key declaration: one line
+        raise BuildError(str(exc)) from None
+    write(os.path.join(gen_dir, "getters.c"), text)
+    write(os.path.join(gen_dir, "stubs.c"), stubs.render(functions, stubs.defined_elsewhere(sources)))
 
 
 def generated(lib: Library) -> list[str]:
     out = ["mokka_names.h"]
     if lib.nvml:
-        out.append("stubs.c")
+        out += ["mokka_keys.h", *NVML_GENERATED_SOURCES]
     if lib.exports:
         out.append(_stem(lib.file) + ".map")
     return out
@@ -237,7 +254,7 @@ def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: s
     link = ["-shared", f"-Wl,-soname,{lib.file}", "-Wl,--build-id=none"]
     if lib.exports:
         link.append(f"-Wl,--version-script={os.path.join(gen_dir, _stem(lib.file) + '.map')}")
-    srcs = sources(lib) + ([os.path.join(gen_dir, "stubs.c")] if lib.nvml else [])
+    srcs = sources(lib) + ([os.path.join(gen_dir, f) for f in NVML_GENERATED_SOURCES] if lib.nvml else [])
     return (cc + flags + cflags + list(extra_cflags) + maps + includes
             + link + srcs + list(lib.libs) + ["-o", output])
 
@@ -252,7 +269,7 @@ def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, header: str | None, 
     folders = sorted({os.path.dirname(p) for p in sources(lib)})
     for folder in folders:      # the sources and every header beside them
         for path in sorted(glob.glob(os.path.join(folder, "*"))):
-            if os.path.isfile(path) and os.path.basename(path) != "stubs.c":
+            if os.path.isfile(path) and os.path.basename(path) not in NVML_GENERATED_SOURCES:
                 with open(path, "rb") as f:
                     add(os.path.relpath(path, HERE), f.read())
     for name in generated(lib):

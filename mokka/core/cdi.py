@@ -13,8 +13,8 @@ from mokka.core.overlay import Overlay
 
 
 def _node(host: Overlay, name: str, major: int, minor: int) -> dict:
-    return {"path": f"/dev/{name}", "hostPath": host.control_node(name), "type": "c",
-            "major": major, "minor": minor, "permissions": "rw"}
+    return {"path": f"{names.CONTAINER_DEV_DIR}/{name}", "hostPath": host.control_node(name),
+            "type": "c", "major": major, "minor": minor, "permissions": "rw"}
 
 
 def gpu_nodes(state: dict, host: Overlay) -> list[dict]:
@@ -56,7 +56,7 @@ def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = Fals
         _bind(host.pylib, names.CDI_PYLIB_MOUNT),
         _bind(host.driver_config, names.CDI_CONFIG_MOUNT),
     ]
-    env = [f"{names.ENV_NVIDIA_VISIBLE_DEVICES}=void",
+    env = [f"{names.ENV_NVIDIA_VISIBLE_DEVICES}={names.VISIBLE_VOID}",
            f"{names.ENV_NVML_CONFIG}={names.CDI_CONFIG_MOUNT}/{names.PROFILE_FILE}",
            f"{names.ENV_NVML_OVERRIDES}={names.CDI_CONFIG_MOUNT}/{names.OVERRIDES_DIR}"]
     if fabricmanager_state_dir:

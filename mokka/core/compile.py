@@ -11,7 +11,8 @@ and nesting, so a reader can look up any profile field) plus normalized fields
 this module fills in: ``index``, ``uuid``, ``minor_number``, ``pci`` (``bus_id``
 as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
 ``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links`` and a
-normalized ``fabric`` (absent when the profile has none).
+normalized ``fabric`` (absent when the profile has none). ``mokka.core.statekeys``
+declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ def _nvlink(block: dict, gpus: list[dict]) -> dict | None:
         if g["index"] in explicit:
             links = [_link(l, n) for n, l in enumerate(explicit[g["index"]])]
         elif switches and per_gpu > 0:
-            links = [{"link": n, "state": defaults.get("state", "active"),
-                      "remote_device_type": "switch",
+            links = [{"link": n, "state": defaults.get("state", names.NVLINK_STATE_ACTIVE),
+                      "remote_device_type": names.NVLINK_REMOTE_SWITCH,
                       "remote_pci_bus_id": switches[n % len(switches)]["bdf"],
                       "remote_index": n % len(switches)} for n in range(per_gpu)]
         else:
@@ -190,8 +191,8 @@ def _nvlink(block: dict, gpus: list[dict]) -> dict | None:
 
 
 def _link(link: dict, n: int) -> dict:
-    return {"link": int(link.get("link", n)), "state": str(link.get("state", "active")),
-            "remote_device_type": str(link.get("remote_device_type", "switch")),
+    return {"link": int(link.get("link", n)), "state": str(link.get("state", names.NVLINK_STATE_ACTIVE)),
+            "remote_device_type": str(link.get("remote_device_type", names.NVLINK_REMOTE_SWITCH)),
             "remote_pci_bus_id": str(link.get("remote_pci_bus_id", "")),
             "remote_index": int(link.get("remote_index", 0))}
 

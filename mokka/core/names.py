@@ -92,6 +92,19 @@ TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
 NVML_COMPANION_SUFFIX = ".nvml"
 #: The command that writes a companion; the library names it when one is missing.
 COMPANION_COMMAND = "mokka compile --companion"
+#: A companion's kinds (its first line): the compiled state beside config.yaml, the
+#: overrides beside overrides.yaml, the ComputeDomain topology document.
+STATE_COMPANION_KIND = "state"
+OVERRIDES_COMPANION_KIND = "overrides"
+TOPOLOGY_COMPANION_KIND = "topology"
+#: How a companion spells a list ``L``: its length at ``L.len``, its items at ``L.0``, ``L.1``...
+COMPANION_LEN_KEY = "len"
+#: The state companion's GPUs: ``gpu.<physical index>.<key>`` (the state's ``gpus``).
+COMPANION_GPU_LIST = "gpu"
+#: The topology companion: ``node.<node name>.cluster_uuid`` and ``.clique_id``.
+TOPOLOGY_COMPANION_NODES = "node"
+TOPOLOGY_COMPANION_CLUSTER_UUID = "cluster_uuid"
+TOPOLOGY_COMPANION_CLIQUE_ID = "clique_id"
 
 #: The Xids the agent's kernellog daemon injected, beside config.yaml (so in
 #: driver/config, mounted into NRI and CDI containers alike), with its compiled
@@ -99,6 +112,13 @@ COMPANION_COMMAND = "mokka compile --companion"
 #: to the mock NVML's nvmlEventSetWait (native/nvml/xid.c).
 XID_EVENTS_FILE = "xid-events.yaml"
 XID_EVENTS_KIND = "events"
+#: Its companion's keys: ``last_seq`` (the newest sequence number ever written) and
+#: ``event.<n>.seq`` / ``.gpu`` (the physical index) / ``.code`` (the Xid).
+XID_COMPANION_LAST_SEQ = "last_seq"
+XID_COMPANION_EVENTS = "event"
+XID_COMPANION_SEQ = "seq"
+XID_COMPANION_GPU = "gpu"
+XID_COMPANION_CODE = "code"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
 
@@ -112,13 +132,25 @@ PROC_PARAMS_FILE = "params"
 PROC_IMEX_MGMT_CAPABILITY = "capabilities/fabric-imex-mgmt"
 
 #: GPU fabric states (GetGpuFabricInfo) and their numeric codes; a profile may
-#: also say "auto" (follow the fabricmanager marker) or leave it empty (completed).
-FABRIC_STATE_CODES = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
+#: also say "auto" (follow the fabricmanager marker: completed once it is ready,
+#: in progress before) or leave it empty (completed).
+FABRIC_STATE_NOT_SUPPORTED = "not_supported"
+FABRIC_STATE_NOT_STARTED = "not_started"
+FABRIC_STATE_IN_PROGRESS = "in_progress"
+FABRIC_STATE_COMPLETED = "completed"
+FABRIC_STATE_CODES = {FABRIC_STATE_NOT_SUPPORTED: 0, FABRIC_STATE_NOT_STARTED: 1,
+                      FABRIC_STATE_IN_PROGRESS: 2, FABRIC_STATE_COMPLETED: 3}
 FABRIC_STATE_AUTO = "auto"
+FABRIC_STATE_DEFAULT = FABRIC_STATE_COMPLETED
 #: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
 #: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
 STATE_LOST_KEY = "failure.lost"
-FABRIC_STATE_DEFAULT = "completed"
+#: An NVLink of the compiled state (``nvlink_links[]``): its state (active when it
+#: names none) and what its remote end is (compile fills in NVSwitch ends).
+NVLINK_STATE_ACTIVE = "active"
+NVLINK_REMOTE_SWITCH = "switch"
+NVLINK_REMOTE_GPU = "gpu"
+NVLINK_REMOTE_IBMNPU = "ibmnpu"
 
 # --- Device numbers ----------------------------------------------------------
 
@@ -134,6 +166,8 @@ IMEX_CAPS_MGMT_MINOR = 512
 DEVICE_FILE_MODE = 0o666
 MAX_GPUS = 64
 
+#: Where device nodes appear inside a container (and on a host): /dev/nvidia0, /dev/nvidiactl.
+CONTAINER_DEV_DIR = "/dev"
 GPU_NODE_PREFIX = "nvidia"            # nvidia0 .. nvidiaN-1
 #: The control nodes that come with every GPU: (name under /dev, major, minor).
 CONTROL_DEVICES = (
@@ -231,6 +265,9 @@ IB_FULL = "full"
 IB_TIERS = (IB_FULL, IB_SYSFS)
 VISIBLE_NONE = "none"
 VISIBLE_ALL = "all"
+#: The NVIDIA Container Toolkit's NVIDIA_VISIBLE_DEVICES word for "the driver, no
+#: GPU" (the toolkit's CDI spec sets it); MOCK_NVML_VISIBLE_DEVICES takes it as none.
+VISIBLE_VOID = "void"
 
 # --- Pod annotations (pod-scoped) -------------------------------------------
 

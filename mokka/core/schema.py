@@ -248,8 +248,9 @@ DEVICE_FIELDS = {
                         "target_temperature_c temperature_gpu_c temperature_memory_c",
                         minimum=-273)),
     "clocks": Map(ints("graphics_app graphics_app_default graphics_current graphics_max "
-                       "memory_app memory_app_default memory_current memory_max sm_current "
-                       "sm_max video_current video_max")),
+                       "memory_app memory_app_default memory_current memory_max sm_app "
+                       "sm_app_default sm_current sm_max video_app video_app_default "
+                       "video_current video_max")),
     "clocks_throttle_reasons": Map({
         **bools("applications_clocks_setting display_clocks_setting gpu_idle "
                 "hw_power_brake_slowdown hw_slowdown hw_thermal_slowdown sw_power_cap "
@@ -287,8 +288,9 @@ DEVICE_FIELDS = {
     "platform": Map({**ints("host_id slot_number tray_index module_id", maximum=UINT32_MAX),
                      **strs("chassis_serial_number peer_type")}),
     "fan": Map({"count": Int(maximum=64), "speed_percent": Scalar(), "target_speed_percent": Scalar()}),
+    # lost: what ``mokka ctl set GPU lost=true`` writes (names.STATE_LOST_KEY).
     "failure": Map({"mode": Str(choices=FAILURE_MODES, noun="mode"), "probability": Number(0, 1),
-                    "after_calls": Int()}),
+                    "after_calls": Int(), "lost": Bool()}),
     "fabric": Map({"state": Str(choices=FABRIC_STATES, noun="state"), "clique_id": Int(maximum=UINT32_MAX),
                    "cluster_uuid": Str(max_len=64), "health_summary": Str(),
                    "health": Map(strs("access_timeout_recovery degraded_bandwidth "
@@ -329,8 +331,9 @@ DEVICE_ENTRY = Map({**DEVICE_FIELDS,
                     "grace_cpu_pair": Int(maximum=INT64_MAX)},
                    required=("index",))
 
-_LINK = Map({"link": Int(maximum=63), "state": Str(), "remote_device_type": Str(),
-             "remote_pci_bus_id": Str(max_len=32), "remote_index": Int(maximum=UINT32_MAX)})
+#: One NVLink of a profile's nvlink block (and of a compiled GPU's ``nvlink_links``).
+LINK = Map({"link": Int(maximum=63), "state": Str(), "remote_device_type": Str(),
+            "remote_pci_bus_id": Str(max_len=32), "remote_index": Int(maximum=UINT32_MAX)})
 
 PROFILE = Map({
     "version": Str(numbers=True, max_len=32),
@@ -346,9 +349,9 @@ PROFILE = Map({
                    "switches": List(Map({"bdf": Str(max_len=32), "uuid": Str(max_len=96)}),
                                     max_len=256),
                    "defaults": Map({"state": Str()}),
-                   "links": List(_LINK, max_len=64),
+                   "links": List(LINK, max_len=64),
                    "device_links": List(Map({"index": Int(maximum=names.MAX_GPUS - 1),
-                                             "links": List(_LINK, max_len=64)},
+                                             "links": List(LINK, max_len=64)},
                                             required=("index",)),
                                         max_len=names.MAX_GPUS)}),
     "infiniband": Map({"enabled": Bool(), "hcas_per_gpu": Int(maximum=16),

@@ -7,6 +7,8 @@ profiles without a fabric block are left unchanged.
 
 from __future__ import annotations
 
+from mokka.core import names
+
 
 class TopologyError(ValueError):
     pass
@@ -73,7 +75,7 @@ def apply(state: dict, doc: dict, node_name: str) -> bool:
         fabric["cluster_uuid"] = normalize_cluster_uuid(uuid)
         fabric["clique_id"] = clique
         if not fabric.get("state"):
-            fabric["state"] = "completed"
+            fabric["state"] = names.FABRIC_STATE_COMPLETED
         changed = True
     if changed:
         state["topology"] = {"node_name": node_name, "domain": domain,

@@ -152,8 +152,9 @@ def render(events: list[Event], last_seq: int) -> tuple[bytes, bytes]:
             lines.append(f"- {{seq: {e.seq}, gpu: {i.gpu}, uuid: '{i.uuid}', bus_id: '{i.bus_id}', "
                          f"code: {i.code}}}\n")
     text = "".join(lines).encode()
-    body = {"last_seq": last_seq,
-            "event": [{"seq": e.seq, "gpu": e.injection.gpu, "code": e.injection.code} for e in events]}
+    listed = [{names.XID_COMPANION_SEQ: e.seq, names.XID_COMPANION_GPU: e.injection.gpu,
+               names.XID_COMPANION_CODE: e.injection.code} for e in events]
+    body = {names.XID_COMPANION_LAST_SEQ: last_seq, names.XID_COMPANION_EVENTS: listed}
     return text, flatstate.render(names.XID_EVENTS_KIND, digest(text), body)
 
 

@@ -38,7 +38,7 @@ from mokka.nri import watch
 from mokka.nri.inject.model import CDIEdits, Config, Device, Mount, NodeView
 
 #: Where device nodes appear inside a container.
-DEV_ROOT = "/dev"
+DEV_ROOT = names.CONTAINER_DEV_DIR
 CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 RACY_WINDOW_NS = 2_000_000_000
 #: How long a quiet inotify alone keeps the last view: a mount over a watched

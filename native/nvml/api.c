@@ -130,7 +130,7 @@ int api_pre_ada(const struct mock_gpu *g)
 {
     static const char *const old[] = {"kepler", "maxwell", "pascal", "volta", "turing", "ampere"};
     char arch[64];
-    if (gpu_raw(g, "architecture", arch, sizeof arch) != 1)
+    if (gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch) != 1)
         return 0;
     for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
         if (strcasecmp(arch, old[i]) == 0)

@@ -5,57 +5,54 @@
 
 #include "mock.h"
 
-/* The state's name of a clock domain, or NULL. */
-static const char *domain_name(nvmlClockType_t type)
+enum { CURRENT, MAX, APP, APP_DEFAULT, WHATS };
+
+/* The key of one clock of a domain (clocks.<domain>_<what>), or NULL: not a domain. */
+static const char *clock_key(nvmlClockType_t type, int what)
 {
-    switch (type) {
-    case NVML_CLOCK_GRAPHICS:
-        return "graphics";
-    case NVML_CLOCK_SM:
-        return "sm";
-    case NVML_CLOCK_MEM:
-        return "memory";
-    case NVML_CLOCK_VIDEO:
-        return "video";
-    default:
-        return NULL;
-    }
+    static const char *const keys[NVML_CLOCK_COUNT][WHATS] = {
+        [NVML_CLOCK_GRAPHICS] = {K_CLOCKS_GRAPHICS_CURRENT, K_CLOCKS_GRAPHICS_MAX, K_CLOCKS_GRAPHICS_APP,
+                                 K_CLOCKS_GRAPHICS_APP_DEFAULT},
+        [NVML_CLOCK_SM] = {K_CLOCKS_SM_CURRENT, K_CLOCKS_SM_MAX, K_CLOCKS_SM_APP, K_CLOCKS_SM_APP_DEFAULT},
+        [NVML_CLOCK_MEM] = {K_CLOCKS_MEMORY_CURRENT, K_CLOCKS_MEMORY_MAX, K_CLOCKS_MEMORY_APP,
+                            K_CLOCKS_MEMORY_APP_DEFAULT},
+        [NVML_CLOCK_VIDEO] = {K_CLOCKS_VIDEO_CURRENT, K_CLOCKS_VIDEO_MAX, K_CLOCKS_VIDEO_APP,
+                              K_CLOCKS_VIDEO_APP_DEFAULT},
+    };
+    return (unsigned int)type < NVML_CLOCK_COUNT ? keys[type][what] : NULL;
 }
 
-/* clocks.<domain>_<what>: current, max, app, app_default. */
-static nvmlReturn_t clock_value(nvmlDevice_t device, nvmlClockType_t type, const char *what, unsigned int *mhz)
+static nvmlReturn_t clock_value(nvmlDevice_t device, nvmlClockType_t type, int what, unsigned int *mhz)
 {
     nvmlReturn_t ret = mock_check_device(device);
     if (ret != NVML_SUCCESS)
         return ret;
-    const char *domain = domain_name(type);
-    if (!domain)
+    const char *key = clock_key(type, what);
+    if (!key)
         return NVML_ERROR_INVALID_ARGUMENT;
-    char key[64];
-    snprintf(key, sizeof key, "clocks.%s_%s", domain, what);
     return api_u32(device, key, mhz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    return clock_value(device, type, "current", clock);
+    return clock_value(device, type, CURRENT, clock);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    return clock_value(device, type, "max", clock);
+    return clock_value(device, type, MAX, clock);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                     unsigned int *clockMHz)
 {
-    return clock_value(device, clockType, "app", clockMHz);
+    return clock_value(device, clockType, APP, clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                            unsigned int *clockMHz)
 {
-    return clock_value(device, clockType, "app_default", clockMHz);
+    return clock_value(device, clockType, APP_DEFAULT, clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType, nvmlClockId_t clockId,
@@ -63,11 +60,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clo
 {
     switch (clockId) {
     case NVML_CLOCK_ID_CURRENT:
-        return clock_value(device, clockType, "current", clockMHz);
+        return clock_value(device, clockType, CURRENT, clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_TARGET:
-        return clock_value(device, clockType, "app", clockMHz);
+        return clock_value(device, clockType, APP, clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
-        return clock_value(device, clockType, "app_default", clockMHz);
+        return clock_value(device, clockType, APP_DEFAULT, clockMHz);
     case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: {       /* nvidia-smi prints N/A */
         nvmlReturn_t ret = mock_check_device(device);
         return ret != NVML_SUCCESS ? ret : NVML_ERROR_NOT_SUPPORTED;
@@ -79,9 +76,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clo
     }
 }
 
-/* Copy up to *count values; NVML's contract for sized arrays. */
-static nvmlReturn_t fill(const struct mock_gpu *g, const char *list, const char *suffix, unsigned int n,
-                         unsigned int *count, unsigned int *out)
+/* NVML's contract for sized arrays: *count too small, INSUFFICIENT_SIZE and the count needed. */
+static nvmlReturn_t room_for(unsigned int n, unsigned int *count, const unsigned int *out)
 {
     if (*count < n) {
         *count = n;
@@ -89,15 +85,15 @@ static nvmlReturn_t fill(const struct mock_gpu *g, const char *list, const char 
     }
     if (n > 0 && !out)
         return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < n; i++) {
-        char key[128];
-        unsigned long long v = 0;
-        snprintf(key, sizeof key, "%s.%u%s", list, i, suffix);
-        gpu_u64(g, key, &v);
-        out[i] = (unsigned int)v;
-    }
     *count = n;
     return NVML_SUCCESS;
+}
+
+static unsigned int mhz_at(const struct mock_gpu *g, const char *key)
+{
+    unsigned long long v = 0;
+    gpu_u64(g, key, &v);
+    return (unsigned int)v;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int *count,
@@ -109,10 +105,16 @@ nvmlReturn_t DECLDIR nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, uns
         return ret;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned int n = gpu_list_len(g, "supported_clocks.memory_clocks");
+    unsigned int n = gpu_list_len(g, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS);
     if (n == 0)
         return NVML_ERROR_NOT_SUPPORTED;
-    return fill(g, "supported_clocks.memory_clocks", ".freq_mhz", n, count, clocksMHz);
+    ret = room_for(n, count, clocksMHz);
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
+        char key[128];
+        snprintf(key, sizeof key, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS_N_FREQ_MHZ, i);
+        clocksMHz[i] = mhz_at(g, key);
+    }
+    return ret;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, unsigned int memoryClockMHz,
@@ -124,17 +126,23 @@ nvmlReturn_t DECLDIR nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, u
         return ret;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned int n = gpu_list_len(g, "supported_clocks.memory_clocks");
+    unsigned int n = gpu_list_len(g, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS);
     if (n == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     for (unsigned int m = 0; m < n; m++) {
         char key[128];
         unsigned long long freq;
-        snprintf(key, sizeof key, "supported_clocks.memory_clocks.%u.freq_mhz", m);
+        snprintf(key, sizeof key, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS_N_FREQ_MHZ, m);
         if (!gpu_u64(g, key, &freq) || freq != memoryClockMHz)
             continue;
-        snprintf(key, sizeof key, "supported_clocks.memory_clocks.%u.graphics_clocks", m);
-        return fill(g, key, "", gpu_list_len(g, key), count, clocksMHz);
+        snprintf(key, sizeof key, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS_N_GRAPHICS_CLOCKS, m);
+        unsigned int k = gpu_list_len(g, key);
+        ret = room_for(k, count, clocksMHz);
+        for (unsigned int i = 0; ret == NVML_SUCCESS && i < k; i++) {
+            snprintf(key, sizeof key, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS_N_GRAPHICS_CLOCKS_N, m, i);
+            clocksMHz[i] = mhz_at(g, key);
+        }
+        return ret;
     }
     return NVML_ERROR_NOT_FOUND;
 }

@@ -1,4 +1,6 @@
-/* Who a device is: names, identifiers, PCI, board, firmware versions, modes. */
+/* Who a device is: names, identifiers, PCI, board, firmware versions, modes. The
+ * getters that only read one key (the name, the serial, ...) are generated from
+ * getters.py. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -31,40 +33,10 @@ static int lookup_word(const struct mock_gpu *g, const char *key, const struct w
     return -1;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
-{
-    return api_string(device, "name", name, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
-{
-    return api_string(device, "uuid", uuid, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
-{
-    return api_string(device, "serial", serial, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char *partNumber, unsigned int length)
-{
-    return api_string(device, "board_part_number", partNumber, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned int length)
-{
-    return api_string(device, "vbios_version", version, length);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *version, unsigned int length)
-{
-    return api_string(device, "inforom.image_version", version, length);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object,
                                                  char *version, unsigned int length)
 {
-    static const char *const keys[] = {"inforom.oem_object", "inforom.ecc_object", "inforom.pwr_object"};
+    static const char *const keys[] = {K_INFOROM_OEM_OBJECT, K_INFOROM_ECC_OBJECT, K_INFOROM_PWR_OBJECT};
     nvmlReturn_t ret = mock_check_device(device);
     if (ret != NVML_SUCCESS)
         return ret;
@@ -85,16 +57,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
-{
-    return api_u32(device, "minor_number", minorNumber);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned int *boardId)
-{
-    return api_u32(device, "board_id", boardId);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int *multiGpuBool)
 {
     nvmlReturn_t ret = mock_check_device(device);
@@ -104,21 +66,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned in
         return NVML_ERROR_INVALID_ARGUMENT;
     *multiGpuBool = 0;                            /* nvidia-smi: "MultiGPU Board: No" */
     return NVML_SUCCESS;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetModuleId(nvmlDevice_t device, unsigned int *moduleId)
-{
-    return api_u32(device, "platform.module_id", moduleId);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int *numCores)
-{
-    return api_u32(device, "num_gpu_cores", numCores);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device, unsigned int *busWidth)
-{
-    return api_u32(device, "memory.memory_bus_width", busWidth);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
@@ -135,7 +82,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *ty
     if (!type)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_BRAND_UNKNOWN;
-    if (lookup_word(g, "brand", brands, &code) == 0)
+    if (lookup_word(g, K_BRAND, brands, &code) == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *type = (nvmlBrandType_t)code;
     return NVML_SUCCESS;
@@ -156,7 +103,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceAr
     if (!arch)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_DEVICE_ARCH_UNKNOWN;
-    if (lookup_word(g, "architecture", archs, &code) == 0)
+    if (lookup_word(g, K_ARCHITECTURE, archs, &code) == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *arch = code;
     return NVML_SUCCESS;
@@ -171,7 +118,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int
     if (!major || !minor)
         return NVML_ERROR_INVALID_ARGUMENT;
     long long a, b;
-    if (!gpu_i64(g, "compute_capability.major", &a) || !gpu_i64(g, "compute_capability.minor", &b))
+    if (!gpu_i64(g, K_COMPUTE_CAPABILITY_MAJOR, &a) || !gpu_i64(g, K_COMPUTE_CAPABILITY_MINOR, &b))
         return NVML_ERROR_NOT_SUPPORTED;
     *major = (int)a;
     *minor = (int)b;
@@ -191,11 +138,11 @@ static nvmlReturn_t pci_of(nvmlDevice_t device, nvmlPciInfo_t *pci)
     char bus_id[MOCK_VALUE_MAX];
     unsigned int domain, bus, dev, fn;
     unsigned long long device_id = 0, subsystem_id = 0;
-    if (gpu_str(g, "pci.bus_id", bus_id, sizeof bus_id) != 1 ||
+    if (gpu_str(g, K_PCI_BUS_ID, bus_id, sizeof bus_id) != 1 ||
         !api_parse_bus_id(bus_id, &domain, &bus, &dev, &fn))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, "pci.device_id", &device_id);
-    gpu_u64(g, "pci.subsystem_id", &subsystem_id);
+    gpu_u64(g, K_PCI_DEVICE_ID, &device_id);
+    gpu_u64(g, K_PCI_SUBSYSTEM_ID, &subsystem_id);
     api_fill_pci(pci, domain, bus, dev, fn, (unsigned int)device_id, (unsigned int)subsystem_id);
     return NVML_SUCCESS;
 }
@@ -241,36 +188,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPciInfoExt(nvmlDevice_t device, nvmlPciInfoExt
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)
-{
-    return api_u32(device, "pcie.max_link_gen", maxLinkGen);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGenDevice)
-{
-    return api_u32(device, "pcie.max_link_gen", maxLinkGenDevice);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)
-{
-    return api_u32(device, "pcie.max_link_width", maxLinkWidth);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)
-{
-    return api_u32(device, "pcie.current_link_gen", currLinkGen);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *currLinkWidth)
-{
-    return api_u32(device, "pcie.current_link_width", currLinkWidth);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
-{
-    return api_u32(device, "pcie.replay_counter", value);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t counter,
                                                  unsigned int *value)
 {
@@ -278,24 +195,19 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUt
     if (ret != NVML_SUCCESS)
         return ret;
     if (counter == NVML_PCIE_UTIL_TX_BYTES)
-        return api_u32(device, "pcie.tx_throughput_kbps", value);
+        return api_u32(device, K_PCIE_TX_THROUGHPUT_KBPS, value);
     if (counter == NVML_PCIE_UTIL_RX_BYTES)
-        return api_u32(device, "pcie.rx_throughput_kbps", value);
+        return api_u32(device, K_PCIE_RX_THROUGHPUT_KBPS, value);
     return NVML_ERROR_INVALID_ARGUMENT;
 }
 
 /* --- firmware and modes ----------------------------------------------------------- */
 
-nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char *version)
-{
-    return api_string(device, "gsp_firmware.version", version, NVML_GSP_FIRMWARE_VERSION_BUF_SIZE);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareMode(nvmlDevice_t device, unsigned int *isEnabled,
                                                   unsigned int *defaultMode)
 {
     nvmlEnableState_t on;
-    nvmlReturn_t ret = api_enabled(device, "gsp_firmware.mode", isEnabled && defaultMode ? &on : NULL);
+    nvmlReturn_t ret = api_enabled(device, K_GSP_FIRMWARE_MODE, isEnabled && defaultMode ? &on : NULL);
     if (ret == NVML_SUCCESS)
         *isEnabled = *defaultMode = on == NVML_FEATURE_ENABLED;
     return ret;
@@ -311,37 +223,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
         return NVML_ERROR_INVALID_ARGUMENT;
     /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode. */
     int c2c = 0, grace = 0;
-    gpu_flag(g, "features.nvlink_c2c", &c2c);
-    gpu_flag(g, "grace_superchip.enabled", &grace);
+    gpu_flag(g, K_FEATURES_NVLINK_C2C, &c2c);
+    gpu_flag(g, K_GRACE_SUPERCHIP_ENABLED, &grace);
     if (!c2c && !grace)
         return NVML_ERROR_NOT_SUPPORTED;
     c2cModeInfo->isC2cEnabled = 1;
     return NVML_SUCCESS;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetDisplayMode(nvmlDevice_t device, nvmlEnableState_t *display)
-{
-    return api_enabled(device, "display.mode", display);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetDisplayActive(nvmlDevice_t device, nvmlEnableState_t *isActive)
-{
-    return api_enabled(device, "display.active", isActive);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "persistence_mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetAccountingMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "accounting.mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetAccountingBufferSize(nvmlDevice_t device, unsigned int *bufferSize)
-{
-    return api_u32(device, "accounting.buffer_size", bufferSize);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
@@ -357,7 +244,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMo
     if (!mode)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code = NVML_COMPUTEMODE_DEFAULT;     /* values.compute_mode: default when unset */
-    if (lookup_word(g, "compute_mode", modes, &code) < 0)
+    if (lookup_word(g, K_COMPUTE_MODE, modes, &code) < 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *mode = (nvmlComputeMode_t)code;
     return NVML_SUCCESS;
@@ -375,8 +262,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGpuOperationMode(nvmlDevice_t device, nvmlGpuO
     if (!current || !pending)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int cur, pend;
-    if (lookup_word(g, "gpu_operation_mode.current", goms, &cur) != 1 ||
-        lookup_word(g, "gpu_operation_mode.pending", goms, &pend) != 1)
+    if (lookup_word(g, K_GPU_OPERATION_MODE_CURRENT, goms, &cur) != 1 ||
+        lookup_word(g, K_GPU_OPERATION_MODE_PENDING, goms, &pend) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     *current = (nvmlGpuOperationMode_t)cur;
     *pending = (nvmlGpuOperationMode_t)pend;
@@ -396,7 +283,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGp
     if (!pVirtualMode)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int code;
-    if (lookup_word(g, "virtualization.mode", modes, &code) != 1)
+    if (lookup_word(g, K_VIRTUALIZATION_MODE, modes, &code) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     *pVirtualMode = (nvmlGpuVirtualizationMode_t)code;
     return NVML_SUCCESS;

@@ -88,12 +88,18 @@ static long long clamp(long long v, int has_lo, long long lo, int has_hi, long l
     return v;
 }
 
-/* The state's integer at gpu.<p>.<key>: 1, or 0 when absent or not an integer. */
-static int state_ll(const struct mock_gpu *g, const char *key, long long *out)
+/* The state's own value at gpu.<p>.<key>, or NULL. */
+static const char *state_get(const struct mock_gpu *g, const char *key)
 {
     char full[MOCK_VALUE_MAX];
     snprintf(full, sizeof full, "%s%s", g->base, key);
-    const char *v = flat_get(&g->node->state, full);
+    return flat_get(&g->node->state, full);
+}
+
+/* The state's integer at gpu.<p>.<key>: 1, or 0 when absent or not an integer. */
+static int state_ll(const struct mock_gpu *g, const char *key, long long *out)
+{
+    const char *v = state_get(g, key);
     if (!v || !*v)
         return 0;
     char *end;
@@ -114,7 +120,7 @@ static long long field(const struct mock_gpu *g, const char *key, long long dflt
 static int has_block(const struct mock_gpu *g, const char *block)
 {
     char full[MOCK_VALUE_MAX];
-    snprintf(full, sizeof full, "%sdynamic_metrics.%s.", g->base, block);
+    snprintf(full, sizeof full, "%s%s.", g->base, block);
     return flat_has_prefix(&g->node->state, full);
 }
 
@@ -146,31 +152,39 @@ void dynamic_read_clock(struct mock_node *n)
 
 static long long temperature(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = field(g, "dynamic_metrics.temperature.variance_c", 0), shutdown = 0;
-    int has_shutdown = state_ll(g, "thermal.shutdown_threshold_c", &shutdown);
-    long long v = field(g, "dynamic_metrics.temperature.base_c", field(g, "thermal.temperature_gpu_c", 0)) +
-                  ramp(t, field(g, "dynamic_metrics.temperature.ramp_c", 0),
-                       field(g, "dynamic_metrics.temperature.ramp_period_sec", 0)) +
+    long long variance = field(g, K_DYNAMIC_METRICS_TEMPERATURE_VARIANCE_C, 0), shutdown = 0;
+    int has_shutdown = state_ll(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, &shutdown);
+    long long v = field(g, K_DYNAMIC_METRICS_TEMPERATURE_BASE_C, field(g, K_THERMAL_TEMPERATURE_GPU_C, 0)) +
+                  ramp(t, field(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_C, 0),
+                       field(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_PERIOD_SEC, 0)) +
                   pick(draw(seed, g->phys, t, TEMPERATURE), -variance, variance);
     return clamp(v, 1, 0, has_shutdown, shutdown);
 }
 
 static long long power(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = field(g, "dynamic_metrics.power.variance_mw", 0), lo = 0, hi = 0;
-    int has_lo = state_ll(g, "power.min_limit_mw", &lo), has_hi = state_ll(g, "power.max_limit_mw", &hi);
-    long long v = field(g, "dynamic_metrics.power.base_mw", field(g, "power.current_draw_mw", 0)) +
+    long long variance = field(g, K_DYNAMIC_METRICS_POWER_VARIANCE_MW, 0), lo = 0, hi = 0;
+    int has_lo = state_ll(g, K_POWER_MIN_LIMIT_MW, &lo), has_hi = state_ll(g, K_POWER_MAX_LIMIT_MW, &hi);
+    long long v = field(g, K_DYNAMIC_METRICS_POWER_BASE_MW, field(g, K_POWER_CURRENT_DRAW_MW, 0)) +
                   pick(draw(seed, g->phys, t, POWER), -variance, variance);
     return clamp(v, has_lo, lo, has_hi, hi);
 }
 
+/* A block of dynamic_metrics whose reading follows a pattern. */
+struct patterned_block {
+    const char *pattern;
+    const char *burst_period_sec;
+};
+static const struct patterned_block UTILIZATION_BLOCK = {K_DYNAMIC_METRICS_UTILIZATION_PATTERN,
+                                                         K_DYNAMIC_METRICS_UTILIZATION_BURST_PERIOD_SEC};
+static const struct patterned_block MEMORY_BLOCK = {K_DYNAMIC_METRICS_MEMORY_PATTERN,
+                                                    K_DYNAMIC_METRICS_MEMORY_BURST_PERIOD_SEC};
+
 /* lo..hi over time by the block's pattern and burst period (dynamic.py's patterned). */
-static long long patterned(const struct mock_gpu *g, const char *block, long long lo, long long hi, u64 t,
-                           u64 steady_draw)
+static long long patterned(const struct mock_gpu *g, const struct patterned_block *block, long long lo,
+                           long long hi, u64 t, u64 steady_draw)
 {
-    char full[MOCK_VALUE_MAX];
-    snprintf(full, sizeof full, "%sdynamic_metrics.%s.pattern", g->base, block);
-    const char *pattern = flat_get(&g->node->state, full);
+    const char *pattern = state_get(g, block->pattern);
     if (!pattern || !*pattern)
         pattern = MOKKA_DYNAMIC_PATTERN_STEADY;
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_IDLE) == 0)
@@ -178,8 +192,7 @@ static long long patterned(const struct mock_gpu *g, const char *block, long lon
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BUSY) == 0)
         return hi;
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
-        snprintf(full, sizeof full, "dynamic_metrics.%s.burst_period_sec", block);
-        long long period = field(g, full, 0);
+        long long period = field(g, block->burst_period_sec, 0);
         if (period <= 0)
             period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
         return t % (u64)period < (u64)(period + 1) / 2 ? hi : lo;
@@ -189,11 +202,14 @@ static long long patterned(const struct mock_gpu *g, const char *block, long lon
 
 static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memory)
 {
-    long long lo = field(g, memory ? "dynamic_metrics.utilization.memory_min" : "dynamic_metrics.utilization.gpu_min", 0);
-    long long hi = field(g, memory ? "dynamic_metrics.utilization.memory_max" : "dynamic_metrics.utilization.gpu_max", 100);
+    long long lo = field(g, memory ? K_DYNAMIC_METRICS_UTILIZATION_MEMORY_MIN
+                                   : K_DYNAMIC_METRICS_UTILIZATION_GPU_MIN, 0);
+    long long hi = field(g, memory ? K_DYNAMIC_METRICS_UTILIZATION_MEMORY_MAX
+                                   : K_DYNAMIC_METRICS_UTILIZATION_GPU_MAX, 100);
     lo = clamp(lo, 1, 0, 1, 100);
     hi = clamp(hi, 1, lo, 1, 100);
-    return patterned(g, "utilization", lo, hi, t, draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU));
+    u64 steady = draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU);
+    return patterned(g, &UTILIZATION_BLOCK, lo, hi, t, steady);
 }
 
 /* Bytes used: whole MiB between the block's percentages of total - reserved, so
@@ -201,46 +217,59 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
 static long long memory_used(const struct mock_gpu *g, u64 seed, u64 t, int *ok)
 {
     long long total = 0, reserved = 0;
-    *ok = state_ll(g, "memory.total_bytes", &total);
+    *ok = state_ll(g, K_MEMORY_TOTAL_BYTES, &total);
     if (!*ok)
         return 0;
-    state_ll(g, "memory.reserved_bytes", &reserved);
+    state_ll(g, K_MEMORY_RESERVED_BYTES, &reserved);
     long long usable = total > reserved ? (total - reserved) >> 20 : 0;
-    long long lo_pct = clamp(field(g, "dynamic_metrics.memory.used_min_pct", 0), 1, 0, 1, 100);
-    long long hi_pct = clamp(field(g, "dynamic_metrics.memory.used_max_pct", 100), 1, lo_pct, 1, 100);
-    long long mib = patterned(g, "memory", usable * lo_pct / 100, usable * hi_pct / 100, t,
+    long long lo_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MIN_PCT, 0), 1, 0, 1, 100);
+    long long hi_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MAX_PCT, 100), 1, lo_pct, 1, 100);
+    long long mib = patterned(g, &MEMORY_BLOCK, usable * lo_pct / 100, usable * hi_pct / 100, t,
                               draw(seed, g->phys, t, MEMORY_USED));
     return mib << 20;
 }
 
+/* The readings that move, each with its block of dynamic_metrics: present, it moves. */
+static const struct {
+    const char *key;
+    const char *block;
+    int reading;
+} moving[] = {
+    {K_THERMAL_TEMPERATURE_GPU_C, K_DYNAMIC_METRICS_TEMPERATURE, TEMPERATURE},
+    {K_POWER_CURRENT_DRAW_MW, K_DYNAMIC_METRICS_POWER, POWER},
+    {K_UTILIZATION_GPU, K_DYNAMIC_METRICS_UTILIZATION, UTIL_GPU},
+    {K_UTILIZATION_MEMORY, K_DYNAMIC_METRICS_UTILIZATION, UTIL_MEMORY},
+    {K_MEMORY_USED_BYTES, K_DYNAMIC_METRICS_MEMORY, MEMORY_USED},
+};
+
+static long long reading_of(const struct mock_gpu *g, int reading, u64 seed, u64 t, int *ok)
+{
+    switch (reading) {
+    case TEMPERATURE:
+        return temperature(g, seed, t);
+    case POWER:
+        return power(g, seed, t);
+    case MEMORY_USED:
+        return memory_used(g, seed, t, ok);
+    default:
+        return utilization(g, seed, t, reading == UTIL_MEMORY);
+    }
+}
+
 int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size)
 {
-    const char *block;
-    if (strcmp(key, "thermal.temperature_gpu_c") == 0)
-        block = "temperature";
-    else if (strcmp(key, "power.current_draw_mw") == 0)
-        block = "power";
-    else if (strcmp(key, "utilization.gpu") == 0 || strcmp(key, "utilization.memory") == 0)
-        block = "utilization";
-    else if (strcmp(key, "memory.used_bytes") == 0)
-        block = "memory";
-    else
-        return 0;
-    if (!has_block(g, block))
-        return 0;
-    u64 seed = (u64)field(g, "dynamic_metrics.seed", 0), t = dynamic_clock(g->node);
-    long long v;
-    int ok = 1;
-    if (block[0] == 't')
-        v = temperature(g, seed, t);
-    else if (block[0] == 'p')
-        v = power(g, seed, t);
-    else if (block[0] == 'm')
-        v = memory_used(g, seed, t, &ok);
-    else
-        v = utilization(g, seed, t, strcmp(key, "utilization.memory") == 0);
-    if (!ok)
-        return 0;
-    int n = snprintf(out, size, "%lld", v);
-    return n > 0 && (size_t)n < size;
+    for (size_t i = 0; i < sizeof moving / sizeof moving[0]; i++) {
+        if (strcmp(key, moving[i].key) != 0)
+            continue;
+        if (!has_block(g, moving[i].block))
+            return 0;
+        u64 seed = (u64)field(g, K_DYNAMIC_METRICS_SEED, 0), t = dynamic_clock(g->node);
+        int ok = 1;
+        long long v = reading_of(g, moving[i].reading, seed, t, &ok);
+        if (!ok)
+            return 0;
+        int n = snprintf(out, size, "%lld", v);
+        return n > 0 && (size_t)n < size;
+    }
+    return 0;
 }

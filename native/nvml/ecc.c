@@ -13,9 +13,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t
                                           nvmlEnableState_t *pending)
 {
     nvmlEnableState_t cur, pend;
-    nvmlReturn_t ret = api_enabled(device, "ecc.mode_current", current && pending ? &cur : NULL);
+    nvmlReturn_t ret = api_enabled(device, K_ECC_MODE_CURRENT, current && pending ? &cur : NULL);
     if (ret == NVML_SUCCESS)
-        ret = api_enabled(device, "ecc.mode_pending", &pend);
+        ret = api_enabled(device, K_ECC_MODE_PENDING, &pend);
     if (ret == NVML_SUCCESS) {
         *current = cur;
         *pending = pend;
@@ -23,19 +23,38 @@ nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t
     return ret;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetDefaultEccMode(nvmlDevice_t device, nvmlEnableState_t *defaultMode)
-{
-    return api_enabled(device, "ecc.default_mode", defaultMode);
-}
-
 static int ecc_enabled(const struct mock_gpu *g)
 {
     int on = 0;
-    return gpu_flag(g, "ecc.mode_current", &on) && on;
+    return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && on;
 }
 
+/* Where a count is kept: NVML's memory locations, and ECC_TOTAL, their total. */
+#define ECC_TOTAL NVML_MEMORY_LOCATION_COUNT
+
+/* The counts of one scope and error type: ecc.errors.<scope>.<bits>.<location>, the
+ * SRAM's ecc.sram.<scope>.<sram>; NULL where the state keeps no count. */
+#define ECC_KEYS(SCOPE, BITS, SRAM)                                                              \
+    {[NVML_MEMORY_LOCATION_L1_CACHE] = K_ECC_ERRORS_##SCOPE##_##BITS##_L1_CACHE,                   \
+     [NVML_MEMORY_LOCATION_L2_CACHE] = K_ECC_ERRORS_##SCOPE##_##BITS##_L2_CACHE,                   \
+     [NVML_MEMORY_LOCATION_DEVICE_MEMORY] = K_ECC_ERRORS_##SCOPE##_##BITS##_DEVICE_MEMORY,         \
+     [NVML_MEMORY_LOCATION_REGISTER_FILE] = K_ECC_ERRORS_##SCOPE##_##BITS##_REGISTER_FILE,         \
+     [NVML_MEMORY_LOCATION_TEXTURE_MEMORY] = K_ECC_ERRORS_##SCOPE##_##BITS##_TEXTURE_MEMORY,       \
+     [NVML_MEMORY_LOCATION_SRAM] = K_ECC_SRAM_##SCOPE##_##SRAM,                                    \
+     [ECC_TOTAL] = K_ECC_ERRORS_##SCOPE##_##BITS##_TOTAL}
+
+static const char *const ecc_keys[NVML_ECC_COUNTER_TYPE_COUNT][NVML_MEMORY_ERROR_TYPE_COUNT]
+                                 [ECC_TOTAL + 1] = {
+    [NVML_VOLATILE_ECC] = {[NVML_MEMORY_ERROR_TYPE_CORRECTED] = ECC_KEYS(VOLATILE, SINGLE_BIT, CORRECTABLE),
+                           [NVML_MEMORY_ERROR_TYPE_UNCORRECTED] =
+                               ECC_KEYS(VOLATILE, DOUBLE_BIT, UNCORRECTABLE_SECDED)},
+    [NVML_AGGREGATE_ECC] = {[NVML_MEMORY_ERROR_TYPE_CORRECTED] = ECC_KEYS(AGGREGATE, SINGLE_BIT, CORRECTABLE),
+                            [NVML_MEMORY_ERROR_TYPE_UNCORRECTED] =
+                                ECC_KEYS(AGGREGATE, DOUBLE_BIT, UNCORRECTABLE_SECDED)},
+};
+
 static nvmlReturn_t ecc_count(nvmlDevice_t device, nvmlMemoryErrorType_t type, nvmlEccCounterType_t scope,
-                              const char *where, unsigned long long *out)
+                              unsigned int where, unsigned long long *out)
 {
     const struct mock_gpu *g;
     nvmlReturn_t ret = mock_gpu_of(device, &g);
@@ -46,40 +65,27 @@ static nvmlReturn_t ecc_count(nvmlDevice_t device, nvmlMemoryErrorType_t type, n
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!ecc_enabled(g))
         return NVML_ERROR_NOT_SUPPORTED;
-    const char *scope_name = scope == NVML_VOLATILE_ECC ? "volatile" : "aggregate";
-    char key[128];
-    if (strcmp(where, "sram") == 0)
-        snprintf(key, sizeof key, "ecc.sram.%s.%s", scope_name,
-                 type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "correctable" : "uncorrectable_secded");
-    else
-        snprintf(key, sizeof key, "ecc.errors.%s.%s.%s", scope_name,
-                 type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "single_bit" : "double_bit", where);
-    return gpu_u64(g, key, out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+    return gpu_u64(g, ecc_keys[scope][type][where], out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
                                                  nvmlEccCounterType_t counterType, unsigned long long *eccCounts)
 {
-    return ecc_count(device, errorType, counterType, "total", eccCounts);
+    return ecc_count(device, errorType, counterType, ECC_TOTAL, eccCounts);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
                                                      nvmlEccCounterType_t counterType,
                                                      nvmlMemoryLocation_t locationType, unsigned long long *count)
 {
-    static const char *const where[NVML_MEMORY_LOCATION_COUNT] = {
-        [NVML_MEMORY_LOCATION_L1_CACHE] = "l1_cache", [NVML_MEMORY_LOCATION_L2_CACHE] = "l2_cache",
-        [NVML_MEMORY_LOCATION_DEVICE_MEMORY] = "device_memory",
-        [NVML_MEMORY_LOCATION_REGISTER_FILE] = "register_file",
-        [NVML_MEMORY_LOCATION_TEXTURE_MEMORY] = "texture_memory", [NVML_MEMORY_LOCATION_SRAM] = "sram"};
     nvmlReturn_t ret = mock_check_device(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if ((unsigned int)locationType >= NVML_MEMORY_LOCATION_COUNT)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!where[locationType])
-        return NVML_ERROR_NOT_SUPPORTED;
-    return ecc_count(device, errorType, counterType, where[locationType], count);
+    if (!ecc_keys[NVML_VOLATILE_ECC][NVML_MEMORY_ERROR_TYPE_CORRECTED][locationType])
+        return NVML_ERROR_NOT_SUPPORTED;          /* a location the state keeps no count of */
+    return ecc_count(device, errorType, counterType, locationType, count);
 }
 
 /* --- row remapping ------------------------------------------------------------------ */
@@ -88,11 +94,11 @@ static int remaps_rows(const struct mock_gpu *g)
 {
     static const char *const before[] = {"kepler", "maxwell", "pascal", "volta", "turing"};
     char arch[64] = "";
-    gpu_raw(g, "architecture", arch, sizeof arch);
+    gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch);
     for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
         if (strcasecmp(arch, before[i]) == 0)
             return 0;
-    return gpu_has_prefix(g, "remapped_rows.");
+    return gpu_has_prefix(g, K_REMAPPED_ROWS ".");
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
@@ -108,10 +114,10 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int
         return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long corr = 0, unc = 0;
     int pending = 0, failed = 0;
-    gpu_u64(g, "remapped_rows.correctable", &corr);
-    gpu_u64(g, "remapped_rows.uncorrectable", &unc);
-    gpu_flag(g, "remapped_rows.pending", &pending);
-    gpu_flag(g, "remapped_rows.failure_occurred", &failed);
+    gpu_u64(g, K_REMAPPED_ROWS_CORRECTABLE, &corr);
+    gpu_u64(g, K_REMAPPED_ROWS_UNCORRECTABLE, &unc);
+    gpu_flag(g, K_REMAPPED_ROWS_PENDING, &pending);
+    gpu_flag(g, K_REMAPPED_ROWS_FAILURE_OCCURRED, &failed);
     *corrRows = (unsigned int)corr;
     *uncRows = (unsigned int)unc;
     *isPending = (unsigned int)pending;
@@ -127,15 +133,16 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t device, nvml
         return ret;
     if (!values)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!remaps_rows(g) || !gpu_has_prefix(g, "remapped_rows.availability_histogram."))
+    if (!remaps_rows(g) || !gpu_has_prefix(g, K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM "."))
         return NVML_ERROR_NOT_SUPPORTED;
-    static const char *const bins[] = {"max", "high", "partial", "low", "none"};
+    static const char *const bins[] = {
+        K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM_MAX, K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM_HIGH,
+        K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM_PARTIAL, K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM_LOW,
+        K_REMAPPED_ROWS_AVAILABILITY_HISTOGRAM_NONE};
     unsigned int *out[] = {&values->max, &values->high, &values->partial, &values->low, &values->none};
     for (size_t i = 0; i < 5; i++) {
-        char key[96];
         unsigned long long v = 0;
-        snprintf(key, sizeof key, "remapped_rows.availability_histogram.%s", bins[i]);
-        gpu_u64(g, key, &v);
+        gpu_u64(g, bins[i], &v);
         *out[i] = (unsigned int)v;
     }
     return NVML_SUCCESS;
@@ -153,13 +160,11 @@ static nvmlReturn_t retired(nvmlDevice_t device, nvmlPageRetirementCause_t cause
     if (!pageCount || (cause != NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS &&
                        cause != NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR))
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!api_pre_ada(g) || !gpu_has_prefix(g, "retired_pages."))
+    if (!api_pre_ada(g) || !gpu_has_prefix(g, K_RETIRED_PAGES "."))
         return NVML_ERROR_NOT_SUPPORTED;
-    const char *block = cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? "double_bit_retirement"
-                                                                                 : "single_bit_retirement";
-    char list[96];
-    snprintf(list, sizeof list, "retired_pages.%s.addresses", block);
-    unsigned int n = gpu_list_len(g, list);
+    int double_bit = cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR;
+    unsigned int n = gpu_list_len(g, double_bit ? K_RETIRED_PAGES_DOUBLE_BIT_RETIREMENT_ADDRESSES
+                                                : K_RETIRED_PAGES_SINGLE_BIT_RETIREMENT_ADDRESSES);
     if (*pageCount < n) {
         *pageCount = n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -168,7 +173,8 @@ static nvmlReturn_t retired(nvmlDevice_t device, nvmlPageRetirementCause_t cause
         return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned int i = 0; i < n; i++) {
         char key[128], v[64];
-        snprintf(key, sizeof key, "%s.%u", list, i);
+        snprintf(key, sizeof key, double_bit ? K_RETIRED_PAGES_DOUBLE_BIT_RETIREMENT_ADDRESSES_N
+                                             : K_RETIRED_PAGES_SINGLE_BIT_RETIREMENT_ADDRESSES_N, i);
         addresses[i] = gpu_raw(g, key, v, sizeof v) == 1 ? strtoull(v, NULL, 0) : 0;
         if (timestamps)
             timestamps[i] = 0;
@@ -199,9 +205,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
     if (!isPending)
         return NVML_ERROR_INVALID_ARGUMENT;
     int pending = 0;
-    if (!api_pre_ada(g) || !gpu_has_prefix(g, "retired_pages."))
+    if (!api_pre_ada(g) || !gpu_has_prefix(g, K_RETIRED_PAGES "."))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_flag(g, "retired_pages.pending_retirement", &pending);
+    gpu_flag(g, K_RETIRED_PAGES_PENDING_RETIREMENT, &pending);
     *isPending = pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
 }

@@ -60,15 +60,15 @@ static void parse_uuid(const char *text, unsigned char out[NVML_GPU_FABRIC_UUID_
 static unsigned char state_code(const struct mock_gpu *g)
 {
     char state[32] = "";
-    if (gpu_raw(g, "fabric.state", state, sizeof state) != 1 || !*state)
+    if (gpu_raw(g, K_FABRIC_STATE, state, sizeof state) != 1 || !*state)
         snprintf(state, sizeof state, "%s", MOKKA_FABRIC_STATE_DEFAULT);
     if (strcasecmp(state, MOKKA_FABRIC_STATE_AUTO) == 0)
-        snprintf(state, sizeof state, "%s", g->node->fabric_ready ? "completed" : "in_progress");
-    if (strcasecmp(state, "completed") == 0)
+        snprintf(state, sizeof state, "%s", node_fabric_auto(g->node));
+    if (strcasecmp(state, MOKKA_FABRIC_STATE_COMPLETED) == 0)
         return MOKKA_FABRIC_CODE_COMPLETED;
-    if (strcasecmp(state, "in_progress") == 0)
+    if (strcasecmp(state, MOKKA_FABRIC_STATE_IN_PROGRESS) == 0)
         return MOKKA_FABRIC_CODE_IN_PROGRESS;
-    if (strcasecmp(state, "not_started") == 0)
+    if (strcasecmp(state, MOKKA_FABRIC_STATE_NOT_STARTED) == 0)
         return MOKKA_FABRIC_CODE_NOT_STARTED;
     return MOKKA_FABRIC_CODE_NOT_SUPPORTED;
 }
@@ -87,10 +87,10 @@ static unsigned int incorrect_configuration(const char *v)
 static void health_of(const struct mock_gpu *g, struct fabric *f)
 {
     static const struct { const char *key; unsigned int shift; } flags[] = {
-        {"fabric.health.degraded_bandwidth", SHIFT_DEGRADED_BW},
-        {"fabric.health.route_recovery", SHIFT_ROUTE_RECOVERY},
-        {"fabric.health.route_unhealthy", SHIFT_ROUTE_UNHEALTHY},
-        {"fabric.health.access_timeout_recovery", SHIFT_ACCESS_TIMEOUT_RECOVERY}};
+        {K_FABRIC_HEALTH_DEGRADED_BANDWIDTH, SHIFT_DEGRADED_BW},
+        {K_FABRIC_HEALTH_ROUTE_RECOVERY, SHIFT_ROUTE_RECOVERY},
+        {K_FABRIC_HEALTH_ROUTE_UNHEALTHY, SHIFT_ROUTE_UNHEALTHY},
+        {K_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY, SHIFT_ACCESS_TIMEOUT_RECOVERY}};
     int set[4] = {0};
     f->health = 0;
     for (unsigned int i = 0; i < 4; i++) {
@@ -98,12 +98,12 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         f->health |= (set[i] ? HEALTH_TRUE : HEALTH_FALSE) << flags[i].shift;
     }
     char v[64] = "none";
-    if (gpu_str(g, "fabric.health.incorrect_configuration", v, sizeof v) != 1)
+    if (gpu_str(g, K_FABRIC_HEALTH_INCORRECT_CONFIGURATION, v, sizeof v) != 1)
         snprintf(v, sizeof v, "none");
     unsigned int incorrect = incorrect_configuration(v);
     f->health |= incorrect << SHIFT_INCORRECT_CONFIGURATION;
     char summary[32] = "auto";
-    gpu_raw(g, "fabric.health_summary", summary, sizeof summary);
+    gpu_raw(g, K_FABRIC_HEALTH_SUMMARY, summary, sizeof summary);
     if (strcasecmp(summary, "healthy") == 0)
         f->summary = SUMMARY_HEALTHY;
     else if (strcasecmp(summary, "unhealthy") == 0)
@@ -124,14 +124,14 @@ static nvmlReturn_t fabric_of(nvmlDevice_t device, struct fabric *f)
     nvmlReturn_t ret = mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
-    if (!gpu_has_prefix(g, "fabric."))
+    if (!gpu_has_prefix(g, K_FABRIC "."))
         return NVML_ERROR_NOT_SUPPORTED;          /* the profile has no fabric */
     memset(f, 0, sizeof *f);
     char uuid[MOCK_VALUE_MAX];
-    if (gpu_str(g, "fabric.cluster_uuid", uuid, sizeof uuid) == 1)
+    if (gpu_str(g, K_FABRIC_CLUSTER_UUID, uuid, sizeof uuid) == 1)
         parse_uuid(uuid, f->uuid);
     unsigned long long clique = 0;
-    gpu_u64(g, "fabric.clique_id", &clique);
+    gpu_u64(g, K_FABRIC_CLIQUE_ID, &clique);
     f->clique = (unsigned int)clique;
     f->state = state_code(g);
     health_of(g, f);

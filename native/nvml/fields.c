@@ -36,14 +36,14 @@ static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *
 static int ecc_on(const struct mock_gpu *g)
 {
     int on = 0;
-    return gpu_flag(g, "ecc.mode_current", &on) && on;
+    return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && on;
 }
 
 /* report._temperature: distance from T.Limit (the slowdown point), Ada on. */
 static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
 {
     long long limit, x;
-    if (api_pre_ada(g) || !gpu_i64(g, "thermal.slowdown_threshold_c", &limit) || !gpu_i64(g, key, &x))
+    if (api_pre_ada(g) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &limit) || !gpu_i64(g, key, &x))
         return 0;
     v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
     v->value.siVal = (int)(limit - x);
@@ -59,8 +59,8 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
     if (fid == NVML_FI_DEV_NVLINK_GET_STATE)
         return set_u32(v, active);
     if (fid == NVML_FI_DEV_NVLINK_GET_VERSION)
-        return node_u64(g->node, "nvlink.version", &x) && set_u32(v, x);
-    return node_u64(g->node, "nvlink.bandwidth_per_link_mbps", &x) && set_u32(v, active ? x : 0);
+        return node_u64(g->node, NODE_NVLINK_VERSION, &x) && set_u32(v, x);
+    return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
 }
 
 /* 1 with v's value set, 0 when the state cannot answer. */
@@ -70,52 +70,52 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     int on;
     switch (v->fieldId) {
     case NVML_FI_DEV_ECC_CURRENT:
-        return gpu_flag(g, "ecc.mode_current", &on) && set_u32(v, (unsigned int)on);
+        return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && set_u32(v, (unsigned int)on);
     case NVML_FI_DEV_ECC_PENDING:
-        return gpu_flag(g, "ecc.mode_pending", &on) && set_u32(v, (unsigned int)on);
+        return gpu_flag(g, K_ECC_MODE_PENDING, &on) && set_u32(v, (unsigned int)on);
     case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.single_bit.total", &x) && set_u64(v, x);
+        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.double_bit.total", &x) && set_u64(v, x);
+        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_SBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.single_bit.total", &x) && set_u64(v, x);
+        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.double_bit.total", &x) && set_u64(v, x);
+        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_MEMORY_TEMP:
-        return key_u32(g, "thermal.temperature_memory_c", v);
+        return key_u32(g, K_THERMAL_TEMPERATURE_MEMORY_C, v);
     case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
     case NVML_FI_DEV_ENERGY:
-        return gpu_u64(g, "power.total_energy_consumption_mj", &x) && set_u64(v, x);
+        return gpu_u64(g, K_POWER_TOTAL_ENERGY_CONSUMPTION_MJ, &x) && set_u64(v, x);
     case NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:
-        return nvlink_count(g) > 0 && node_u64(g->node, "nvlink.bandwidth_per_link_mbps", &x) && set_u32(v, x);
+        return nvlink_count(g) > 0 && node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, x);
     case NVML_FI_DEV_NVLINK_LINK_COUNT:
-        return gpu_has_prefix(g, "nvlink_links.") && set_u32(v, nvlink_count(g));
+        return gpu_has_prefix(g, K_NVLINK_LINKS ".") && set_u32(v, nvlink_count(g));
     case NVML_FI_DEV_NVLINK_GET_SPEED:
     case NVML_FI_DEV_NVLINK_GET_STATE:
     case NVML_FI_DEV_NVLINK_GET_VERSION:
         return link_field(g, v->fieldId, v->scopeId, v);
     case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
-        return key_u32(g, "pcie.replay_counter", v);
+        return key_u32(g, K_PCIE_REPLAY_COUNTER, v);
     case NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER:
         return set_u32(v, 0);                     /* nvidia-smi: "Replay Number Rollovers: 0" */
     case NVML_FI_DEV_POWER_AVERAGE:
     case NVML_FI_DEV_POWER_INSTANT:
-        return key_u32(g, "power.current_draw_mw", v);
+        return key_u32(g, K_POWER_CURRENT_DRAW_MW, v);
     case NVML_FI_DEV_POWER_MIN_LIMIT:
-        return key_u32(g, "power.min_limit_mw", v);
+        return key_u32(g, K_POWER_MIN_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_MAX_LIMIT:
-        return key_u32(g, "power.max_limit_mw", v);
+        return key_u32(g, K_POWER_MAX_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_DEFAULT_LIMIT:
-        return key_u32(g, "power.default_limit_mw", v);
+        return key_u32(g, K_POWER_DEFAULT_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_CURRENT_LIMIT:
     case NVML_FI_DEV_POWER_REQUESTED_LIMIT:
-        return key_u32(g, "power.enforced_limit_mw", v);
+        return key_u32(g, K_POWER_ENFORCED_LIMIT_MW, v);
     case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT:
-        return tlimit(g, "thermal.shutdown_threshold_c", v);
+        return tlimit(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, v);
     case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
-        return tlimit(g, "thermal.slowdown_threshold_c", v);
+        return tlimit(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, v);
     case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
-        return tlimit(g, "thermal.max_operating_c", v);
+        return tlimit(g, K_THERMAL_MAX_OPERATING_C, v);
     case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
     case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
     case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */

@@ -199,13 +199,13 @@ static nvmlReturn_t find(const void *arg, gpu_match match, nvmlDevice_t *device)
 static int match_uuid(const struct mock_gpu *g, const void *arg)
 {
     char v[MOCK_VALUE_MAX];
-    return gpu_str(g, "uuid", v, sizeof v) == 1 && strcasecmp(v, arg) == 0;
+    return gpu_str(g, K_UUID, v, sizeof v) == 1 && strcasecmp(v, arg) == 0;
 }
 
 static int match_serial(const struct mock_gpu *g, const void *arg)
 {
     char v[MOCK_VALUE_MAX];
-    return gpu_str(g, "serial", v, sizeof v) == 1 && strcmp(v, arg) == 0;
+    return gpu_str(g, K_SERIAL, v, sizeof v) == 1 && strcmp(v, arg) == 0;
 }
 
 struct bus_id { unsigned int domain, bus, device, function; };
@@ -215,7 +215,7 @@ static int match_bus(const struct mock_gpu *g, const void *arg)
     const struct bus_id *want = arg;
     char v[MOCK_VALUE_MAX];
     struct bus_id have;
-    return gpu_str(g, "pci.bus_id", v, sizeof v) == 1 &&
+    return gpu_str(g, K_PCI_BUS_ID, v, sizeof v) == 1 &&
            api_parse_bus_id(v, &have.domain, &have.bus, &have.device, &have.function) &&
            have.domain == want->domain && have.bus == want->bus && have.device == want->device &&
            have.function == want->function;

@@ -19,13 +19,16 @@
 
 enum { MISS, FOUND, OWNED };
 
+/* What follows a list's key for its length: `L.len`. */
+static const char LEN_SUFFIX[] = "." MOKKA_COMPANION_LEN_KEY;
+
 static int layer_lookup(const struct flat *f, const char *prefix, const char *key, const char **val)
 {
     if (!f || f->n == 0)
         return MISS;
     char full[MOCK_VALUE_MAX];
     int n = snprintf(full, sizeof full, "%s%s", prefix, key);
-    if (n < 0 || (size_t)n + 5 >= sizeof full)
+    if (n < 0 || (size_t)n + sizeof LEN_SUFFIX >= sizeof full)
         return MISS;
     if ((*val = flat_get(f, full)) != NULL)
         return FOUND;
@@ -36,7 +39,7 @@ static int layer_lookup(const struct flat *f, const char *prefix, const char *ke
         full[i] = '\0';
         int owned = flat_get(f, full) != NULL;
         if (!owned) {
-            memcpy(full + i, ".len", 5);
+            memcpy(full + i, LEN_SUFFIX, sizeof LEN_SUFFIX);
             owned = flat_get(f, full) != NULL;
         }
         snprintf(full, sizeof full, "%s%s", prefix, key);    /* restore */
@@ -53,11 +56,11 @@ static const char *derived(const struct mock_gpu *g, const char *key, char *buf,
         return buf;
     if (!g->has_fabric)
         return NULL;
-    if (strcmp(key, "fabric.state") == 0)
+    if (strcmp(key, K_FABRIC_STATE) == 0)
         return g->fabric_state;
-    if (g->topology && strcmp(key, "fabric.cluster_uuid") == 0)
+    if (g->topology && strcmp(key, K_FABRIC_CLUSTER_UUID) == 0)
         return g->cluster_uuid;
-    if (g->topology && strcmp(key, "fabric.clique_id") == 0)
+    if (g->topology && strcmp(key, K_FABRIC_CLIQUE_ID) == 0)
         return g->clique_id;
     return NULL;
 }
@@ -188,7 +191,7 @@ unsigned int gpu_list_len(const struct mock_gpu *g, const char *key)
 {
     char k[MOCK_VALUE_MAX];
     unsigned long long n = 0;
-    snprintf(k, sizeof k, "%s.len", key);
+    snprintf(k, sizeof k, "%s%s", key, LEN_SUFFIX);
     if (!gpu_u64(g, k, &n) || n > 1u << 20)
         return 0;
     return (unsigned int)n;

@@ -8,7 +8,7 @@ static nvmlReturn_t mig_capable(nvmlDevice_t device, const struct mock_gpu **g, 
     nvmlReturn_t ret = mock_gpu_of(device, g);
     if (ret != NVML_SUCCESS)
         return ret;
-    if (!gpu_u64(*g, "mig.max_gpu_instances", max) || *max == 0)
+    if (!gpu_u64(*g, K_MIG_MAX_GPU_INSTANCES, max) || *max == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     return NVML_SUCCESS;
 }
@@ -25,8 +25,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
     if ((ret = mig_capable(device, &g, &max)) != NVML_SUCCESS)
         return ret;
     int cur = 0, pend = 0;                        /* unset: Disabled */
-    gpu_flag(g, "mig.mode_current", &cur);
-    gpu_flag(g, "mig.mode_pending", &pend);
+    gpu_flag(g, K_MIG_MODE_CURRENT, &cur);
+    gpu_flag(g, K_MIG_MODE_PENDING, &pend);
     *currentMode = cur ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     *pendingMode = pend ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;

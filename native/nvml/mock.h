@@ -17,6 +17,7 @@
 
 #include "flat.h"
 #include "hooks.h"
+#include "mokka_keys.h"
 #include "mokka_names.h"
 
 #define MOCK_MAX_GPUS MOKKA_MAX_GPUS
@@ -83,6 +84,8 @@ void node_free(struct mock_node *n);
 /* A node-wide value (system.*, nvlink.*, pcie_topology.*), or NULL. */
 const char *node_get(const struct mock_node *n, const char *key);
 int node_u64(const struct mock_node *n, const char *key, unsigned long long *out);
+/* What fabric `state: auto` is on this node: completed once the fabricmanager is ready. */
+const char *node_fabric_auto(const struct mock_node *n);
 
 /* --- overrides.c --------------------------------------------------------- */
 

@@ -47,14 +47,16 @@ static void apply_topology(struct mock_node *n)
     char companion[MOCK_PATH_MAX];
     config_companion_path(path, companion, sizeof companion);
     struct flat doc;
-    if (flat_load(path, companion, "topology", &doc) != FLAT_OK) {
+    if (flat_load(path, companion, MOKKA_TOPOLOGY_COMPANION_KIND, &doc) != FLAT_OK) {
         mock_say_no_companion("topology document", path, companion);
         return;
     }
     char key[MOCK_VALUE_MAX];
-    snprintf(key, sizeof key, "node.%s.cluster_uuid", node_name);
+    snprintf(key, sizeof key, MOKKA_TOPOLOGY_COMPANION_NODES ".%s." MOKKA_TOPOLOGY_COMPANION_CLUSTER_UUID,
+             node_name);
     const char *uuid = flat_get(&doc, key);
-    snprintf(key, sizeof key, "node.%s.clique_id", node_name);
+    snprintf(key, sizeof key, MOKKA_TOPOLOGY_COMPANION_NODES ".%s." MOKKA_TOPOLOGY_COMPANION_CLIQUE_ID,
+             node_name);
     const char *clique = flat_get(&doc, key);
     if (uuid && clique) {
         for (unsigned int i = 0; i < n->count; i++) {
@@ -106,6 +108,11 @@ static int fabric_ready(const struct mock_node *n)
     return exists(path);
 }
 
+const char *node_fabric_auto(const struct mock_node *n)
+{
+    return n->fabric_ready ? MOKKA_FABRIC_STATE_COMPLETED : MOKKA_FABRIC_STATE_IN_PROGRESS;
+}
+
 static void resolve_fabric(struct mock_node *n)
 {
     n->fabric_ready = fabric_ready(n);
@@ -113,13 +120,13 @@ static void resolve_fabric(struct mock_node *n)
         struct mock_gpu *g = &n->gpus[i];
         if (!g->has_fabric)
             continue;
-        const char *state = base_get(n, g, "fabric.state");
+        const char *state = base_get(n, g, K_FABRIC_STATE);
         char low[sizeof g->fabric_state];
         snprintf(low, sizeof low, "%s", state && *state ? state : MOKKA_FABRIC_STATE_DEFAULT);
         for (char *p = low; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         if (strcmp(low, MOKKA_FABRIC_STATE_AUTO) == 0)
-            snprintf(low, sizeof low, "%s", n->fabric_ready ? "completed" : "in_progress");
+            snprintf(low, sizeof low, "%s", node_fabric_auto(n));
         memcpy(g->fabric_state, low, sizeof low);
     }
 }
@@ -162,7 +169,7 @@ static int prefix_ci(const char *s, const char *prefix)
 
 static void keep_listed(struct mock_node *n, char *wanted, int keep[])
 {
-    if (strcasecmp(wanted, MOKKA_VISIBLE_NONE) == 0 || strcasecmp(wanted, "void") == 0)
+    if (strcasecmp(wanted, MOKKA_VISIBLE_NONE) == 0 || strcasecmp(wanted, MOKKA_VISIBLE_VOID) == 0)
         return;
     if (strcasecmp(wanted, MOKKA_VISIBLE_ALL) == 0) {
         for (unsigned int i = 0; i < n->count; i++)
@@ -184,7 +191,7 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
                 keep[idx] = 1;
         } else if (prefix_ci(item, "gpu-")) {
             for (unsigned int i = 0; i < n->count; i++) {
-                const char *uuid = base_get(n, &n->gpus[i], "uuid");
+                const char *uuid = base_get(n, &n->gpus[i], K_UUID);
                 if (uuid && prefix_ci(uuid, item))
                     keep[i] = 1;
             }
@@ -199,11 +206,12 @@ static void keep_present_nodes(struct mock_node *n, int keep[])
         root = "/";
     unsigned int present = 0;
     for (unsigned int i = 0; i < n->count; i++) {
-        const char *minor = base_get(n, &n->gpus[i], "minor_number");
+        const char *minor = base_get(n, &n->gpus[i], K_MINOR_NUMBER);
         unsigned long m = minor && all_digits(minor) ? strtoul(minor, NULL, 10) : i;
         char path[MOCK_PATH_MAX];
         size_t len = strlen(root);
-        snprintf(path, sizeof path, "%s%sdev/%s%lu", root, len == 0 || root[len - 1] == '/' ? "" : "/",
+        const char *dev = &MOKKA_CONTAINER_DEV_DIR[1];   /* "/dev" under the root: "dev" */
+        snprintf(path, sizeof path, "%s%s%s/%s%lu", root, len == 0 || root[len - 1] == '/' ? "" : "/", dev,
                  MOKKA_GPU_NODE_PREFIX, m);
         keep[i] = exists(path);
         present += (unsigned int)keep[i];
@@ -248,7 +256,7 @@ nvmlReturn_t node_build(struct mock_node **out)
     }
     char companion[MOCK_PATH_MAX];
     config_companion_path(n->config_yaml, companion, sizeof companion);
-    enum flat_status st = flat_load(n->config_yaml, companion, "state", &n->state);
+    enum flat_status st = flat_load(n->config_yaml, companion, MOKKA_STATE_COMPANION_KIND, &n->state);
     if (st == FLAT_YAML_MISSING) {
         mock_say("cannot read %s: set %s to a readable profile", n->config_yaml, MOKKA_ENV_NVML_CONFIG);
         free(n);
@@ -260,15 +268,15 @@ nvmlReturn_t node_build(struct mock_node **out)
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     unsigned long long count = 0;
-    node_u64(n, "gpu.len", &count);
+    node_u64(n, NODE_GPU_LEN, &count);
     n->count = count > MOCK_MAX_GPUS ? MOCK_MAX_GPUS : (unsigned int)count;
     for (unsigned int i = 0; i < n->count; i++) {
         struct mock_gpu *g = &n->gpus[i];
         g->node = n;
         g->phys = i;
-        snprintf(g->base, sizeof g->base, "gpu.%u.", i);
+        snprintf(g->base, sizeof g->base, NODE_GPU_N ".", i);
         char fabric[48];
-        snprintf(fabric, sizeof fabric, "%sfabric.", g->base);
+        snprintf(fabric, sizeof fabric, "%s" K_FABRIC ".", g->base);
         g->has_fabric = flat_has_prefix(&n->state, fabric);
     }
     apply_topology(n);

@@ -11,11 +11,11 @@
 /* The position in nvlink_links of link number `link`, or -1. */
 static int link_slot(const struct mock_gpu *g, unsigned int link)
 {
-    unsigned int n = gpu_list_len(g, "nvlink_links");
+    unsigned int n = gpu_list_len(g, K_NVLINK_LINKS);
     for (unsigned int i = 0; i < n; i++) {
         char key[64];
         unsigned long long number = i;
-        snprintf(key, sizeof key, "nvlink_links.%u.link", i);
+        snprintf(key, sizeof key, K_NVLINK_LINKS_N_LINK, i);
         gpu_u64(g, key, &number);
         if (number == link)
             return (int)i;
@@ -35,10 +35,11 @@ static nvmlReturn_t link_of(nvmlDevice_t device, unsigned int link, const void *
     return *slot < 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
 }
 
+/* The text of a link's field: `field` is a key of mokka_keys.h taking the slot. */
 static void link_field(const struct mock_gpu *g, int slot, const char *field, char *out, size_t size)
 {
     char key[64];
-    snprintf(key, sizeof key, "nvlink_links.%d.%s", slot, field);
+    snprintf(key, sizeof key, field, (unsigned int)slot);
     if (gpu_raw(g, key, out, size) != 1)
         out[0] = '\0';
 }
@@ -46,8 +47,8 @@ static void link_field(const struct mock_gpu *g, int slot, const char *field, ch
 static int link_active(const struct mock_gpu *g, int slot)
 {
     char state[32];
-    link_field(g, slot, "state", state, sizeof state);
-    return !*state || strcasecmp(state, "active") == 0;   /* topo.py: active by default */
+    link_field(g, slot, K_NVLINK_LINKS_N_STATE, state, sizeof state);
+    return !*state || strcasecmp(state, MOKKA_NVLINK_STATE_ACTIVE) == 0;   /* active by default */
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive)
@@ -68,7 +69,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned in
     if (ret != NVML_SUCCESS)
         return ret;
     unsigned long long v;
-    if (!node_u64(g->node, "nvlink.version", &v) || v == 0)
+    if (!node_u64(g->node, NODE_NVLINK_VERSION, &v) || v == 0)
         return NVML_ERROR_NOT_SUPPORTED;
     *version = (unsigned int)v;
     return NVML_SUCCESS;
@@ -107,7 +108,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, un
         return ret;
     char bus_id[MOCK_VALUE_MAX];
     unsigned int domain, bus, dev, fn;
-    link_field(g, slot, "remote_pci_bus_id", bus_id, sizeof bus_id);
+    link_field(g, slot, K_NVLINK_LINKS_N_REMOTE_PCI_BUS_ID, bus_id, sizeof bus_id);
     if (!api_parse_bus_id(bus_id, &domain, &bus, &dev, &fn))
         return NVML_ERROR_NOT_SUPPORTED;
     api_fill_pci(pci, domain, bus, dev, fn, 0, 0);
@@ -128,22 +129,23 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, un
     if (ret != NVML_SUCCESS)
         return ret;
     char type[32];
-    link_field(g, slot, "remote_device_type", type, sizeof type);
-    *pNvLinkDeviceType = strcasecmp(type, "switch") == 0   ? NVML_NVLINK_DEVICE_TYPE_SWITCH
-                         : strcasecmp(type, "gpu") == 0    ? NVML_NVLINK_DEVICE_TYPE_GPU
-                         : strcasecmp(type, "ibmnpu") == 0 ? NVML_NVLINK_DEVICE_TYPE_IBMNPU
-                                                           : NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+    link_field(g, slot, K_NVLINK_LINKS_N_REMOTE_DEVICE_TYPE, type, sizeof type);
+    *pNvLinkDeviceType =
+        strcasecmp(type, MOKKA_NVLINK_REMOTE_SWITCH) == 0   ? NVML_NVLINK_DEVICE_TYPE_SWITCH
+        : strcasecmp(type, MOKKA_NVLINK_REMOTE_GPU) == 0    ? NVML_NVLINK_DEVICE_TYPE_GPU
+        : strcasecmp(type, MOKKA_NVLINK_REMOTE_IBMNPU) == 0 ? NVML_NVLINK_DEVICE_TYPE_IBMNPU
+                                                            : NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
     return NVML_SUCCESS;
 }
 
 /* Active links to an NVSwitch (topo.switch_links). */
 static unsigned int switch_links(const struct mock_gpu *g)
 {
-    unsigned int n = gpu_list_len(g, "nvlink_links"), count = 0;
+    unsigned int n = gpu_list_len(g, K_NVLINK_LINKS), count = 0;
     for (unsigned int i = 0; i < n; i++) {
         char type[32];
-        link_field(g, (int)i, "remote_device_type", type, sizeof type);
-        count += strcasecmp(type, "switch") == 0 && link_active(g, (int)i);
+        link_field(g, (int)i, K_NVLINK_LINKS_N_REMOTE_DEVICE_TYPE, type, sizeof type);
+        count += strcasecmp(type, MOKKA_NVLINK_REMOTE_SWITCH) == 0 && link_active(g, (int)i);
     }
     return count;
 }
@@ -169,7 +171,7 @@ nvmlReturn_t mock_nvlinks_between(nvmlDevice_t a, nvmlDevice_t b, unsigned int *
 
 unsigned int nvlink_count(const struct mock_gpu *g)
 {
-    return gpu_list_len(g, "nvlink_links");
+    return gpu_list_len(g, K_NVLINK_LINKS);
 }
 
 int nvlink_state(const struct mock_gpu *g, unsigned int link, unsigned int *active)

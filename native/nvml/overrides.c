@@ -140,7 +140,7 @@ static enum scope_result load_scope(struct mock_overrides *o, unsigned int s, lo
     struct file_id y = file_id_of(p.yaml), c = file_id_of(p.nvml);
     memset(out, 0, sizeof *out);
     if (y.present) {
-        enum flat_status st = flat_load(p.yaml, p.nvml, "overrides", out);
+        enum flat_status st = flat_load(p.yaml, p.nvml, MOKKA_OVERRIDES_COMPANION_KIND, out);
         if (st != FLAT_OK && st != FLAT_YAML_MISSING && !blank_file(p.yaml)) {
             /* Writers rename the companion first: a companion no older than its
              * YAML is a write in flight (even at nvmlInit), while a YAML newer

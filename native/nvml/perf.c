@@ -1,6 +1,8 @@
 /* What a device is doing: memory, temperature, power, clocks, utilization,
  * fans, performance state, ECC and row remapping (mokka/smi/values.py and
- * report.py show how nvidia-smi prints the same state fields). */
+ * report.py show how nvidia-smi prints the same state fields). The getters
+ * that only read one key (power draw and limits, energy, fan count) are
+ * generated from getters.py. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -21,10 +23,10 @@ static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
     if (ret != NVML_SUCCESS)
         return ret;
     memset(m, 0, sizeof *m);
-    if (!gpu_u64(g, "memory.total_bytes", &m->total))
+    if (!gpu_u64(g, K_MEMORY_TOTAL_BYTES, &m->total))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, "memory.reserved_bytes", &m->reserved);
-    gpu_u64(g, "memory.used_bytes", &m->used);
+    gpu_u64(g, K_MEMORY_RESERVED_BYTES, &m->reserved);
+    gpu_u64(g, K_MEMORY_USED_BYTES, &m->used);
     unsigned long long taken = m->reserved + m->used;  /* values.memory_mib: never negative */
     m->free = taken < m->total ? m->total - taken : 0;
     return NVML_SUCCESS;
@@ -74,9 +76,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Me
     if (!bar1Memory)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned long long total, used = 0;
-    if (!gpu_u64(g, "bar1_memory.total_bytes", &total))
+    if (!gpu_u64(g, K_BAR1_MEMORY_TOTAL_BYTES, &total))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, "bar1_memory.used_bytes", &used);
+    gpu_u64(g, K_BAR1_MEMORY_USED_BYTES, &used);
     bar1Memory->bar1Total = total;
     bar1Memory->bar1Used = used;
     bar1Memory->bar1Free = used < total ? total - used : 0;
@@ -93,7 +95,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatu
         return ret;
     if (sensorType != NVML_TEMPERATURE_GPU)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return api_u32(device, "thermal.temperature_gpu_c", temp);
+    return api_u32(device, K_THERMAL_TEMPERATURE_GPU_C, temp);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
@@ -106,15 +108,15 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
         return ret;
     switch (thresholdType) {
     case NVML_TEMPERATURE_THRESHOLD_SHUTDOWN:
-        return api_u32(device, "thermal.shutdown_threshold_c", temp);
+        return api_u32(device, K_THERMAL_SHUTDOWN_THRESHOLD_C, temp);
     case NVML_TEMPERATURE_THRESHOLD_SLOWDOWN:
-        return api_u32(device, "thermal.slowdown_threshold_c", temp);
+        return api_u32(device, K_THERMAL_SLOWDOWN_THRESHOLD_C, temp);
     case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
-        return api_u32(device, "thermal.max_operating_c", temp);
+        return api_u32(device, K_THERMAL_MAX_OPERATING_C, temp);
     case NVML_TEMPERATURE_THRESHOLD_MEM_MAX:      /* nvidia-smi shows it before Ada only */
-        return api_pre_ada(g) ? api_u32(device, "thermal.max_operating_c", temp) : NVML_ERROR_NOT_SUPPORTED;
+        return api_pre_ada(g) ? api_u32(device, K_THERMAL_MAX_OPERATING_C, temp) : NVML_ERROR_NOT_SUPPORTED;
     case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR:
-        return api_pre_ada(g) ? api_u32(device, "thermal.target_temperature_c", temp)
+        return api_pre_ada(g) ? api_u32(device, K_THERMAL_TARGET_TEMPERATURE_C, temp)
                               : NVML_ERROR_NOT_SUPPORTED;
     case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN:
     case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX:
@@ -126,48 +128,18 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
 
 /* --- power --------------------------------------------------------------------------- */
 
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
-{
-    return api_u32(device, "power.current_draw_mw", power);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
-{
-    return api_u32(device, "power.enforced_limit_mw", limit);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
-{
-    return api_u32(device, "power.enforced_limit_mw", limit);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
-{
-    return api_u32(device, "power.default_limit_mw", defaultLimit);
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
                                                                   unsigned int *maxLimit)
 {
     unsigned int lo = 0, hi = 0;
-    nvmlReturn_t ret = api_u32(device, "power.min_limit_mw", minLimit && maxLimit ? &lo : NULL);
+    nvmlReturn_t ret = api_u32(device, K_POWER_MIN_LIMIT_MW, minLimit && maxLimit ? &lo : NULL);
     if (ret == NVML_SUCCESS)
-        ret = api_u32(device, "power.max_limit_mw", &hi);
+        ret = api_u32(device, K_POWER_MAX_LIMIT_MW, &hi);
     if (ret == NVML_SUCCESS) {
         *minLimit = lo;
         *maxLimit = hi;
     }
     return ret;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetPowerManagementMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-    return api_enabled(device, "power.management_mode", mode);
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
-{
-    return api_u64(device, "power.total_energy_consumption_mj", energy);
 }
 
 /* --- performance state ----------------------------------------------------------------- */
@@ -181,7 +153,7 @@ static nvmlReturn_t pstate_of(nvmlDevice_t device, nvmlPstates_t *state)
     if (!state)
         return NVML_ERROR_INVALID_ARGUMENT;
     char v[32];
-    if (gpu_str(g, "performance_state", v, sizeof v) != 1 && gpu_str(g, "power.power_state", v, sizeof v) != 1)
+    if (gpu_str(g, K_PERFORMANCE_STATE, v, sizeof v) != 1 && gpu_str(g, K_POWER_POWER_STATE, v, sizeof v) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     unsigned int n;
     char tail;
@@ -203,8 +175,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPowerState(nvmlDevice_t device, nvmlPstates_t 
 
 /* Bit i of the event-reason mask, in nvml.h's order. */
 static const char *const reasons[] = {
-    "gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
-    "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clocks_setting"};
+    K_CLOCKS_THROTTLE_REASONS_GPU_IDLE, K_CLOCKS_THROTTLE_REASONS_APPLICATIONS_CLOCKS_SETTING,
+    K_CLOCKS_THROTTLE_REASONS_SW_POWER_CAP, K_CLOCKS_THROTTLE_REASONS_HW_SLOWDOWN,
+    K_CLOCKS_THROTTLE_REASONS_SYNC_BOOST, K_CLOCKS_THROTTLE_REASONS_SW_THERMAL_SLOWDOWN,
+    K_CLOCKS_THROTTLE_REASONS_HW_THERMAL_SLOWDOWN, K_CLOCKS_THROTTLE_REASONS_HW_POWER_BRAKE_SLOWDOWN,
+    K_CLOCKS_THROTTLE_REASONS_DISPLAY_CLOCKS_SETTING};
 
 static nvmlReturn_t current_reasons(nvmlDevice_t device, unsigned long long *mask)
 {
@@ -214,14 +189,12 @@ static nvmlReturn_t current_reasons(nvmlDevice_t device, unsigned long long *mas
         return ret;
     if (!mask)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!gpu_has_prefix(g, "clocks_throttle_reasons."))
+    if (!gpu_has_prefix(g, K_CLOCKS_THROTTLE_REASONS "."))
         return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long m = 0;
     for (unsigned int i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
-        char key[96];
         int on = 0;
-        snprintf(key, sizeof key, "clocks_throttle_reasons.%s", reasons[i]);
-        if (gpu_flag(g, key, &on) && on)
+        if (gpu_flag(g, reasons[i], &on) && on)
             m |= 1ull << i;
     }
     *mask = m;
@@ -268,7 +241,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtil
     if (!utilization)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned long long gpu, mem;
-    if (!gpu_u64(g, "utilization.gpu", &gpu) || !gpu_u64(g, "utilization.memory", &mem))
+    if (!gpu_u64(g, K_UTILIZATION_GPU, &gpu) || !gpu_u64(g, K_UTILIZATION_MEMORY, &mem))
         return NVML_ERROR_NOT_SUPPORTED;
     utilization->gpu = (unsigned int)gpu;
     utilization->memory = (unsigned int)mem;
@@ -289,29 +262,38 @@ static nvmlReturn_t sampled(nvmlDevice_t device, const char *key, unsigned int *
 nvmlReturn_t DECLDIR nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                      unsigned int *samplingPeriodUs)
 {
-    return sampled(device, "utilization.encoder", utilization, samplingPeriodUs);
+    return sampled(device, K_UTILIZATION_ENCODER, utilization, samplingPeriodUs);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                      unsigned int *samplingPeriodUs)
 {
-    return sampled(device, "utilization.decoder", utilization, samplingPeriodUs);
+    return sampled(device, K_UTILIZATION_DECODER, utilization, samplingPeriodUs);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                  unsigned int *samplingPeriodUs)
 {
-    return sampled(device, "utilization.jpeg", utilization, samplingPeriodUs);
+    return sampled(device, K_UTILIZATION_JPEG, utilization, samplingPeriodUs);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int *utilization,
                                                  unsigned int *samplingPeriodUs)
 {
-    return sampled(device, "utilization.ofa", utilization, samplingPeriodUs);
+    return sampled(device, K_UTILIZATION_OFA, utilization, samplingPeriodUs);
 }
 
-static nvmlReturn_t stats(nvmlDevice_t device, const char *block, unsigned int *count, unsigned int *fps,
-                          unsigned int *latency)
+/* The keys of an encoder_stats or fbc_stats block. */
+struct stats_keys {
+    const char *session_count, *average_fps, *average_latency_us;
+};
+static const struct stats_keys ENCODER_STATS = {K_ENCODER_STATS_SESSION_COUNT, K_ENCODER_STATS_AVERAGE_FPS,
+                                                K_ENCODER_STATS_AVERAGE_LATENCY_US};
+static const struct stats_keys FBC_STATS = {K_FBC_STATS_SESSION_COUNT, K_FBC_STATS_AVERAGE_FPS,
+                                            K_FBC_STATS_AVERAGE_LATENCY_US};
+
+static nvmlReturn_t stats(nvmlDevice_t device, const struct stats_keys *block, unsigned int *count,
+                          unsigned int *fps, unsigned int *latency)
 {
     const struct mock_gpu *g;
     nvmlReturn_t ret = mock_gpu_of(device, &g);
@@ -319,14 +301,10 @@ static nvmlReturn_t stats(nvmlDevice_t device, const char *block, unsigned int *
         return ret;
     if (!count || !fps || !latency)
         return NVML_ERROR_INVALID_ARGUMENT;
-    char key[64];
     unsigned long long c = 0, f = 0, l = 0;       /* report._stats: 0 when unset */
-    snprintf(key, sizeof key, "%s.session_count", block);
-    gpu_u64(g, key, &c);
-    snprintf(key, sizeof key, "%s.average_fps", block);
-    gpu_u64(g, key, &f);
-    snprintf(key, sizeof key, "%s.average_latency_us", block);
-    gpu_u64(g, key, &l);
+    gpu_u64(g, block->session_count, &c);
+    gpu_u64(g, block->average_fps, &f);
+    gpu_u64(g, block->average_latency_us, &l);
     *count = (unsigned int)c;
     *fps = (unsigned int)f;
     *latency = (unsigned int)l;
@@ -336,7 +314,7 @@ static nvmlReturn_t stats(nvmlDevice_t device, const char *block, unsigned int *
 nvmlReturn_t DECLDIR nvmlDeviceGetEncoderStats(nvmlDevice_t device, unsigned int *sessionCount,
                                                unsigned int *averageFps, unsigned int *averageLatency)
 {
-    return stats(device, "encoder_stats", sessionCount, averageFps, averageLatency);
+    return stats(device, &ENCODER_STATS, sessionCount, averageFps, averageLatency);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetFBCStats(nvmlDevice_t device, nvmlFBCStats_t *fbcStats)
@@ -346,7 +324,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFBCStats(nvmlDevice_t device, nvmlFBCStats_t *
         return ret;
     if (!fbcStats)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return stats(device, "fbc_stats", &fbcStats->sessionsCount, &fbcStats->averageFPS,
+    return stats(device, &FBC_STATS, &fbcStats->sessionsCount, &fbcStats->averageFPS,
                  &fbcStats->averageLatency);
 }
 
@@ -371,11 +349,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFBCSessions(nvmlDevice_t device, unsigned int 
 
 /* --- fans ---------------------------------------------------------------------------------- */
 
-nvmlReturn_t DECLDIR nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int *numFans)
-{
-    return api_u32(device, "fan.count", numFans);
-}
-
 static nvmlReturn_t fan_value(nvmlDevice_t device, unsigned int fan, const char *key, unsigned int *speed)
 {
     const struct mock_gpu *g;
@@ -385,7 +358,7 @@ static nvmlReturn_t fan_value(nvmlDevice_t device, unsigned int fan, const char 
     if (!speed)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned long long count = 0, v;
-    if (!gpu_u64(g, "fan.count", &count) || count == 0)
+    if (!gpu_u64(g, K_FAN_COUNT, &count) || count == 0)
         return NVML_ERROR_NOT_SUPPORTED;          /* values.fan: no fans, N/A */
     if (fan >= count)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -397,15 +370,15 @@ static nvmlReturn_t fan_value(nvmlDevice_t device, unsigned int fan, const char 
 
 nvmlReturn_t DECLDIR nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
 {
-    return fan_value(device, 0, "fan.speed_percent", speed);
+    return fan_value(device, 0, K_FAN_SPEED_PERCENT, speed);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int *speed)
 {
-    return fan_value(device, fan, "fan.speed_percent", speed);
+    return fan_value(device, fan, K_FAN_SPEED_PERCENT, speed);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetTargetFanSpeed(nvmlDevice_t device, unsigned int fan, unsigned int *targetSpeed)
 {
-    return fan_value(device, fan, "fan.target_speed_percent", targetSpeed);
+    return fan_value(device, fan, K_FAN_TARGET_SPEED_PERCENT, targetSpeed);
 }

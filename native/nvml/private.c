@@ -53,7 +53,7 @@ nvmlReturn_t nvmlMokkaGetDeviceIdentity(unsigned int index, unsigned int *physic
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct mock_gpu *g = &n->gpus[n->visible[index]];
     char value[MOCK_VALUE_MAX] = "";
-    if (gpu_str(g, "uuid", value, sizeof value) != 1)
+    if (gpu_str(g, K_UUID, value, sizeof value) != 1)
         value[0] = '\0';
     ret = api_copy_string(value, uuid, length);
     if (ret == NVML_SUCCESS)

@@ -20,12 +20,12 @@ static nvmlReturn_t system_string(const char *key, char *buf, unsigned int lengt
 
 nvmlReturn_t DECLDIR nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-    return system_string("system.driver_version", version, length);
+    return system_string(NODE_SYSTEM_DRIVER_VERSION, version, length);
 }
 
 nvmlReturn_t DECLDIR nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
-    return system_string("system.nvml_version", version, length);
+    return system_string(NODE_SYSTEM_NVML_VERSION, version, length);
 }
 
 static nvmlReturn_t cuda_version(int *out)
@@ -37,15 +37,15 @@ static nvmlReturn_t cuda_version(int *out)
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct mock_node *n = mock_node();
     unsigned long long major, minor = 0;
-    if (!node_u64(n, "system.cuda_version_major", &major)) {
-        const char *text = node_get(n, "system.cuda_version");
+    if (!node_u64(n, NODE_SYSTEM_CUDA_VERSION_MAJOR, &major)) {
+        const char *text = node_get(n, NODE_SYSTEM_CUDA_VERSION);
         unsigned int a, b = 0;
         if (!text || sscanf(text, "%u.%u", &a, &b) < 1)
             return NVML_ERROR_NOT_SUPPORTED;
         major = a;
         minor = b;
     } else {
-        node_u64(n, "system.cuda_version_minor", &minor);
+        node_u64(n, NODE_SYSTEM_CUDA_VERSION_MINOR, &minor);
     }
     *out = (int)(major * 1000 + minor * 10);      /* 12.4 -> 12040 */
     return NVML_SUCCESS;
@@ -93,19 +93,19 @@ struct proc {
 /* The GPU's processes of `kind` ('C' compute, 'G' graphics); returns how many. */
 static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *out, unsigned int cap)
 {
-    unsigned int n = gpu_list_len(g, "processes"), found = 0;
+    unsigned int n = gpu_list_len(g, K_PROCESSES), found = 0;
     for (unsigned int i = 0; i < n; i++) {
         char key[96], type[16] = "C";
         unsigned long long pid = 0, mib = 0;
-        snprintf(key, sizeof key, "processes.%u.pid", i);
+        snprintf(key, sizeof key, K_PROCESSES_N_PID, i);
         if (!gpu_u64(g, key, &pid) || pid == 0 || pid > 0xffffffffull)
             continue;
-        snprintf(key, sizeof key, "processes.%u.type", i);
+        snprintf(key, sizeof key, K_PROCESSES_N_TYPE, i);
         if (gpu_str(g, key, type, sizeof type) != 1)
             snprintf(type, sizeof type, "C");
         if (!strchr(type, kind))
             continue;
-        snprintf(key, sizeof key, "processes.%u.used_memory_mib", i);
+        snprintf(key, sizeof key, K_PROCESSES_N_USED_MEMORY_MIB, i);
         gpu_u64(g, key, &mib);
         if (found < cap) {
             out[found].pid = (unsigned int)pid;
@@ -237,14 +237,14 @@ nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsi
     const struct mock_node *n = mock_node();
     for (unsigned int v = 0; v < n->nvisible; v++) {
         const struct mock_gpu *g = &n->gpus[n->visible[v]];
-        unsigned int count = gpu_list_len(g, "processes");
+        unsigned int count = gpu_list_len(g, K_PROCESSES);
         for (unsigned int i = 0; i < count; i++) {
             char key[96], text[MOCK_VALUE_MAX];
             unsigned long long p;
-            snprintf(key, sizeof key, "processes.%u.pid", i);
+            snprintf(key, sizeof key, K_PROCESSES_N_PID, i);
             if (!gpu_u64(g, key, &p) || p != pid)
                 continue;
-            snprintf(key, sizeof key, "processes.%u.name", i);
+            snprintf(key, sizeof key, K_PROCESSES_N_NAME, i);
             if (gpu_raw(g, key, text, sizeof text) != 1)
                 text[0] = '\0';
             snprintf(name, length, "%s", text);   /* NVML truncates the name */

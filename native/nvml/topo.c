@@ -10,11 +10,6 @@
 
 #define BITS_PER_LONG (8 * sizeof(unsigned long))
 
-nvmlReturn_t DECLDIR nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
-{
-    return api_u32(device, "numa_node", node);
-}
-
 /* Calls `each(cpu, arg)` for every CPU of a list like "0-3,8,10-11"; 0 if malformed. */
 static int cpu_list(const char *text, void (*each)(unsigned long cpu, void *arg), void *arg)
 {
@@ -64,7 +59,7 @@ static nvmlReturn_t cpu_affinity(nvmlDevice_t device, unsigned int cpuSetSize, u
         return NVML_ERROR_INVALID_ARGUMENT;
     char text[MOCK_VALUE_MAX];
     struct mask m = {cpuSet, cpuSetSize};
-    if (gpu_str(g, "cpu_affinity", text, sizeof text) != 1)
+    if (gpu_str(g, K_CPU_AFFINITY, text, sizeof text) != 1)
         return NVML_ERROR_NOT_SUPPORTED;
     memset(cpuSet, 0, cpuSetSize * sizeof *cpuSet);
     if (!cpu_list(text, set_bit, &m)) {
@@ -101,7 +96,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned i
         (scope != NVML_AFFINITY_SCOPE_NODE && scope != NVML_AFFINITY_SCOPE_SOCKET))
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned long long numa;
-    if (!gpu_u64(g, "numa_node", &numa))
+    if (!gpu_u64(g, K_NUMA_NODE, &numa))
         return NVML_ERROR_NOT_SUPPORTED;
     memset(nodeSet, 0, nodeSetSize * sizeof *nodeSet);
     struct mask m = {nodeSet, nodeSetSize};
@@ -115,11 +110,11 @@ static nvmlGpuTopologyLevel_t level_between(const struct mock_gpu *a, const stru
     if (a == b)
         return NVML_TOPOLOGY_INTERNAL;
     char ra[MOCK_VALUE_MAX] = "", rb[MOCK_VALUE_MAX] = "";
-    int has_a = gpu_raw(a, "root_complex", ra, sizeof ra) == 1, has_b = gpu_raw(b, "root_complex", rb, sizeof rb) == 1;
+    int has_a = gpu_raw(a, K_ROOT_COMPLEX, ra, sizeof ra) == 1, has_b = gpu_raw(b, K_ROOT_COMPLEX, rb, sizeof rb) == 1;
     if (has_a == has_b && strcmp(ra, rb) == 0)
         return NVML_TOPOLOGY_HOSTBRIDGE;
     unsigned long long na, nb;
-    int numa_a = gpu_u64(a, "numa_node", &na), numa_b = gpu_u64(b, "numa_node", &nb);
+    int numa_a = gpu_u64(a, K_NUMA_NODE, &na), numa_b = gpu_u64(b, K_NUMA_NODE, &nb);
     if (numa_a == numa_b && (!numa_a || na == nb))
         return NVML_TOPOLOGY_NODE;
     return NVML_TOPOLOGY_SYSTEM;
@@ -200,7 +195,7 @@ nvmlReturn_t DECLDIR nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsigne
         const struct mock_gpu *g = &n->gpus[n->visible[i]];
         char text[MOCK_VALUE_MAX];
         struct has_cpu h = {cpuNumber, 0};
-        if (gpu_str(g, "cpu_affinity", text, sizeof text) == 1 && cpu_list(text, check_cpu, &h) && h.hit)
+        if (gpu_str(g, K_CPU_AFFINITY, text, sizeof text) == 1 && cpu_list(text, check_cpu, &h) && h.hit)
             found[k++] = g;
     }
     return handles(found, k, count, deviceArray);

@@ -47,18 +47,18 @@ int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_ev
     if (flat_load(yaml, companion, MOKKA_XID_EVENTS_KIND, &f) != FLAT_OK)
         return -1;
     unsigned long long count = 0, newest = 0;
-    u64_of(&f, "event.len", &count);
-    u64_of(&f, "last_seq", &newest);
+    u64_of(&f, MOKKA_XID_COMPANION_EVENTS "." MOKKA_COMPANION_LEN_KEY, &count);
+    u64_of(&f, MOKKA_XID_COMPANION_LAST_SEQ, &newest);
     unsigned int found = 0;
     for (unsigned long long i = 0; i < count && found < max; i++) {
         char key[64];
         struct mock_xid_event e = {0};
         unsigned long long gpu = 0;
-        snprintf(key, sizeof key, "event.%llu.seq", i);
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_SEQ, i);
         int ok = u64_of(&f, key, &e.seq);
-        snprintf(key, sizeof key, "event.%llu.code", i);
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_CODE, i);
         ok = ok && u64_of(&f, key, &e.code);
-        snprintf(key, sizeof key, "event.%llu.gpu", i);
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_GPU, i);
         ok = ok && u64_of(&f, key, &gpu) && gpu < MOCK_MAX_GPUS;
         if (!ok || e.seq <= after)
             continue;

@@ -108,3 +108,81 @@ def test_build_table_names_every_library_by_its_soname_and_rejects_unknown_names
         assert build.sources(lib), lib.file
     with pytest.raises(build.BuildError, match="unknown library nope"):
         build.build(str(tmp_path), ["x86_64"], libraries=["nope"])
+
+
+# --------------------------------------------------------------------------- the getter table
+
+GETTER_HEADER = """
+nvmlReturn_t DECLDIR nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber);
+nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length);
+nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char *version);
+nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci);
+"""
+MACROS = {"K_MINOR_NUMBER": "minor_number", "K_BOARD_PART_NUMBER": "board_part_number",
+          "K_GSP_FIRMWARE_VERSION": "gsp_firmware.version"}
+MINOR = "nvmlReturn_t DECLDIR nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)"
+PART = ("nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char *partNumber, "
+        "unsigned int length)")
+GSP = "nvmlReturn_t DECLDIR nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char *version)"
+PCI = "nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci)"
+
+
+@pytest.fixture(scope="module")
+def gen_getters():
+    return _load("mokka_gen_getters_unit", os.path.join(REPO, "native", "nvml", "gen_getters.py"))
+
+
+def _getter(gen_getters, prototype, shape, key):
+    return gen_getters.Getter(gen_getters._NAME.search(prototype).group(1), prototype, shape, key)
+
+
+def test_gen_getters_writes_nvml_h_prototype_and_one_call_of_api_c(gen_stubs, gen_getters):
+    rows = [_getter(gen_getters, MINOR, "u32", "minor_number"),
+            _getter(gen_getters, PART, "string", "board_part_number"),
+            _getter(gen_getters, GSP, "string[NVML_GSP_FIRMWARE_VERSION_BUF_SIZE]", "gsp_firmware.version")]
+    text = gen_getters.render(gen_stubs.parse_header(GETTER_HEADER), rows, MACROS, set())
+    assert (f"{MINOR}\n{{\n    return api_u32(device, K_MINOR_NUMBER, minorNumber);\n}}\n") in text
+    # the row's "char *partNumber" is nvml.h's "char* partNumber", which the output keeps
+    assert ("nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length)\n{\n"
+            "    return api_string(device, K_BOARD_PART_NUMBER, partNumber, length);\n}\n") in text
+    assert ("    return api_string(device, K_GSP_FIRMWARE_VERSION, version, "
+            "NVML_GSP_FIRMWARE_VERSION_BUF_SIZE);\n") in text
+
+
+@pytest.mark.parametrize("prototype, shape, key, written, message", [
+    (MINOR.replace("MinorNumber(", "Nope("), "u32", "minor_number", set(),
+     "nvmlDeviceGetNope is not a function of nvml.h"),
+    (MINOR.replace("unsigned int *", "unsigned long long *"), "u64", "minor_number", set(),
+     "nvml.h declares"),
+    (PCI, "u32", "minor_number", set(), r"shape u32 takes \(nvmlDevice_t device, unsigned int \*…\)"),
+    (MINOR, "u16", "minor_number", set(), "unknown shape 'u16'"),
+    (MINOR, "u32", "minor_numbr", set(), "'minor_numbr' is not a GPU key of mokka/core/statekeys.py"),
+    (MINOR, "u32", "minor_number", {"nvmlDeviceGetMinorNumber"}, "by hand in native/nvml/.* too"),
+], ids=["not in nvml.h", "another prototype", "parameters not the shape's", "unknown shape", "unknown key",
+        "also hand-written"])
+def test_gen_getters_refuses_a_row_and_names_it(gen_stubs, gen_getters, prototype, shape, key, written,
+                                                 message):
+    rows = [_getter(gen_getters, prototype, shape, key)]
+    with pytest.raises(gen_getters.TableError, match=message):
+        gen_getters.render(gen_stubs.parse_header(GETTER_HEADER), rows, MACROS, written)
+
+
+def test_gen_getters_refuses_a_function_listed_twice(gen_stubs, gen_getters):
+    rows = [_getter(gen_getters, MINOR, "u32", "minor_number")] * 2
+    with pytest.raises(gen_getters.TableError, match="nvmlDeviceGetMinorNumber is defined twice"):
+        gen_getters.render(gen_stubs.parse_header(GETTER_HEADER), rows, MACROS, set())
+
+
+def test_the_getter_table_builds_against_the_pinned_nvml_h_and_none_of_it_is_stubbed(gen_stubs, gen_getters):
+    build = _load("mokka_native_build_unit", os.path.join(REPO, "native", "build.py"))
+    keys = _load("mokka_gen_keys_unit", os.path.join(REPO, "native", "nvml", "gen_keys.py"))
+    with open(build.nvml_header(), encoding="utf-8") as f:
+        functions = gen_stubs.parse_header(f.read())
+    sources = build.hand_written_sources()
+    table = gen_getters.table()
+    getters = gen_getters.render(functions, table, keys.gpu_macros(), gen_stubs.handwritten(sources))
+    stubs = gen_stubs.render(functions, gen_stubs.defined_elsewhere(sources))
+    assert {"nvmlDeviceGetName", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetTotalEnergyConsumption"} <= {
+        g.name for g in table}
+    for g in table:
+        assert getters.count(f" {g.name}(") == 1 and f" {g.name}(" not in stubs, g.name

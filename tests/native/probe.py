@@ -157,7 +157,7 @@ def gpu_dump(h):
                  "MemoryBusWidth", "AccountingMode", "AccountingBufferSize", "GpuOperationMode",
                  "VirtualizationMode", "CurrentClocksEventReasons", "SupportedClocksEventReasons",
                  "SupportedMemoryClocks", "MultiGpuBoard",
-                 "RemappedRows", "IsMigDeviceHandle"):
+                 "RemappedRows", "IsMigDeviceHandle", "GpuMaxPcieLinkGeneration"):
         q(name, getattr(n, "nvmlDevice" + "Get" * (not name.startswith("Is")) + name))
     module = ctypes.c_uint()
     ret = lib().nvmlDeviceGetModuleId(h, ctypes.byref(module))

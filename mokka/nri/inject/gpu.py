@@ -24,7 +24,7 @@ from mokka.core import names
 from mokka.nri.inject.model import Container, Device, DeviceRule
 
 #: Container path prefix of a numbered GPU node (``/dev/nvidia0``).
-GPU_NODE_PATH_PREFIX = f"/dev/{names.GPU_NODE_PREFIX}"
+GPU_NODE_PATH_PREFIX = f"{names.CONTAINER_DEV_DIR}/{names.GPU_NODE_PREFIX}"
 CHAR = "c"
 #: A cgroup access string must grant read or write; "m" (mknod) alone opens nothing.
 OPENING_ACCESS = frozenset("rw")
