@@ -28,7 +28,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetDefaultEccMode(nvmlDevice_t device, nvmlEnable
     return api_enabled(device, "ecc.default_mode", defaultMode);
 }
 
-static int ecc_enabled(const struct mock_gpu *g)
+int ecc_enabled(const struct mock_gpu *g)
 {
     int on = 0;
     return gpu_flag(g, "ecc.mode_current", &on) && on;
@@ -46,14 +46,12 @@ static nvmlReturn_t ecc_count(nvmlDevice_t device, nvmlMemoryErrorType_t type, n
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!ecc_enabled(g))
         return NVML_ERROR_NOT_SUPPORTED;
-    const char *scope_name = scope == NVML_VOLATILE_ECC ? "volatile" : "aggregate";
-    char key[128];
     if (strcmp(where, "sram") == 0)
-        snprintf(key, sizeof key, "ecc.sram.%s.%s", scope_name,
-                 type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "correctable" : "uncorrectable_secded");
-    else
-        snprintf(key, sizeof key, "ecc.errors.%s.%s.%s", scope_name,
-                 type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "single_bit" : "double_bit", where);
+        return sram_count(g, type == NVML_MEMORY_ERROR_TYPE_CORRECTED, scope == NVML_AGGREGATE_ECC, out)
+                   ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+    char key[128];
+    snprintf(key, sizeof key, "ecc.errors.%s.%s.%s", scope == NVML_VOLATILE_ECC ? "volatile" : "aggregate",
+             type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "single_bit" : "double_bit", where);
     return gpu_u64(g, key, out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 

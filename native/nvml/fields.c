@@ -33,12 +33,6 @@ static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *
     return gpu_u64(g, key, &x) && set_u32(v, x);
 }
 
-static int ecc_on(const struct mock_gpu *g)
-{
-    int on = 0;
-    return gpu_flag(g, "ecc.mode_current", &on) && on;
-}
-
 /* report._temperature: distance from T.Limit (the slowdown point), Ada on. */
 static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
 {
@@ -74,13 +68,13 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     case NVML_FI_DEV_ECC_PENDING:
         return gpu_flag(g, "ecc.mode_pending", &on) && set_u32(v, (unsigned int)on);
     case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.single_bit.total", &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, "ecc.errors.volatile.single_bit.total", &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.volatile.double_bit.total", &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, "ecc.errors.volatile.double_bit.total", &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_SBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.single_bit.total", &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, "ecc.errors.aggregate.single_bit.total", &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, "ecc.errors.aggregate.double_bit.total", &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, "ecc.errors.aggregate.double_bit.total", &x) && set_u64(v, x);
     case NVML_FI_DEV_MEMORY_TEMP:
         return key_u32(g, "thermal.temperature_memory_c", v);
     case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:

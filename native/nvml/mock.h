@@ -149,4 +149,13 @@ void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, uns
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
 int api_pre_ada(const struct mock_gpu *g);
 
+/* --- ecc.c, sram.c: ECC counters ---------------------------------------- */
+
+/* Whether the GPU's ECC mode is enabled now: its counters exist only then. */
+int ecc_enabled(const struct mock_gpu *g);
+/* An SRAM count of a scope (volatile or aggregate), as nvmlDeviceGetMemoryErrorCounter
+ * gives it: 1 and *out, or 0 when ECC is off, the state has no ecc.sram or the sum
+ * does not fit. */
+int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
+
 #endif
