@@ -1,14 +1,19 @@
 /* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
  * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds. The -q
- * fields of nvidia-smi 550 (82, 95, 185-190, 192, 195, 226, 227) and those of
- * `nvidia-smi nvlink -s` (91, 164, 165) included. */
+ * fields of nvidia-smi 550 (82, 95, 185-190, 192, 195, 226, 227), those of
+ * `nvidia-smi nvlink -s` (91, 164, 165) and the clocks event reason counters
+ * of the 580 report (74, 76, 251-253) included. */
 #define _GNU_SOURCE
 #include <string.h>
 #include <sys/time.h>
 
 #include "mock.h"
 
-/* Later headers than this nvml.h. */
+/* Later headers than this nvml.h. The clocks event reason counters of NVML 12.8
+ * are 74 and 76 (this header's PERF_POLICY_POWER and _SYNC_BOOST) and these. */
+#define FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 251
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN 252
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN 253
 #define FI_DEV_RESET_STATUS 226
 #define FI_DEV_DRAIN_AND_RESET_STATUS 227
 #define FI_DEV_GET_GPU_RECOVERY_ACTION 230
@@ -42,6 +47,12 @@ static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v
     v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
     v->value.siVal = (int)(limit - x);
     return 1;
+}
+
+static int clocks_event(const struct mock_gpu *g, const char *reason, nvmlFieldValue_t *v)
+{
+    unsigned long long ns;
+    return clocks_event_ns(g, reason, &ns) && set_u64(v, ns);
 }
 
 static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int link, nvmlFieldValue_t *v)
@@ -110,6 +121,16 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return tlimit(g, "thermal.slowdown_threshold_c", v);
     case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
         return tlimit(g, "thermal.max_operating_c", v);
+    case NVML_FI_DEV_PERF_POLICY_POWER:           /* CLOCKS_EVENT_REASON_SW_POWER_CAP */
+        return clocks_event(g, "sw_power_cap", v);
+    case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:      /* CLOCKS_EVENT_REASON_SYNC_BOOST */
+        return clocks_event(g, "sync_boost", v);
+    case FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN:
+        return clocks_event(g, "sw_thermal_slowdown", v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
+        return clocks_event(g, "hw_thermal_slowdown", v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN:
+        return clocks_event(g, "hw_power_brake_slowdown", v);
     case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
     case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
     case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */

@@ -158,4 +158,10 @@ int ecc_enabled(const struct mock_gpu *g);
  * does not fit. */
 int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
 
+/* --- violations.c: how long a reason held the clocks back -------------------- */
+
+/* clocks_throttle_reasons.counters.<reason>_us in nanoseconds: 1, or 0 when the
+ * state has no such counter or it does not fit. */
+int clocks_event_ns(const struct mock_gpu *g, const char *reason, unsigned long long *ns);
+
 #endif
