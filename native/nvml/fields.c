@@ -1,9 +1,10 @@
 /* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
  * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds. The -q
- * fields of nvidia-smi 550 (82, 95, 185-190, 192, 195, 226, 227), those of
+ * fields of nvidia-smi 550 (82, 95, 185-190, 192-196, 226, 227), those of
  * `nvidia-smi nvlink -s` (91, 164, 165) and the clocks event reason counters
  * of the 580 report (74, 76, 251-253) included. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -38,15 +39,39 @@ static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *
     return gpu_u64(g, key, &x) && set_u32(v, x);
 }
 
-/* report._temperature: distance from T.Limit (the slowdown point), Ada on. */
-static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+/* report._temperature: how far `key` lies below T.Limit (the slowdown point), Ada on;
+ * 0 when the GPU has no T.Limit sensor or the state lacks either reading. */
+static int tlimit_margin(const struct mock_gpu *g, const char *key, int *margin)
 {
     long long limit, x;
     if (api_pre_ada(g) || !gpu_i64(g, "thermal.slowdown_threshold_c", &limit) || !gpu_i64(g, key, &x))
         return 0;
-    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
-    v->value.siVal = (int)(limit - x);
+    long long d;                                 /* an override can hold any integer */
+    if (__builtin_sub_overflow(limit, x, &d) || d > INT_MAX || d < INT_MIN)
+        return 0;
+    *margin = (int)d;
     return 1;
+}
+
+static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    int margin;
+    if (!tlimit_margin(g, key, &margin))
+        return 0;
+    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
+    v->value.siVal = margin;
+    return 1;
+}
+
+nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!margin)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return tlimit_margin(g, "thermal.temperature_gpu_c", margin) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
 static int clocks_event(const struct mock_gpu *g, const char *reason, nvmlFieldValue_t *v)
