@@ -1,0 +1,137 @@
+/* nvmlDeviceGetPlatformInfo: where the GPU sits in its rack, from the state's
+ * `platform` block (gb200 and gb300 have one), which nvidia-smi -q prints as
+ * "Platform Info". NOT_SUPPORTED without the block, as on boards whose platform
+ * reports no location.
+ *
+ * Every field of NVML's struct is a byte or a byte string. A value that cannot
+ * be one (a slot number of 300, a serial longer than 15 characters, a peer type
+ * NVML has no code for) makes the call NOT_SUPPORTED, with one line on stderr
+ * naming the key, rather than a truncated number.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mock.h"
+#include "platform_info.h"
+
+/* peerType codes. nvml.h documents the field as "switch present or not" and
+ * names no values; nvidia-smi prints the two as "Direct Connected" and "Switch
+ * Connected", and a switch being present is 1. */
+enum { PEER_DIRECT_CONNECTED = 0, PEER_SWITCH_CONNECTED = 1 };
+
+/* The serial is NUL-terminated inside its 16 bytes (Blackwell's are 13). */
+#define SERIAL_MAX (sizeof ((nvmlPlatformInfo_v2_t *)0)->chassisSerialNumber - 1)
+
+struct platform {
+    unsigned char ib_guid[16];
+    unsigned char serial[16];
+    unsigned char slot, tray, host, peer, module;
+};
+
+static int unusable(const struct mock_gpu *g, const char *key, const char *value, const char *fix)
+{
+    mock_warn_once("GPU %u: platform.%s %s cannot be given by nvmlDeviceGetPlatformInfo: %s",
+                   g->phys, key, value, fix);
+    return 0;
+}
+
+/* platform.<key> as one byte; 0 when absent. */
+static int byte_of(const struct mock_gpu *g, const char *key, unsigned char *out)
+{
+    char full[64], text[MOCK_VALUE_MAX];
+    unsigned long long x;
+    snprintf(full, sizeof full, "platform.%s", key);
+    *out = 0;
+    if (gpu_str(g, full, text, sizeof text) != 1)
+        return 1;
+    if (!gpu_u64(g, full, &x) || x > 255)
+        return unusable(g, key, text, "set it to a whole number from 0 to 255");
+    *out = (unsigned char)x;
+    return 1;
+}
+
+static int serial_of(const struct mock_gpu *g, unsigned char out[16])
+{
+    char text[MOCK_VALUE_MAX];
+    memset(out, 0, 16);
+    if (gpu_str(g, "platform.chassis_serial_number", text, sizeof text) != 1)
+        return 1;
+    size_t len = strlen(text);
+    if (len > SERIAL_MAX)
+        return unusable(g, "chassis_serial_number", text, "give at most 15 characters");
+    memcpy(out, text, len);
+    return 1;
+}
+
+static int peer_of(const struct mock_gpu *g, unsigned char *out)
+{
+    char text[64];
+    *out = PEER_DIRECT_CONNECTED;
+    if (gpu_str(g, "platform.peer_type", text, sizeof text) != 1)
+        return 1;
+    if (strcasecmp(text, "switch_connected") == 0)
+        *out = PEER_SWITCH_CONNECTED;
+    else if (strcasecmp(text, "direct_connected") != 0)
+        return unusable(g, "peer_type", text, "set it to switch_connected or direct_connected");
+    return 1;
+}
+
+/* platform.gpu_fabric_guid, a 64-bit number, in ibGuid's first 8 bytes with the
+ * most significant first, as a GUID is written; zero when absent. */
+static int guid_of(const struct mock_gpu *g, unsigned char out[16])
+{
+    char text[MOCK_VALUE_MAX];
+    unsigned long long guid;
+    memset(out, 0, 16);
+    if (gpu_str(g, "platform.gpu_fabric_guid", text, sizeof text) != 1)
+        return 1;
+    if (!gpu_u64(g, "platform.gpu_fabric_guid", &guid))
+        return unusable(g, "gpu_fabric_guid", text, "set it to a 64-bit number");
+    for (int i = 0; i < 8; i++)
+        out[i] = (unsigned char)(guid >> (56 - 8 * i));
+    return 1;
+}
+
+static int platform_of(const struct mock_gpu *g, struct platform *p)
+{
+    return guid_of(g, p->ib_guid) && serial_of(g, p->serial) && byte_of(g, "slot_number", &p->slot) &&
+           byte_of(g, "tray_index", &p->tray) && byte_of(g, "host_id", &p->host) && peer_of(g, &p->peer) &&
+           byte_of(g, "module_id", &p->module);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t *platformInfo)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!platformInfo)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int version = platformInfo->version;
+    if (version != nvmlPlatformInfo_v1 && version != nvmlPlatformInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    struct platform p;
+    if (!gpu_has_prefix(g, "platform.") || !platform_of(g, &p))
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (version == nvmlPlatformInfo_v1) {
+        nvmlPlatformInfo_v1_t *v1 = (nvmlPlatformInfo_v1_t *)platformInfo;
+        memcpy(v1->ibGuid, p.ib_guid, sizeof v1->ibGuid);
+        memcpy(v1->rackGuid, p.serial, sizeof v1->rackGuid);
+        v1->chassisPhysicalSlotNumber = p.slot;
+        v1->computeSlotIndex = p.tray;
+        v1->nodeIndex = p.host;
+        v1->peerType = p.peer;
+        v1->moduleId = p.module;
+        return NVML_SUCCESS;
+    }
+    memcpy(platformInfo->ibGuid, p.ib_guid, sizeof platformInfo->ibGuid);
+    memcpy(platformInfo->chassisSerialNumber, p.serial, sizeof platformInfo->chassisSerialNumber);
+    platformInfo->slotNumber = p.slot;
+    platformInfo->trayIndex = p.tray;
+    platformInfo->hostId = p.host;
+    platformInfo->peerType = p.peer;
+    platformInfo->moduleId = p.module;
+    return NVML_SUCCESS;
+}
