@@ -24,12 +24,6 @@ enum { PEER_DIRECT_CONNECTED = 0, PEER_SWITCH_CONNECTED = 1 };
 /* The serial is NUL-terminated inside its 16 bytes (Blackwell's are 13). */
 #define SERIAL_MAX (sizeof ((nvmlPlatformInfo_v2_t *)0)->chassisSerialNumber - 1)
 
-struct platform {
-    unsigned char ib_guid[16];
-    unsigned char serial[16];
-    unsigned char slot, tray, host, peer, module;
-};
-
 static int unusable(const struct mock_gpu *g, const char *key, const char *value, const char *fix)
 {
     mock_warn_once("GPU %u: platform.%s %s cannot be given by nvmlDeviceGetPlatformInfo: %s",
@@ -94,11 +88,11 @@ static int guid_of(const struct mock_gpu *g, unsigned char out[16])
     return 1;
 }
 
-static int platform_of(const struct mock_gpu *g, struct platform *p)
+static int platform_of(const struct mock_gpu *g, nvmlPlatformInfo_v2_t *p)
 {
-    return guid_of(g, p->ib_guid) && serial_of(g, p->serial) && byte_of(g, "slot_number", &p->slot) &&
-           byte_of(g, "tray_index", &p->tray) && byte_of(g, "host_id", &p->host) && peer_of(g, &p->peer) &&
-           byte_of(g, "module_id", &p->module);
+    return guid_of(g, p->ibGuid) && serial_of(g, p->chassisSerialNumber) &&
+           byte_of(g, "slot_number", &p->slotNumber) && byte_of(g, "tray_index", &p->trayIndex) &&
+           byte_of(g, "host_id", &p->hostId) && peer_of(g, &p->peerType) && byte_of(g, "module_id", &p->moduleId);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t *platformInfo)
@@ -112,26 +106,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatform
     unsigned int version = platformInfo->version;
     if (version != nvmlPlatformInfo_v1 && version != nvmlPlatformInfo_v2)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    struct platform p;
-    if (!gpu_has_prefix(g, "platform.") || !platform_of(g, &p))
+    nvmlPlatformInfo_v2_t info;
+    memset(&info, 0, sizeof info);
+    info.version = version;
+    if (!gpu_has_prefix(g, "platform.") || !platform_of(g, &info))
         return NVML_ERROR_NOT_SUPPORTED;
-    if (version == nvmlPlatformInfo_v1) {
-        nvmlPlatformInfo_v1_t *v1 = (nvmlPlatformInfo_v1_t *)platformInfo;
-        memcpy(v1->ibGuid, p.ib_guid, sizeof v1->ibGuid);
-        memcpy(v1->rackGuid, p.serial, sizeof v1->rackGuid);
-        v1->chassisPhysicalSlotNumber = p.slot;
-        v1->computeSlotIndex = p.tray;
-        v1->nodeIndex = p.host;
-        v1->peerType = p.peer;
-        v1->moduleId = p.module;
-        return NVML_SUCCESS;
-    }
-    memcpy(platformInfo->ibGuid, p.ib_guid, sizeof platformInfo->ibGuid);
-    memcpy(platformInfo->chassisSerialNumber, p.serial, sizeof platformInfo->chassisSerialNumber);
-    platformInfo->slotNumber = p.slot;
-    platformInfo->trayIndex = p.tray;
-    platformInfo->hostId = p.host;
-    platformInfo->peerType = p.peer;
-    platformInfo->moduleId = p.module;
+    memcpy(platformInfo, &info, sizeof info);    /* v1 names the same bytes (platform_info.h) */
     return NVML_SUCCESS;
 }

@@ -6,6 +6,8 @@
 #ifndef MOKKA_NVML_PLATFORM_INFO_H
 #define MOKKA_NVML_PLATFORM_INFO_H
 
+#include <stddef.h>
+
 #include <nvml.h>
 
 #include "visibility.h"
@@ -40,6 +42,10 @@ typedef nvmlPlatformInfo_v2_t nvmlPlatformInfo_t;
 
 _Static_assert(sizeof(nvmlPlatformInfo_v1_t) == 44 && sizeof(nvmlPlatformInfo_v2_t) == 44,
                "NVIDIA's nvmlPlatformInfo_v1_t and _v2_t are 44 bytes");
+_Static_assert(offsetof(nvmlPlatformInfo_v1_t, rackGuid) == offsetof(nvmlPlatformInfo_v2_t, chassisSerialNumber) &&
+               offsetof(nvmlPlatformInfo_v1_t, chassisPhysicalSlotNumber) == offsetof(nvmlPlatformInfo_v2_t, slotNumber) &&
+               offsetof(nvmlPlatformInfo_v1_t, moduleId) == offsetof(nvmlPlatformInfo_v2_t, moduleId),
+               "v1 and v2 name the same bytes, so one filling serves both");
 
 MOKKA_EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t *platformInfo);
 

@@ -36,46 +36,25 @@ ZERO_SRAM = {"version": 0x01000068, "aggregateUncParity": 0, "aggregateUncSecDed
 NO_GUID = "00" * 16
 GB200_SERIAL = b"1822725100200\0\0\0".hex()
 
-OVERRIDES = """version: 1
-devices:
-  "1":
-    clocks_throttle_reasons:
-      counters:
-        sw_power_cap_us: 2354613
-        sync_boost_us: 7
-        sw_thermal_slowdown_us: 3360324
-        hw_thermal_slowdown_us: 11
-        hw_power_brake_slowdown_us: 13
-    ecc:
-      sram:
-        volatile: {correctable: 5, uncorrectable_parity: 2, uncorrectable_secded: 3}
-        aggregate: {correctable: 50, uncorrectable_parity: 20, uncorrectable_secded: 30}
-        threshold_exceeded: true
-        uncorrectable_sources: {l2: 1, sm: 2, microcontroller: 3, pcie: 4, other: 5}
-    platform:
-      gpu_fabric_guid: 81985529216486895
-      peer_type: direct_connected
-  "2":
-    ecc:
-      mode_current: disabled
-  "3":
-    clocks_throttle_reasons:
-      counters:
-        sw_power_cap_us: 18446744073709551
-        sync_boost_us: 18446744073709552
-  "4":
-    platform:
-      slot_number: 300
-  "5":
-    platform:
-      chassis_serial_number: "1234567890123456"
-  "6":
-    platform:
-      peer_type: nvswitch
-  "7":
-    thermal:
-      temperature_gpu_c: 95
-"""
+#: Counts an SRAM can report, every one different (test_report_rows_550.py prints them too).
+SRAM = {"volatile": {"correctable": 5, "uncorrectable_parity": 2, "uncorrectable_secded": 3},
+        "aggregate": {"correctable": 50, "uncorrectable_parity": 20, "uncorrectable_secded": 30},
+        "threshold_exceeded": True,
+        "uncorrectable_sources": {"l2": 1, "sm": 2, "microcontroller": 3, "pcie": 4, "other": 5}}
+
+OVERRIDES = yaml.safe_dump({"version": 1, "devices": {
+    "1": {"clocks_throttle_reasons": {"counters": {
+              "sw_power_cap_us": 2354613, "sync_boost_us": 7, "sw_thermal_slowdown_us": 3360324,
+              "hw_thermal_slowdown_us": 11, "hw_power_brake_slowdown_us": 13}},
+          "ecc": {"sram": SRAM},
+          "platform": {"gpu_fabric_guid": 0x0123456789ABCDEF, "peer_type": "direct_connected"}},
+    "2": {"ecc": {"mode_current": "disabled"}},
+    "3": {"clocks_throttle_reasons": {"counters": {     # ULLONG_MAX is 18446744073709551615
+              "sw_power_cap_us": 18446744073709551, "sync_boost_us": 18446744073709552}}},
+    "4": {"platform": {"slot_number": 300}},
+    "5": {"platform": {"chassis_serial_number": "1234567890123456"}},
+    "6": {"platform": {"peer_type": "nvswitch"}},
+    "7": {"thermal": {"temperature_gpu_c": 95}}}})
 
 
 def _without_sram(root: str) -> str:

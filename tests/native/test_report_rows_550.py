@@ -9,21 +9,14 @@ from __future__ import annotations
 import os
 
 import pytest
+import yaml
 
 from tests.corpus import engine_cases as corpus
 from tests.native.staged import ctl, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 from tests.native.test_nvidia_smi_550 import parse_q
+from tests.native.test_report_queries import SRAM
 
-SRAM_OVERRIDES = """version: 1
-devices:
-  "1":
-    ecc:
-      sram:
-        volatile: {correctable: 5, uncorrectable_parity: 2, uncorrectable_secded: 3}
-        aggregate: {correctable: 50, uncorrectable_parity: 20, uncorrectable_secded: 30}
-        threshold_exceeded: true
-        uncorrectable_sources: {l2: 1, sm: 2, microcontroller: 3, pcie: 4, other: 5}
-"""
+SRAM_OVERRIDES = yaml.safe_dump({"version": 1, "devices": {"1": {"ecc": {"sram": SRAM}}}})
 
 
 @pytest.fixture
