@@ -16,9 +16,9 @@
 #include "mock.h"
 #include "platform_info.h"
 
-/* peerType codes. nvml.h documents the field as "switch present or not" and
- * names no values; nvidia-smi prints the two as "Direct Connected" and "Switch
- * Connected", and a switch being present is 1. */
+/* peerType codes. nvml.h describes the field as "switch present or not" and
+ * names no values: a switch present reads 1, none 0 (nvidia-smi's "Switch
+ * Connected" and "Direct Connected"). */
 enum { PEER_DIRECT_CONNECTED = 0, PEER_SWITCH_CONNECTED = 1 };
 
 /* The serial is NUL-terminated inside its 16 bytes (Blackwell's are 13). */
