@@ -29,9 +29,9 @@ from __future__ import annotations
 from mokka.core import names
 
 FORMAT_VERSION = 1
-KIND_STATE = "state"
-KIND_OVERRIDES = "overrides"
-KIND_TOPOLOGY = "topology"
+KIND_STATE = names.STATE_COMPANION_KIND
+KIND_OVERRIDES = names.OVERRIDES_COMPANION_KIND
+KIND_TOPOLOGY = names.TOPOLOGY_COMPANION_KIND
 
 
 def companion_path(yaml_path: str) -> str:
@@ -60,7 +60,7 @@ def _walk(prefix: str, value, out: list[tuple[str, str]]) -> None:
             key = str(key).replace(" ", "_")
             _walk(f"{prefix}.{key}" if prefix else key, item, out)
     elif isinstance(value, (list, tuple)):
-        out.append((f"{prefix}.len", str(len(value))))
+        out.append((f"{prefix}.{names.COMPANION_LEN_KEY}", str(len(value))))
         for n, item in enumerate(value):
             _walk(f"{prefix}.{n}", item, out)
     else:
@@ -84,7 +84,7 @@ def render(kind: str, digest: str, body) -> bytes:
 def state_companion(state: dict) -> bytes:
     """The compiled engine state: ``gpu.<n>.…`` per GPU, plus the node-wide blocks."""
     body = {key: value for key, value in state.items() if key not in ("gpus", "profile")}
-    body["gpu"] = state.get("gpus") or []
+    body[names.COMPANION_GPU_LIST] = state.get("gpus") or []
     body["profile_source"] = (state.get("profile") or {}).get("source")
     return render(KIND_STATE, (state.get("profile") or {}).get("digest", ""), body)
 
@@ -105,7 +105,8 @@ def topology_companion(doc: dict, yaml_bytes: bytes) -> bytes:
     for domain in doc.get("domains") or []:
         for clique in domain.get("cliques") or []:
             for node in clique.get("nodes") or []:
-                nodes[str(node)] = {"cluster_uuid": normalize_cluster_uuid(domain.get("uuid", "")),
-                                    "clique_id": int(clique.get("id", 0)),
-                                    "domain": str(domain.get("name", ""))}
-    return render(KIND_TOPOLOGY, digest(yaml_bytes), {"node": nodes})
+                nodes[str(node)] = {
+                    names.TOPOLOGY_COMPANION_CLUSTER_UUID: normalize_cluster_uuid(domain.get("uuid", "")),
+                    names.TOPOLOGY_COMPANION_CLIQUE_ID: int(clique.get("id", 0)),
+                    "domain": str(domain.get("name", ""))}
+    return render(KIND_TOPOLOGY, digest(yaml_bytes), {names.TOPOLOGY_COMPANION_NODES: nodes})

@@ -142,6 +142,10 @@ FABRIC_STATE_CODES = {FABRIC_STATE_NOT_SUPPORTED: 0, FABRIC_STATE_NOT_STARTED: 1
                       FABRIC_STATE_IN_PROGRESS: 2, FABRIC_STATE_COMPLETED: 3}
 FABRIC_STATE_AUTO = "auto"
 FABRIC_STATE_DEFAULT = FABRIC_STATE_COMPLETED
+#: A GPU's ``platform.peer_type``: whether an NVSwitch joins it to its NVLink peers
+#: (nvmlPlatformInfo's peerType 1 and 0).
+PLATFORM_PEER_SWITCH_CONNECTED = "switch_connected"
+PLATFORM_PEER_DIRECT_CONNECTED = "direct_connected"
 #: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
 #: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
 STATE_LOST_KEY = "failure.lost"

@@ -286,6 +286,7 @@ DEVICE_FIELDS = {
     "pcie": Map(ints("current_link_gen current_link_width max_link_gen max_link_width "
                      "replay_counter rx_throughput_kbps tx_throughput_kbps")),
     "platform": Map({**ints("host_id slot_number tray_index module_id", maximum=UINT32_MAX),
+                     "gpu_fabric_guid": Int(maximum=2**64 - 1),
                      **strs("chassis_serial_number peer_type")}),
     "fan": Map({"count": Int(maximum=64), "speed_percent": Scalar(), "target_speed_percent": Scalar()}),
     # lost: what ``mokka ctl set GPU lost=true`` writes (names.STATE_LOST_KEY).

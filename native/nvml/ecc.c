@@ -23,7 +23,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t
     return ret;
 }
 
-static int ecc_enabled(const struct mock_gpu *g)
+int ecc_enabled(const struct mock_gpu *g)
 {
     int on = 0;
     return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && on;
@@ -65,6 +65,9 @@ static nvmlReturn_t ecc_count(nvmlDevice_t device, nvmlMemoryErrorType_t type, n
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!ecc_enabled(g))
         return NVML_ERROR_NOT_SUPPORTED;
+    if (where == NVML_MEMORY_LOCATION_SRAM)
+        return sram_count(g, type == NVML_MEMORY_ERROR_TYPE_CORRECTED, scope == NVML_AGGREGATE_ECC, out)
+                   ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
     return gpu_u64(g, ecc_keys[scope][type][where], out) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 

@@ -21,11 +21,16 @@
  *       buffer for every pair, so a level is always written (an unwritten one
  *       repeats the previous pair's).
  *   229 `-q`, per GPU: (device, unsigned int *gen): the PCIe "Host Max" row.
+ *   239 `-q`, `-q -x` and `--query-gpu=temperature.gpu.tlimit`, per GPU:
+ *       (device, int *margin): "GPU T.Limit Temp", printed as the signed 32-bit
+ *       value written (an 8-byte write shows only its low half; the third
+ *       argument is 1 from -q and NULL from --query-gpu, so not an input).
+ *       NOT_SUPPORTED prints N/A, as before Ada.
  *   -q, per GPU, answered NOT_SUPPORTED (printed N/A, as on most real systems):
  *       241 Addressing Mode; 230 GPU Part Number (device, char *, 0x50);
  *       236 FRU Part Number (device, char *, 0x14); 164 IBMNPU Relaxed
  *       Ordering Mode; 225 Atomic Caps Inbound/Outbound; 248 Sparse Operation
- *       Mode; 239 GPU T.Limit Temp; 231 a Memory clock row; 208 a Graphics row;
+ *       Mode; 231 a Memory clock row; 208 a Graphics row;
  *       212, also once per GPU in the default table: (device, unsigned int *count
  *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
  *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
@@ -75,6 +80,7 @@ enum {
     SLOT_RESET_GROUP_ALLOC = 181,
     SLOT_RESET_GROUP_GET = 182,
     SLOT_HOST_MAX_PCIE_GEN = 229,
+    SLOT_TLIMIT_TEMP = 239,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -217,6 +223,8 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         return nvmlDeviceGetHandleByIndex_v2((unsigned int)(uintptr_t)a0, (nvmlDevice_t *)a1);
     case SLOT_HOST_MAX_PCIE_GEN:
         return host_max_pcie_gen(a0, a1);
+    case SLOT_TLIMIT_TEMP:
+        return mock_tlimit_temperature((nvmlDevice_t)a0, (int *)a1);
     case SLOT_RESET_IS_PRIMARY:
         return reset_is_primary(a0, a1);
     case SLOT_RESET_MODE:

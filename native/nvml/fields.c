@@ -1,14 +1,20 @@
 /* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
  * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds. The -q
- * fields of nvidia-smi 550 (82, 95, 185-190, 192, 195, 226, 227) and those of
- * `nvidia-smi nvlink -s` (91, 164, 165) included. */
+ * fields of nvidia-smi 550 (82, 95, 185-190, 192-196, 226, 227), those of
+ * `nvidia-smi nvlink -s` (91, 164, 165) and the clocks event reason counters
+ * of the 580 report (74, 76, 251-253) included. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "mock.h"
 
-/* Later headers than this nvml.h. */
+/* Later headers than this nvml.h. The clocks event reason counters of NVML 12.8
+ * are 74 and 76 (this header's PERF_POLICY_POWER and _SYNC_BOOST) and these. */
+#define FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 251
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN 252
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN 253
 #define FI_DEV_RESET_STATUS 226
 #define FI_DEV_DRAIN_AND_RESET_STATUS 227
 #define FI_DEV_GET_GPU_RECOVERY_ACTION 230
@@ -33,21 +39,45 @@ static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *
     return gpu_u64(g, key, &x) && set_u32(v, x);
 }
 
-static int ecc_on(const struct mock_gpu *g)
-{
-    int on = 0;
-    return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && on;
-}
-
-/* report._temperature: distance from T.Limit (the slowdown point), Ada on. */
-static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+/* How far `key` lies below T.Limit (the slowdown point), Ada on; 0 when the GPU
+ * has no T.Limit sensor or the state lacks either reading. */
+static int tlimit_margin(const struct mock_gpu *g, const char *key, int *margin)
 {
     long long limit, x;
     if (api_pre_ada(g) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &limit) || !gpu_i64(g, key, &x))
         return 0;
-    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
-    v->value.siVal = (int)(limit - x);
+    long long d;                                 /* an override can hold any integer */
+    if (__builtin_sub_overflow(limit, x, &d) || d > INT_MAX || d < INT_MIN)
+        return 0;
+    *margin = (int)d;
     return 1;
+}
+
+static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    int margin;
+    if (!tlimit_margin(g, key, &margin))
+        return 0;
+    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
+    v->value.siVal = margin;
+    return 1;
+}
+
+nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!margin)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return tlimit_margin(g, K_THERMAL_TEMPERATURE_GPU_C, margin) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+static int clocks_event(const struct mock_gpu *g, const char *counter_key, nvmlFieldValue_t *v)
+{
+    unsigned long long ns;
+    return clocks_event_ns(g, counter_key, &ns) && set_u64(v, ns);
 }
 
 static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int link, nvmlFieldValue_t *v)
@@ -74,13 +104,13 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     case NVML_FI_DEV_ECC_PENDING:
         return gpu_flag(g, K_ECC_MODE_PENDING, &on) && set_u32(v, (unsigned int)on);
     case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
-        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_SBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_ECC_DBE_AGG_TOTAL:
-        return ecc_on(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
     case NVML_FI_DEV_MEMORY_TEMP:
         return key_u32(g, K_THERMAL_TEMPERATURE_MEMORY_C, v);
     case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
@@ -116,6 +146,16 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return tlimit(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, v);
     case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
         return tlimit(g, K_THERMAL_MAX_OPERATING_C, v);
+    case NVML_FI_DEV_PERF_POLICY_POWER:           /* CLOCKS_EVENT_REASON_SW_POWER_CAP */
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_POWER_CAP_US, v);
+    case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:      /* CLOCKS_EVENT_REASON_SYNC_BOOST */
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SYNC_BOOST_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN_US, v);
     case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
     case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
     case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */

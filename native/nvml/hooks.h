@@ -49,4 +49,12 @@ int mock_physical_of(nvmlDevice_t device, unsigned int *phys);
  * first that could not be dropped (one line on stderr says why). */
 nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices);
 
+/* --- fields.c: T.Limit --------------------------------------------------------- */
+
+/* How far the GPU's temperature lies below T.Limit (its slowdown threshold), in
+ * degrees C, negative past it: `nvidia-smi -q`'s "GPU T.Limit Temp". NVML_SUCCESS,
+ * NVML_ERROR_NOT_SUPPORTED before Ada (no T.Limit sensor) or without the readings,
+ * or the handle's error. */
+nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin);
+
 #endif

@@ -154,4 +154,19 @@ void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, uns
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
 int api_pre_ada(const struct mock_gpu *g);
 
+/* --- ecc.c, sram.c: ECC counters ---------------------------------------- */
+
+/* Whether the GPU's ECC mode is enabled now: its counters exist only then. */
+int ecc_enabled(const struct mock_gpu *g);
+/* An SRAM count of a scope (volatile or aggregate), as nvmlDeviceGetMemoryErrorCounter
+ * gives it: 1 and *out, or 0 when ECC is off, the state has no ecc.sram or the sum
+ * does not fit. */
+int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
+
+/* --- violations.c: how long a reason held the clocks back -------------------- */
+
+/* clocks_throttle_reasons.counters.<reason>_us in nanoseconds: 1, or 0 when the
+ * state has no such counter or it does not fit. */
+int clocks_event_ns(const struct mock_gpu *g, const char *counter_key, unsigned long long *ns);
+
 #endif

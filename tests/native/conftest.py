@@ -1,7 +1,7 @@
 """Fixtures for the mock libnvidia-ml.so.1: build it once, run probes against it.
 
     nvml_lib   (session)  the directory holding the built libnvidia-ml.so.1
-    run_probe(lib_dir, env, *args)   python3 tests/native/probe.py ARGS as a
+    run_probe(lib_dir, env, *args, probe=PROBE)   python3 tests/native/probe.py ARGS as a
                           process that loads the library through LD_LIBRARY_PATH
                           with a clean environment (no MOCK_* of the caller)
 """
@@ -56,9 +56,9 @@ def clean_env(lib_dir: str, env: dict) -> dict:
     return full
 
 
-def run_probe(lib_dir: str, env: dict, *args: str, timeout: float = 60) -> tuple[dict, str]:
-    """(the JSON the probe printed, its stderr)."""
-    res = subprocess.run([sys.executable, PROBE, *args], env=clean_env(lib_dir, env),
+def run_probe(lib_dir: str, env: dict, *args: str, timeout: float = 60, probe: str = PROBE) -> tuple[dict, str]:
+    """(the JSON the probe printed, its stderr); ``probe``: another probe script of this folder."""
+    res = subprocess.run([sys.executable, probe, *args], env=clean_env(lib_dir, env),
                          capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout), res.stderr

@@ -2,7 +2,8 @@
 
 - it exports every name NVIDIA's real libnvidia-ml.so (550, fetched by
   .ci/fetch-runtime.sh from Debian non-free) exports, and every function of the
-  pinned nvml.h; nothing but nvml* names, and no symbol versions of its own;
+  pinned nvml.h; beyond those, only LATER_API; nothing but nvml* names, and no
+  symbol versions of its own;
 - the aarch64 build is an aarch64 ELF;
 - neither build needs a GLIBC_ symbol version above 2.17;
 - building twice gives the same bytes.
@@ -30,6 +31,16 @@ BUILD = os.path.join(REPO, "native", "build.py")
 ARCHES = ("x86_64", "aarch64")
 E_MACHINE = {"x86_64": 62, "aarch64": 183}
 GLIBC_FLOOR = (2, 17)
+
+#: Functions of NVML releases newer than the pinned nvml.h and NVIDIA's 550 library, which
+#: consumers built against a newer header call (our nvidia-smi's 580 report among them).
+#: A name joins only with its own declaration in native/nvml and a test of its answers.
+LATER_API = {
+    "nvmlDeviceGetPlatformInfo",        # NVML 12.6 (560): the report's Platform Info block
+}
+#: Mokka's own calls for its clients (native/nvml/private.c): where the node's files are,
+#: and which profile GPU a visible index is.
+PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity"}
 
 SHT_DYNSYM = 11
 SHT_GNU_VERDEF = 0x6FFFFFFD
@@ -166,6 +177,13 @@ def test_exports_every_function_of_the_pinned_nvml_h(libraries, nvml_h_functions
     assert {"nvmlInit", "nvmlInit_v2", "nvmlErrorString", "nvmlDeviceGetCount_v2"} <= nvml_h_functions
     ours = read_elf(libraries[arch]).defined_dynamic_symbols()
     assert sorted(nvml_h_functions - ours) == []
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_exports_nothing_else_but_the_later_api(libraries, real_nvml_names, nvml_h_functions, arch):
+    ours = read_elf(libraries[arch]).defined_dynamic_symbols()
+    assert not LATER_API & (real_nvml_names | nvml_h_functions), "no longer later than the pins"
+    assert sorted(ours - real_nvml_names - nvml_h_functions) == sorted(LATER_API | PRIVATE_API)
 
 
 @pytest.mark.parametrize("arch", ARCHES)
