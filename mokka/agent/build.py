@@ -49,6 +49,7 @@ class AgentConfig:
     resync_interval: float = 60.0
     shutdown_timeout: float = 30.0
     imex_channels: int = 0
+    mig_layout: str = ""              # boot every GPU with MIG on and this layout of the profile
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
     container_runtime: str = names.CONTAINER_RUNTIME_CONTAINERD
@@ -116,6 +117,7 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
                     simulators=[s.name for s in sims])
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
-                        resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
+                        resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels,
+                        mig_layout=cfg.mig_layout)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
                  health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held)
