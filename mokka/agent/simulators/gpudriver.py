@@ -1,4 +1,5 @@
-"""gpudriver: device nodes, the profile copy and its compiled companion, procfs, the shims;
+"""gpudriver: device nodes, the profile copy and its compiled companion, procfs (with the
+staged /proc/devices), the shims;
 Apply publishes the driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
@@ -14,7 +15,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
-from mokka.agent.simulators import Host, Readiness
+from mokka.agent.simulators import Host, Readiness, imex
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import flatstate, launcher, names
 
@@ -44,8 +45,15 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     ver = state["system"]["driver_version"]
     out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
+    out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
     out.update(native_tree(host, ver))
     return out
+
+
+def proc_devices(desired: Desired) -> str:
+    """The staged /proc/devices: the driver's dynamic majors (IMEX channels when staged)."""
+    channels = imex.PROC_DEVICES_LINE if imex.channel_count(desired) else ""
+    return f"{channels}{names.NVIDIA_CAPS_MAJOR} {names.NVIDIA_CAPS_DEV_NAME}\n"
 
 
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
