@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 
 from mokka.agent import desired as ds
 from tests.core.test_profile_errors import ISSUE_CASES

@@ -8,7 +8,8 @@ from mokka.core.compile import compile_profile
 from mokka.core.overlay import host_overlay
 from mokka.core.profile import load, parse
 from tests.conftest import run_mokka
-from tests.integration.runtime import runtime_paths, validate_cdi_spec
+from tests.integration.cdischema import validate_cdi_spec
+from tests.integration.runtime import runtime_paths
 
 
 def rendered(profile, host_root="/"):

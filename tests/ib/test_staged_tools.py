@@ -15,9 +15,10 @@ import pytest
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay, ib_env
-from tests.agent.helpers import probe, wait_until
+from tests.agent.helpers import probe
 from tests.netutil import free_port
 from tests.peers import peer
+from tests.waiting import wait_until
 
 NODE = "node-a"
 SM_LID, LID_3, GUID_3 = 17304, 17307, "0xa088c203876b2607"      # h100, node-a

@@ -13,20 +13,18 @@ import importlib.util
 import os
 import platform
 import subprocess
-import sys
 
 import pytest
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay, ib_env
+from tests.agent.helpers import AgentProcess
 from tests.conftest import REPO
 from tests.native.conftest import SANITIZER_PRELOAD
 from tests.peers import peer
+from tests.waiting import wait_until
 
 _STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
-sys.path.insert(0, os.path.join(REPO, "tests", "agent"))
-
-from helpers import AgentProcess, wait_until  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, devices
-from inject_builders import (MOCK_DEVICE_EDITS, allocated, config, device_paths, env_of, full_view,
-                             gpu_node, plain, pod)
+from tests.nri.inject.builders import (MOCK_DEVICE_EDITS, allocated, config, device_paths, env_of,
+                                       full_view, gpu_node, plain, pod)
 
 DEVICES = names.ANNOTATION_DEVICES
 VIEW = full_view()

@@ -12,8 +12,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, skip
-from inject_builders import (allocated, config, device_paths, full_view, plain, pod,
-                             pod_with)
+from tests.nri.inject.builders import (allocated, config, device_paths, full_view, plain, pod,
+                                       pod_with)
 
 GPU_VIA = ("allocation", "devices annotation")
 COMBINATIONS = [(gpu, ib, imex, via) for gpu, ib, imex in itertools.product((False, True), repeat=3)

@@ -6,7 +6,7 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, skip, skip_reason
-from inject_builders import MOUNT, allocated, config, full_view, plain, pod, pod_with
+from tests.nri.inject.builders import MOUNT, allocated, config, full_view, plain, pod, pod_with
 
 GPU = names.ANNOTATION_DEVICES
 OPT_OUT = names.ANNOTATION_OPT_OUT
