@@ -240,3 +240,23 @@ def test_a_spec_file_is_read_as_yaml_or_json_and_a_bad_one_named(tmp_path):
         with pytest.raises(cdi.UnreadableSpec):
             cdi.read_spec(str(tmp_path / bad))
     assert cdi.SPEC_SUFFIXES == (".yaml", ".yml", ".json")
+
+
+def test_imex_channels_join_the_toolkit_specs_common_nodes():
+    state = compile_profile(load("t4"))
+    channel = {"path": "/dev/nvidia-caps-imex-channels/channel0", "type": "c", "major": 234,
+               "minor": 0, "permissions": "rw"}
+    spec = cdi.toolkit_spec(state, host_overlay("/node"), imex_nodes=[channel])
+    assert [n["path"] for n in spec["containerEdits"]["deviceNodes"]] == [
+        "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+        "/dev/nvidia-caps-imex-channels/channel0"]
+
+
+def test_specs_are_written_as_block_yaml_without_anchors():
+    node = {"path": "/dev/x"}
+    text = cdi.to_yaml({"kind": "example.com/x", "devices": [
+        {"name": "a", "containerEdits": {"deviceNodes": [node]}},
+        {"name": "b", "containerEdits": {"deviceNodes": [node]}}]})
+    assert text == ("kind: example.com/x\ndevices:\n"
+                    "- name: a\n  containerEdits:\n    deviceNodes:\n    - path: /dev/x\n"
+                    "- name: b\n  containerEdits:\n    deviceNodes:\n    - path: /dev/x\n")
