@@ -1,5 +1,5 @@
 """A burst of CreateContainers at the real nri-plugin process from a runtime that
-pipelines them all and reads the replies slowly: the issue-12 scenario at full size.
+pipelines them all and reads the replies slowly: tests/nri/test_plugin_load.py's burst at full size.
 
 Starts ``python -m mokka nri-plugin`` against the fake runtime (real wire format),
 with --imex-channels IMEX channel nodes staged so an IMEX pod's reply is large

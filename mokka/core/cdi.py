@@ -109,7 +109,8 @@ def mock_spec(state: dict, host: Overlay) -> dict:
 
 
 def management_spec(state: dict, host: Overlay) -> dict:
-    """``management.nvidia.com/gpu=all``: every GPU and the control nodes (seed 003)."""
+    """``management.nvidia.com/gpu=all``: every GPU and the control nodes, for the
+    container toolkit's management annotations."""
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MANAGEMENT,
             "devices": [{"name": names.CDI_DEVICE_ALL,
                          "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)}}]}

@@ -163,7 +163,7 @@ class NodeViewBuilder:
                       *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
             # What the fast path compares: each path once, with the signature
             # every cache on it was computed at. Only when all are trusted and
-            # agree; otherwise the next build recomputes (as before).
+            # agree; otherwise the next build recomputes.
             expected: dict[str, Signature] = {}
             consistent = all(cached.trusted for cached in caches)
             for cached in caches:

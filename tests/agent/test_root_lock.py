@@ -81,7 +81,7 @@ def mounts_under(root: str) -> list[str]:
 
 
 def test_two_once_runs_at_the_same_time_stage_one_tree(scratch):
-    """Issue 11's reproduction: two --once started together. At most one stages; the other,
+    """Two --once started together: at most one stages; the other,
     if it overlapped, refuses with the lock line; one bind mount; teardown leaves the root."""
     import subprocess
     import sys

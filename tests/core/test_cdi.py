@@ -184,21 +184,26 @@ def test_entries_that_are_not_edits_are_skipped_and_the_rest_kept():
                              "uid": 7, "gid": 8},
                             {"path": "/dev/bool", "type": "c", "major": True, "minor": 0,
                              "hostPath": "/nonexistent/bool"},
-                            {"type": "c", "major": 1, "minor": 3}, "not a node"],
+                            {"type": "c", "major": 1, "minor": 3}, "not a node",
+                            {"path": "/dev/strnum", "type": "c", "major": "1", "minor": 2}],
             "mounts": [{"hostPath": "/h", "containerPath": "/c"},
                        {"hostPath": "/h2", "containerPath": "/c2", "type": "tmpfs",
                         "options": ["ro", 1, "nosuid"]},
                        {"hostPath": "/h3", "containerPath": "/c3", "type": ""},
+                       {"hostPath": "/h4", "containerPath": "/c4", "type": 5},
                        {"hostPath": "/h"}, {"containerPath": "/c"}, [], "m"]}}]}
     edits = cdi.device_edits(doc)
     assert list(edits) == ["example.com/x=empty", "example.com/x=none", "example.com/x=mixed"]
     assert edits["example.com/x=empty"] == () and edits["example.com/x=none"] == ()
+    with pytest.raises(AttributeError):               # a value, shared by every view
+        edits["example.com/x=mixed"][0].env = ()
     (mixed,) = edits["example.com/x=mixed"]
     assert mixed.env == ("A=1", "B=")
     assert mixed.devices == (Device("/dev/x", "c", 1, 2, 0o640, 7, 8),)
     assert mixed.mounts == (Mount("/c", "/h", "bind", ()),
                             Mount("/c2", "/h2", "tmpfs", ("ro", "nosuid")),
-                            Mount("/c3", "/h3", "bind", ()))
+                            Mount("/c3", "/h3", "bind", ()),
+                            Mount("/c4", "/h4", "bind", ()))
 
 
 def test_a_node_without_numbers_is_completed_from_its_host_path_or_dropped(tmp_path):
@@ -218,12 +223,14 @@ def test_a_node_without_numbers_is_completed_from_its_host_path_or_dropped(tmp_p
         {"path": str(block)},
         {"path": "/dev/plain", "hostPath": str(plain)},
         {"path": "/dev/missing", "hostPath": str(tmp_path / "missing")},
-        {"path": "/dev/half", "hostPath": str(char), "type": "c", "major": 3}]}}]}
+        {"path": "/dev/half", "hostPath": str(char), "type": "c", "major": 3},
+        {"path": "/dev/untyped", "hostPath": str(char), "major": 1, "minor": 1}]}}]}
     (edits,) = cdi.device_edits(doc)["example.com/x=d"]
     assert edits.devices == (Device("/dev/c", "c", 195, 7, 0o620),
                              Device("/dev/c-typed", "b", 195, 7, 0o444),
                              Device(str(block), "b", 8, 1, 0o600),
-                             Device("/dev/half", "c", 195, 7, 0o620))
+                             Device("/dev/half", "c", 195, 7, 0o620),
+                             Device("/dev/untyped", "c", 195, 7, 0o620))
 
 
 def test_a_spec_file_is_read_as_yaml_or_json_and_a_bad_one_named(tmp_path):

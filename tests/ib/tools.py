@@ -4,7 +4,7 @@
                            (MOKKA_SHIM_LIB_DIR: a prebuilt one, e.g. the sanitizer build)
     IbAgent     a node agent serving on a scratch root (its mock-ib daemon included)
     run_tool(tool_key, env, *args)  the tool from paths.env with the bookworm libraries,
-                           the shim preloaded and only the given variables (seed 000)
+                           the shim preloaded and only the given variables
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def sys_shim(tmp_path_factory) -> str:
 
 
 def node_env(root: str) -> dict:
-    """Seed 000's InfiniBand variables for the node staged under ``root``."""
+    """The InfiniBand variables the plugin gives a container on the node staged under ``root``."""
     return ib_env(host_overlay(root))
 
 

@@ -96,7 +96,7 @@ def gated_node(containerd, zipapp, tmp_path):
     root = str(tmp_path / "node")
     os.makedirs(root)
     agent_port = free_port()
-    lock = os.path.join(str(tmp_path), "staging.lock")     # outside the overlay, as the seed says
+    lock = os.path.join(str(tmp_path), "staging.lock")     # outside the overlay workloads see
     agent = subprocess.Popen(
         [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", "t4",
          "--health-addr", f"127.0.0.1:{agent_port}", "--staging-lock-path", lock,

@@ -1,5 +1,5 @@
 """One test per framing error class, against the driver over a real socket:
-each asserts the reply (always OK with no adjustment: seed 000 forbids failing
+each asserts the reply (always OK with no adjustment: the plugin never fails
 a container's creation) or the closed connection, and that the next
 CreateContainer - on the same connection or on the one the plugin opens next -
 is injected."""

@@ -29,10 +29,10 @@ MIB = 1024 * 1024
 #: never exceeds this, whatever the runtime does.
 RSS_BOUND_KIB = 64 * 1024
 #: "Near baseline" after the connection closes: 300 MiB went through; a few MiB
-#: of heap stay (allocator fragmentation), not the hundreds of MiB that stayed
-#: before the in-flight bound.
+#: of heap stay (allocator fragmentation), not the hundreds of MiB an unbounded
+#: in-flight count would keep.
 RSS_RETURN_SLACK_KIB = 12 * 1024
-#: The issue's burst is 10 000 requests (bench/nri_burst.py runs that size);
+#: A burst of 10 000 requests is what bench/nri_burst.py runs;
 #: CI runs fewer, still far more than the in-flight bound and the socket buffers.
 BURST = int(os.environ.get("MOKKA_NRI_BURST", "2000"))
 OVERLOAD_LOG = "overloaded: not reading from the runtime until replies drain"

@@ -1,6 +1,6 @@
 """Every mock GPU for a devices-annotated container, and an allocation is never widened.
 
-Seed 000, "Device injection modes" and MEP-0002.
+The device injection modes, raw and cdi (MEP-0002).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The env table and its precedence (seed 000 / facts §0)."""
+"""The env table and its precedence (facts §0)."""
 
 from __future__ import annotations
 

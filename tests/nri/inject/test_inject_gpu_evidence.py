@@ -1,4 +1,4 @@
-"""Recognising a GPU allocation: only the three kinds of evidence count (seed 000).
+"""Recognising a GPU allocation: only the three kinds of evidence count.
 
 Each negative row sits beside the positive control it differs from.
 """

@@ -1,4 +1,4 @@
-"""InfiniBand and IMEX: each selected only by its own annotation (seed 000)."""
+"""InfiniBand and IMEX: each selected only by its own annotation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Management CDI devices from the container toolkit's annotations (seed 003 / facts §11)."""
+"""Management CDI devices from the container toolkit's annotations (facts §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Three independent selections: GPU, InfiniBand, IMEX (seed 000, "Which containers are injected").
+"""Three independent selections, GPU, InfiniBand and IMEX: which containers are injected.
 
 All eight combinations, with GPU selected both by allocation and by the
 devices annotation: each selection adds only its own surfaces.

@@ -1,4 +1,4 @@
-"""When a container is left exactly as authored (seed 000, "When a container is left alone")."""
+"""When a container is left exactly as authored."""
 
 from __future__ import annotations
 
