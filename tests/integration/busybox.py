@@ -13,7 +13,7 @@ import tarfile
 from pathlib import Path
 from typing import Sequence
 
-from tests.integration.runtime import FETCH_SCRIPT, HarnessError, runtime_paths
+from tests.integration.runtime import fetched
 
 IMAGE_REF = "docker.io/library/mokka-busybox:test"
 BUSYBOX_APPLETS = (
@@ -105,10 +105,7 @@ def build_busybox_image(path: str | os.PathLike, busybox: str | None = None,
     ``extra_root``: a tree laid in first (e.g. Debian's libc6 unpacked: a glibc
     image with no Python)."""
     if busybox is None:
-        paths = runtime_paths()
-        if paths is None:
-            raise HarnessError(f"no busybox: run {FETCH_SCRIPT} first")
-        busybox = paths.busybox
+        busybox = fetched("busybox").busybox
     path = Path(path)
     blobs: dict[str, bytes] = {}
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from tests.integration.runtime import FETCH_SCRIPT, HarnessError, runtime_paths
+from tests.integration.runtime import fetched
 
 _CDI_VALIDATORS: dict[str, Any] = {}
 
@@ -15,10 +15,7 @@ _CDI_VALIDATORS: dict[str, Any] = {}
 def cdi_validator(schema_dir: str | os.PathLike | None = None):
     """A jsonschema validator for CDI specs, from schema.json + defs.json."""
     if schema_dir is None:
-        paths = runtime_paths()
-        if paths is None:
-            raise HarnessError(f"no CDI schema: run {FETCH_SCRIPT} first")
-        schema_dir = paths.cdi_schema_dir
+        schema_dir = fetched("CDI schema").cdi_schema_dir
     schema_dir = os.path.abspath(schema_dir)
     if schema_dir in _CDI_VALIDATORS:
         return _CDI_VALIDATORS[schema_dir]

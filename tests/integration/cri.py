@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.integration.runtime import FETCH_SCRIPT, HarnessError, runtime_paths
+from tests.integration.runtime import HarnessError, fetched
 
 @dataclasses.dataclass
 class CriApi:
@@ -40,10 +40,7 @@ def load_cri_api(workdir: str | os.PathLike | None = None, proto: str | None = N
 
     Cached per process (i.e. per pytest session), keyed by the proto path."""
     if proto is None:
-        paths = runtime_paths()
-        if paths is None:
-            raise HarnessError(f"no runtime: run {FETCH_SCRIPT} first")
-        proto = paths.cri_api_proto
+        proto = fetched("runtime").cri_api_proto
     proto = os.path.abspath(proto)
     with _CRI_API_LOCK:
         if proto in _CRI_API_CACHE:

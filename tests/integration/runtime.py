@@ -96,3 +96,11 @@ def runtime_paths() -> RuntimePaths | None:
         busybox=values["BUSYBOX"],
         source=str(env_file),
     )
+
+
+def fetched(what: str) -> RuntimePaths:
+    """The runtime's paths; HarnessError naming ``what`` was needed if it was not fetched."""
+    paths = runtime_paths()
+    if paths is None:
+        raise HarnessError(f"no {what}: run {FETCH_SCRIPT} first")
+    return paths
