@@ -230,3 +230,21 @@ def test_the_byte_form_is_ascii_sorted_and_one_space_indented():
     assert text.startswith('{\n "generator": "mokka ') and '\n "gpu_count": 4,\n' in text
     assert text.endswith('\n "topology": null\n}\n')
     assert json.loads(text) == json.loads(json.dumps(state))
+
+
+# --- InfiniBand ----------------------------------------------------------------------
+
+def test_infiniband_defaults_fill_what_the_block_leaves_out():
+    ib = compiled(lambda doc: doc.update(infiniband={"enabled": True, "rate_gbps": None}))["infiniband"]
+    assert ib == {"enabled": True, "hca_type": "MT4129", "fw_version": "28.39.2048", "hw_rev": "0x0",
+                  "board_id": "MT_0000000838", "node_desc_template": "{node_name} mlx5_{idx}",
+                  "link_layer": "InfiniBand", "rate_gbps": 400, "port_state": "ACTIVE",
+                  "phys_state": "LinkUp", "hcas_per_gpu": 1, "hca_count": 4,
+                  "guid_prefix": "a088c20300ab"}
+
+
+def test_infiniband_is_off_unless_the_profile_turns_it_on():
+    for block in ({}, {"hca_type": "MT4123"}):
+        ib = compiled(lambda doc: doc.update(infiniband=dict(block)))["infiniband"]
+        assert (ib["enabled"], ib["hca_count"]) == (False, 0)
+    assert compiled(lambda doc: doc.pop("infiniband"))["infiniband"]["enabled"] is False

@@ -186,3 +186,32 @@ def test_events_are_values():
         event.code = 0
     assert {event, Rejected(1, 3, 8, "too large")} == {event}
     assert hash(RequestReceived(1, 1, "s", "m", b"")) == hash(RequestReceived(1, 1, "s", "m", b""))
+
+
+def test_an_oversized_request_still_obeys_the_stream_rule():
+    reader = MessageReader(1, max_payload=4)
+    reader.receive_data(message(2, 1, b"12345") + message(5, 1, b"12345") + request(3))
+    even, oversized, behind = reader.next_event(), reader.next_event(), reader.next_event()
+    assert (even.stream_id, even.code) == (2, 3)                   # even id: INVALID_ARGUMENT
+    assert (oversized.stream_id, oversized.code) == (5, 8)         # RESOURCE_EXHAUSTED
+    assert (behind.stream_id, behind.code) == (3, 3)               # 3 after 5: INVALID_ARGUMENT
+    assert behind.message == "StreamID 3 must be odd and greater than 5"
+
+
+def test_an_undecodable_request_is_rejected_with_the_parsers_words():
+    reader = MessageReader(1)
+    reader.receive_data(message(1, 1, b"\xff\xff\xff"))
+    event = reader.next_event()
+    assert (event.code, event.message) == (
+        3, "unmarshal request error: Error parsing message with type 'ttrpc.Request': "
+           "Wire format was corrupt")
+
+
+def test_a_frame_inside_a_half_read_frame_is_payload_not_a_frame():
+    inner = frame(1, request(1))
+    reader = FrameReader()
+    reader.receive_data(frame(1, b"head" + inner)[:12])
+    assert reader.next_frame() == mux.Frame(1, b"head")
+    reader.receive_data(inner)
+    assert whole(reader) is None
+    assert reader.next_frame() == mux.Frame(1, inner)
