@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -11,24 +10,17 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from tests.integration import leftovers
-from tests.integration.busybox import IMAGE_REF, build_busybox_image, go_arch
+from tests.integration.busybox import IMAGE_REF, build_busybox_image
 from tests.integration.cri import CRIClient, cri_client
+from tests.integration.ctrconfig import config_toml
 from tests.integration.kernel import KernelRefusal, kernel_refusal_reason, overlay_supported
 from tests.integration.runtime import HarnessError, RuntimePaths
 from tests.waiting import wait_until
 
 K8S_NAMESPACE = "k8s.io"
-
-
-def _toml_str(value: str) -> str:
-    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
-
-
-def _toml_list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(_toml_str(v) for v in values) + "]"
 
 
 _IMAGE_CACHE: dict[tuple[str, str], Path] = {}
@@ -112,73 +104,7 @@ class Containerd:
         return "overlayfs" if ok else "native"
 
     def config_text(self) -> str:
-        cri = 'plugins."io.containerd.grpc.v1.cri"'
-        return f"""version = 2
-root = {_toml_str(self.root)}
-state = {_toml_str(self.state)}
-plugin_dir = ""
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-imports = []
-
-[grpc]
-  address = {_toml_str(self.cri_socket)}
-
-[ttrpc]
-  address = {_toml_str(self.ttrpc_socket)}
-
-[debug]
-  address = ""
-  level = {_toml_str(self.log_level)}
-
-[metrics]
-  address = ""
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = {_toml_str(self.workdir / "opt")}
-
-  [plugins."io.containerd.nri.v1.nri"]
-    disable = {str(not self.nri).lower()}
-    disable_connections = false
-    plugin_config_path = {_toml_str(self.nri_conf_dir)}
-    plugin_path = {_toml_str(self.nri_plugin_dir)}
-    plugin_registration_timeout = "5s"
-    plugin_request_timeout = "2s"
-    socket_path = {_toml_str(self.nri_socket)}
-
-  [plugins."io.containerd.transfer.v1.local"]
-    [[plugins."io.containerd.transfer.v1.local".unpack_config]]
-      platform = {_toml_str("linux/" + go_arch())}
-      snapshotter = {_toml_str(self.snapshotter)}
-
-  [{cri}]
-    sandbox_image = {_toml_str(self.image_ref)}
-    restrict_oom_score_adj = true
-    disable_apparmor = true
-    enable_selinux = false
-    enable_cdi = {str(self.enable_cdi).lower()}
-    cdi_spec_dirs = {_toml_list(self.cdi_spec_dirs)}
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-
-    [{cri}.cni]
-      bin_dir = {_toml_str(self.cni_bin_dir)}
-      conf_dir = {_toml_str(self.cni_conf_dir)}
-
-    [{cri}.containerd]
-      snapshotter = {_toml_str(self.snapshotter)}
-      default_runtime_name = "runc"
-
-      [{cri}.containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-
-        [{cri}.containerd.runtimes.runc.options]
-          BinaryName = {_toml_str(self.paths.runc)}
-          Root = {_toml_str(self.runc_root)}
-          SystemdCgroup = false
-"""
+        return config_toml(self)
 
     def write_config(self) -> None:
         self.config_path.write_text(self.config_text())

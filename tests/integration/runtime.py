@@ -5,6 +5,7 @@ into $MOKKA_RUNTIME_DIR or $HOME/.cache/mokka-runtime), which writes ``paths.env
 The harness on top of it, one module per concern:
 
     containerd.py   Containerd(paths, workdir, ...): a real containerd in a scratch folder
+    ctrconfig.py    the configuration it runs with
     leftovers.py    what a stopped containerd leaves behind: strays, mounts, cgroups
     cri.py          load_cri_api, CRIClient, cri_client: CRI over its unix socket
     pods.py         run_pod, create_container, start_container, exec_sync, container_spec, ...
@@ -12,7 +13,8 @@ The harness on top of it, one module per concern:
     kernel.py       overlay_supported, kernel_refusal_reason: what the kernel refuses
     cdischema.py    validate_cdi_spec: CDI's own JSON schema
 
-tests/integration/conftest.py builds the fixtures on top.
+Above the harness: nodes.py (nodes the real agent staged under a scratch root) and
+nriplugin.py (the real plugin on a real containerd); conftest.py builds the fixtures.
 """
 
 from __future__ import annotations
