@@ -407,7 +407,8 @@ class KubePod:
                         return False
             return True
         try:
-            wait_until(ready, f"every container of {self.name} ready", timeout=timeout, interval=0.5)
+            wait_until(ready, f"every container of pod {self.ident.name} ready", timeout=timeout,
+                       interval=0.5)
         except Exception as exc:
             logs = "\n".join(f"--- {c['name']}: {last.get(c['name'])}\n{self.logs(c['name'])[-3000:]}"
                              for c in self.spec["containers"])
