@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 from mokka.core import cdi, log, names
 from mokka.core.overlay import Overlay, container_overlay
 from mokka.nri import watch
-from mokka.nri.inject.model import CDIEdits, Config, Device, NodeView
+from mokka.nri.inject.model import Config, Device, NodeView
 
 #: Where device nodes appear inside a container.
 DEV_ROOT = "/dev"
@@ -127,7 +127,7 @@ class NodeViewBuilder:
         self._spec_dirs = [_Cached(d, lambda d=d: _list_specs(d)) for d in cdi_spec_dirs]
         self._spec_files: dict[str, _Cached] = {}
         self._edits_key: tuple = ((), ())
-        self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
+        self._edits: Mapping[str, tuple[cdi.CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
         self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
         # Every directory a cache reads (spec files live in the spec dirs).
@@ -199,7 +199,7 @@ class NodeViewBuilder:
                                   hca_count=parts[6], runtime_accepts_cdi=accepts)
         return self._view
 
-    def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[CDIEdits, ...]]:
+    def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
         paths = [path for spec_dir in self._spec_dirs for path in spec_dir.get(now, racy)]
         for path in paths:
             if path not in self._spec_files:
@@ -210,7 +210,7 @@ class NodeViewBuilder:
         # Keyed by the parsed objects themselves (held here, so never recycled).
         key = (tuple(paths), tuple(per_file))
         if not _same(key[0], self._edits_key[0]) or not _same(key[1], self._edits_key[1]):
-            merged: dict[str, tuple[CDIEdits, ...]] = {}
+            merged: dict[str, tuple[cdi.CDIEdits, ...]] = {}
             for path, edits in zip(paths, per_file):
                 for name, value in edits.items():
                     if name in merged:
@@ -314,7 +314,7 @@ def _list_specs(directory: str) -> tuple[str, ...]:
     return tuple(os.path.join(directory, n) for n in entries if n.endswith(cdi.SPEC_SUFFIXES))
 
 
-def _parse_spec_file(path: str) -> Mapping[str, tuple[CDIEdits, ...]]:
+def _parse_spec_file(path: str) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
     try:
         return cdi.read_spec(path)
     except cdi.UnreadableSpec as exc:
