@@ -185,7 +185,10 @@ def test_events_are_values():
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.code = 0
     assert {event, Rejected(1, 3, 8, "too large")} == {event}
-    assert hash(RequestReceived(1, 1, "s", "m", b"")) == hash(RequestReceived(1, 1, "s", "m", b""))
+    for made in (lambda: RequestReceived(1, 1, "s", "m", b""), lambda: ResponseReceived(1, 1)):
+        assert hash(made()) == hash(made())
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made().stream_id = 3
 
 
 def test_an_oversized_request_still_obeys_the_stream_rule():
