@@ -248,3 +248,10 @@ def test_infiniband_is_off_unless_the_profile_turns_it_on():
         ib = compiled(lambda doc: doc.update(infiniband=dict(block)))["infiniband"]
         assert (ib["enabled"], ib["hca_count"]) == (False, 0)
     assert compiled(lambda doc: doc.pop("infiniband"))["infiniband"]["enabled"] is False
+
+
+def test_the_top_level_link_list_gives_way_to_gpu_0s_own():
+    state = compiled(lambda doc: doc.update(nvlink={
+        "links": [{"remote_index": 1}], "device_links": [{"index": 0, "links": [{"remote_index": 5},
+                                                                              {"remote_index": 6}]}]}))
+    assert [link["remote_index"] for link in state["gpus"][0]["nvlink_links"]] == [5, 6]

@@ -12,7 +12,7 @@ import pytest
 
 from mokka.nri.codec import mux, ttrpc
 from mokka.nri.codec.conn import Connection
-from mokka.nri.codec.mux import FrameReader, ProtocolError, ReceiveBuffer
+from mokka.nri.codec.mux import NEED_DATA, FrameReader, ProtocolError, ReceiveBuffer
 from mokka.nri.codec.ttrpc import MessageReader, Rejected, RequestReceived, ResponseReceived
 from mokka.nri.plugin import PLUGIN_SERVICE
 
@@ -218,3 +218,36 @@ def test_a_frame_inside_a_half_read_frame_is_payload_not_a_frame():
     reader.receive_data(inner)
     assert whole(reader) is None
     assert reader.next_frame() == mux.Frame(1, inner)
+
+
+def test_a_frame_of_exactly_the_limit_is_taken_one_byte_more_is_not():
+    msg = request(1)
+    exact = FrameReader(max_payload=len(msg))
+    exact.receive_data(frame(1, msg))
+    assert whole(exact) == mux.Frame(1, msg)
+    over = FrameReader(max_payload=len(msg) - 1)
+    over.receive_data(frame(1, msg))
+    assert whole(over) is None
+    with pytest.raises(ProtocolError):
+        over.next_frame()
+
+
+def test_after_a_protocol_error_nothing_more_is_taken():
+    msg = request(1)
+    reader = FrameReader(max_payload=len(msg))
+    reader.receive_data((1).to_bytes(4, "big") + (len(msg) + 1).to_bytes(4, "big"))
+    with pytest.raises(ProtocolError):
+        reader.next_frame()
+    reader.receive_data(frame(1, msg))                             # a valid frame after it
+    assert whole(reader) is None
+    with pytest.raises(ProtocolError):
+        reader.next_frame()
+
+
+def test_while_an_oversized_message_streams_past_its_bytes_are_no_message():
+    reader = MessageReader(1, max_payload=16)
+    reader.receive_data(message(1, 1, b"x" * 100)[:20])              # header and 10 bytes of 100
+    assert isinstance(reader.next_event(), Rejected)
+    assert reader.next_event() is NEED_DATA and reader.buffered == 0  # 90 bytes still to drop
+    looks_whole = request(3)                                       # the rest may look like one
+    assert reader.message_size(looks_whole, 0, len(looks_whole)) is None
