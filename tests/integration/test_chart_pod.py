@@ -26,7 +26,7 @@ from tests.integration.busybox import build_busybox_image
 from tests.integration.nodes import GLIBC_IMAGE
 from tests.integration.pods import (container_spec, create_container, exec_sync, remove_pod,
                                     run_pod, start_container)
-from tests.netutil import free_port
+from tests.netutil import free_port, http_get
 from tests.waiting import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -205,14 +205,20 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
             assert new_ds["spec"]["template"] == template
             new_maps = {d["metadata"]["name"]: d["data"] for d in upgraded if d["kind"] == "ConfigMap"}
             assert new_maps["nvml-mock-config"] != configmaps["nvml-mock-config"]
+            generation = json.loads(http_get(agent_port, "/stagedz")[1])["generation"]
             kubepod.KubePod.update_configmap_dir(Path(pod.volume_path("profile")),
                                                  new_maps["nvml-mock-config"])
 
-            def gpus_staged() -> int:
+            def restaged() -> bool:
+                # Staged, not merely started: the state file is written before the rest
+                # of the tree, and a container created in between is left alone.
+                status, body = http_get(agent_port, "/stagedz")
+                if status != 200 or json.loads(body).get("generation", 0) <= generation:
+                    return False
                 with open(state_file) as f:
-                    return len(json.load(f)["gpus"])
-            wait_until(lambda: gpus_staged() == 2,
-                       "the agent to restage 2 GPUs after the ConfigMap changed", timeout=60)
+                    return len(json.load(f)["gpus"]) == 2
+            wait_until(restaged, "the agent to restage 2 GPUs after the ConfigMap changed",
+                       timeout=60)
             pod_id, pod_config = run_pod(cri, "after", "default", {names.ANNOTATION_DEVICES: "true"})
             cid = create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
             start_container(cri, cid)
