@@ -61,6 +61,7 @@ def test_a_message_over_two_frames_is_joined_and_what_follows_left():
     frame(1, request(1))[:-1],                                     # the frame is not all there
     frame(1, request(1)[:12]),                                     # the message is not all there
     frame(1, request(1)[:12]) + frame(2, request(1)[12:]),         # its rest on the other connection
+    frame(1, request(1)[:12]) + frame(1, request(1)[12:])[:-1],    # its second frame is cut
     frame(1, request(1)[:12]) + frame(1, request(1)[12:] + b"x"),  # a frame runs past its end
     frame(1, request(1)[:12]) + frame(1, b""),                     # an empty frame in between
     frame(1, b""),                                                 # an empty frame
@@ -68,7 +69,8 @@ def test_a_message_over_two_frames_is_joined_and_what_follows_left():
     frame(1, request(1) + request(3)),                             # two messages in one frame
     frame(1, message(1, 3, b"data")),                              # a streaming data message
     frame(1, message(1, 1, b"x" * 20)),                            # over the reader's limit below
-], ids=["frame cut", "message cut", "rest on the other connection", "frame past the message",
+], ids=["frame cut", "message cut", "rest on the other connection", "second frame cut",
+        "frame past the message",
         "empty frame in between", "empty frame", "under a ttrpc header", "two messages",
         "data message", "over the limit"])
 def test_anything_but_whole_messages_in_whole_frames_is_left_to_the_general_path(wire):
@@ -251,3 +253,7 @@ def test_while_an_oversized_message_streams_past_its_bytes_are_no_message():
     assert reader.next_event() is NEED_DATA and reader.buffered == 0  # 90 bytes still to drop
     looks_whole = request(3)                                       # the rest may look like one
     assert reader.message_size(looks_whole, 0, len(looks_whole)) is None
+
+
+def test_a_header_written_without_flags_carries_flags_0():
+    assert ttrpc.encode_header(ttrpc.Header(1, 2, 3)) == bytes.fromhex("00000001 00000002 03 00")
