@@ -251,8 +251,9 @@ def test_while_an_oversized_message_streams_past_its_bytes_are_no_message():
     reader.receive_data(message(1, 1, b"x" * 100)[:20])              # header and 10 bytes of 100
     assert isinstance(reader.next_event(), Rejected)
     assert reader.next_event() is NEED_DATA and reader.buffered == 0  # 90 bytes still to drop
-    looks_whole = request(3)                                       # the rest may look like one
-    assert reader.message_size(looks_whole, 0, len(looks_whole)) is None
+    looks_whole = message(3, 1, b"abc")                            # the rest may look like one
+    assert MessageReader(1, max_payload=16).message_size(looks_whole, 0, 13) == 13
+    assert reader.message_size(looks_whole, 0, 13) is None
 
 
 def test_a_header_written_without_flags_carries_flags_0():
