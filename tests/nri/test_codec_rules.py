@@ -68,7 +68,7 @@ def test_a_message_over_two_frames_is_joined_and_what_follows_left():
     frame(1, request(1)[:9]),                                      # less than a ttrpc header
     frame(1, request(1) + request(3)),                             # two messages in one frame
     frame(1, message(1, 3, b"data")),                              # a streaming data message
-    frame(1, message(1, 1, b"x" * 20)),                            # over the reader's limit below
+    frame(1, message(1, 1, b"x" * (4 << 20) + b"x")),              # over ttrpc's 4 MiB
 ], ids=["frame cut", "message cut", "rest on the other connection", "second frame cut",
         "frame past the message",
         "empty frame in between", "empty frame", "under a ttrpc header", "two messages",
@@ -76,8 +76,7 @@ def test_a_message_over_two_frames_is_joined_and_what_follows_left():
 def test_anything_but_whole_messages_in_whole_frames_is_left_to_the_general_path(wire):
     reader = FrameReader()
     reader.receive_data(wire)
-    assert reader.take_whole(lambda conn_id, data, offset, length: MessageReader(
-        1, max_payload=16).message_size(data, offset, length)) is None
+    assert whole(reader) is None
     assert reader.trailing_data == wire                            # nothing taken
 
 
