@@ -36,17 +36,15 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_SMI = ["tests/smi", "--ignore=tests/smi/test_python_versions.py",
-        "--ignore=tests/smi/test_startup.py"]
-_CORE = ["tests/core/test_compile.py", "tests/core/test_cdi.py",
+_CORE = ["tests/core/test_compile_rules.py", "tests/core/test_compile.py", "tests/core/test_cdi.py",
          "tests/core/test_profile_merge.py", "tests/core/test_profile_errors.py"]
-_CODEC = ["tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py", "tests/nri/test_plugin.py"]
+_CODEC = ["tests/nri/test_codec_rules.py", "tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py",
+          "tests/nri/test_plugin.py"]
 
 #: Source file -> the unit tests that cover it, fastest first (-x stops at the first failure).
 TARGETS = {
-    "mokka/core/compile.py": _CORE + _SMI,
+    "mokka/core/compile.py": _CORE,
     "mokka/core/cdi.py": ["tests/core/test_cdi.py"],
-    "mokka/smi/engine.py": _SMI,
     "mokka/nri/codec/conn.py": _CODEC,
     "mokka/nri/codec/mux.py": _CODEC,
     "mokka/nri/codec/ttrpc.py": _CODEC,

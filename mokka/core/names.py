@@ -282,7 +282,7 @@ ANNOTATION_INFINIBAND = "nvml-mock.nvidia.com/infiniband"
 ANNOTATION_IMEX_CHANNELS = "nvml-mock.nvidia.com/imex-channels"
 #: containerd 1.7 passes CDI devices requested through CRI as these annotations.
 CDI_CRI_ANNOTATION_PREFIX = "cdi.k8s.io/"
-#: nvidia-container-toolkit's NRI annotations (seed 003), first present wins.
+#: nvidia-container-toolkit's NRI annotations, first present wins.
 TOOLKIT_CDI_ANNOTATION = "nvidia.cdi.k8s.io"
 TOOLKIT_CDI_ANNOTATION_POD = "nvidia.cdi.k8s.io/pod"
 TOOLKIT_CDI_ANNOTATION_CONTAINER_PREFIX = "nvidia.cdi.k8s.io/container."
@@ -339,7 +339,7 @@ FS_LIB_FILE = "libmockfs.so.1"
 LD_PRELOAD_SHIMS = tuple(f"{PRELOAD_LIB_DIR}/{file}" for file in (
     IB_UMAD_LIB_FILE, IB_VERBS_LIB_FILE, IB_SYS_LIB_FILE, FS_LIB_FILE))
 
-# --- Container runtime setup (the cri simulator's containerd half, seed 004) ----
+# --- Container runtime setup (the cri simulator's containerd half) ----------------
 
 CONTAINER_RUNTIME_CONTAINERD = "containerd"
 CONTAINER_RUNTIME_NONE = "none"

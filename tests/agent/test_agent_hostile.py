@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 
 from mokka.agent import desired as ds
-from tests.core.test_profile_errors import ISSUE_CASES
+from tests.core.test_profile_errors import HOSTILE_CASES
 
 #: Resident memory, KiB, the agent may reach after refusing all of them (it idles near 60 MiB).
 CEILING_KIB = 250 * 1024
@@ -17,7 +18,7 @@ CEILING_KIB = 250 * 1024
 HOSTILE = [
     ("a FIFO", "fifo", "it is a FIFO, not a regular file", ""),
     ("a link to /dev/zero", "/dev/zero", "it is a character device", ""),
-] + [(name, text.encode(), words, field) for name, text, field, words in ISSUE_CASES]
+] + [(name, text.encode(), words, field) for name, text, field, words in HOSTILE_CASES]
 
 
 def put(path: str, what) -> None:

@@ -7,7 +7,8 @@ import json
 import os
 import stat
 
-from helpers import AgentProcess, configmap_dir, profile_bytes, wait_until
+from helpers import AgentProcess, configmap_dir, profile_bytes
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.agent import desired as ds

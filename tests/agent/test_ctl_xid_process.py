@@ -12,7 +12,8 @@ import sys
 
 import yaml
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 from test_kernellog_process import XID13, XID_CRITICAL, inject
 
 from mokka.core import names

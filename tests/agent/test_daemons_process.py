@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.core import names
