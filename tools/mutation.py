@@ -183,6 +183,8 @@ def c_mutants_of(path: str, text: str) -> list[Mutant]:
             new = ""
         elif tok in "+-" and (prev[:1].isalnum() or prev in (")", "]")) and text[at - 1:at] == " ":
             new = "-" if tok == "+" else "+"
+        elif tok == "1" and prev == "return" and tokens[i + 1][1] == ";" if i + 1 < len(tokens) else False:
+            continue                      # "return 1;" -> 2: the same truth to every caller
         elif tok[0].isdigit() and tok.rstrip("uUlL").isdigit():
             digits = tok.rstrip("uUlL")
             new = str(int(digits) + 1) + tok[len(digits):]
