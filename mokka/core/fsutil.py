@@ -137,7 +137,7 @@ def dir_locked(path: str):
     """Hold the exclusive lock of ``path``'s directory (flock on a directory fd).
 
     Serializes the read-modify-writes of the runtime files beside config.yaml
-    (overrides.yaml, xid-events.yaml and their companions) between ``mokka ctl``,
+    (the overrides scope files, xid-events.yaml and their companions) between ``mokka ctl``,
     ``nvidia-smi -r`` and the agent's kernellog: no lock file to leave behind on
     the host, and it works inside a container through the writable config bind.
     """

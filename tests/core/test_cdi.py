@@ -153,7 +153,7 @@ def test_the_toolkit_specs_common_edits_come_with_every_device():
     spec = cdi.toolkit_spec(state, host_overlay("/node"), fabricmanager_state_dir="/run/fm")
     common, own = cdi.device_edits(spec)["nvidia.com/gpu=GPU-00000074-0000-0000-0000-000000000002"]
     assert common.env == ("NVIDIA_VISIBLE_DEVICES=void", "MOCK_NVML_CONFIG=/etc/nvml-mock/config.yaml",
-                          "MOCK_NVML_OVERRIDES=/etc/nvml-mock/overrides.yaml",
+                          "MOCK_NVML_OVERRIDES=/etc/nvml-mock/overrides",
                           "MOCK_FABRICMANAGER_STATE_DIR=/run/fm")
     assert [(m.destination, m.source, m.type, m.options) for m in common.mounts] == [
         ("/usr/bin/nvidia-smi", "/node/var/lib/nvml-mock/driver/usr/bin/nvidia-smi", "bind",

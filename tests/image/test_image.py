@@ -17,7 +17,7 @@ GB300 = [f"GPU {i}: NVIDIA GB300 NVL (UUID: GPU-b300b300-0000-0000-0000-00000000
 #: Every command of `mokka --help`, and a phrase only its own --help prints.
 COMMANDS = {
     "node-agent": "--host-root", "nri-plugin": "--socket-path", "render-cdi": "CDI specs",
-    "profiles": "List the built-in GPU profiles", "compile": "engine state",
+    "profiles": "List the built-in GPU profiles", "compile": "the mock NVML library reads",
     "nvidia-smi": "NVIDIA System Management Interface", "check-fabric": "NVLink fabric state",
     "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "{set,reset,status,xid}",
 }

@@ -214,8 +214,8 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
                 status, body = http_get(agent_port, "/stagedz")
                 if status != 200 or json.loads(body).get("generation", 0) <= generation:
                     return False
-                with open(state_file) as f:
-                    return len(json.load(f)["gpus"]) == 2
+                staged_config = os.path.join(overlay, "driver", "config", names.PROFILE_FILE)
+                return len(state_of(staged_config)["gpus"]) == 2
             wait_until(restaged, "the agent to restage 2 GPUs after the ConfigMap changed",
                        timeout=60)
             pod_id, pod_config = run_pod(cri, "after", "default", {names.ANNOTATION_DEVICES: "true"})
