@@ -95,6 +95,13 @@ XID_EVENTS_FILE = "xid-events.yaml"
 XID_EVENTS_KIND = "events"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
+#: The agent records that kernel log (its absolute path, under --host-root, on one line)
+#: in this file of the driver root, beside ``config/``, so ``mokka ctl xid`` writes its
+#: line where the staged node keeps its kernel log and nowhere else (a scratch root's,
+#: never the host's). Not in ``config/``: workloads mount the driver root read-only but
+#: ``config/`` writable, and the record says where a command run as root may write.
+KMSG_RECORD_NAME = "kernel-log"
+DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.

@@ -68,3 +68,43 @@ def test_ctl_injection_takes_the_next_number_even_for_a_listed_pair():
     assert (event.seq, last) == (7, 7)
     assert [e.seq for e in events] == [4, 7]
     assert inject([], gpu1)[1:] == (Event(1, gpu1), 1)
+
+
+RECORD = "/var/lib/nvml-mock/driver/kernel-log"
+
+
+@pytest.mark.parametrize("named, recorded, path, why", [
+    (None, None, None, f"no node agent recorded a kernel log in {RECORD}; name one with --kmsg-path"),
+    (None, "/tmp/root/dev/kmsg", "/tmp/root/dev/kmsg",
+     f"the node agent's kernel log, recorded in {RECORD}"),
+    ("/dev/kmsg", "/tmp/root/dev/kmsg", "/dev/kmsg", "named by --kmsg-path"),
+    ("/var/log/x", None, "/var/log/x", "named by --kmsg-path"),
+    ("", None, None, f"no node agent recorded a kernel log in {RECORD}; name one with --kmsg-path"),
+], ids=["no record and nothing named: no line anywhere", "the recorded kernel log (a scratch root's)",
+        "a named path wins, even the host's", "a named path with no record",
+        "an empty name names nothing"])
+def test_which_kernel_log_a_commands_line_may_go_to(named, recorded, path, why):
+    assert xid.kmsg_target(named, recorded, RECORD) == xid.KmsgTarget(path, why)
+
+
+@pytest.mark.parametrize("data, path", [
+    (b"/tmp/root/dev/kmsg\n", "/tmp/root/dev/kmsg"),
+    (b"/dev/kmsg", "/dev/kmsg"),
+    (None, None),
+    (b"", None),
+    (b"dev/kmsg\n", None),
+    (b"/dev/kmsg\n/etc/passwd\n", None),
+    (b"/dev/\x00kmsg\n", None),
+    (b"/dev/\xffkmsg\n", None),
+    (b"/" + b"a" * 4096, None),
+], ids=["as the agent writes it", "without the newline", "no record", "an empty record",
+        "a relative path is no record", "two lines are no record", "a NUL is no record",
+        "not UTF-8 is no record", "over the limit is no record"])
+def test_a_kernel_log_record_names_one_absolute_path(data, path):
+    assert xid.parse_kmsg_record(data) == path
+
+
+def test_the_record_beside_the_config_dir_a_command_found():
+    assert xid.kmsg_record_path("/opt/nvml-mock/driver/config/config.yaml") == \
+        "/opt/nvml-mock/driver/kernel-log"
+    assert xid.parse_kmsg_record(xid.kmsg_record("/tmp/r/dev/kmsg")) == "/tmp/r/dev/kmsg"

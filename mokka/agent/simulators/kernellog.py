@@ -11,6 +11,9 @@ once and skipped (fail open); the NVML channel still gets the event.
 
 The events file is also the memory of what was announced: an agent restarted
 over an existing one announces only what is new.
+
+Stage records the kernel log in the staged tree (``driver/kernel-log``, also with
+``--once``), so ``mokka ctl xid`` writes its line there and nowhere else.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from mokka.agent.supervisor import Supervisor, ThreadChild
 from mokka.core import flatstate, fsutil, names, xid
 
 OWNER = "kernellog"
+RECORD_OWNER = "kernellog:record"      # the kernel log's record, staged apart from the events
 
 
 class KernelLog:
@@ -45,7 +49,8 @@ class KernelLog:
 
     # --- the Daemon verbs ----------------------------------------------------
     def stage(self, desired: Desired) -> None:
-        pass
+        self.host.fs.converge(RECORD_OWNER,
+                              {self.host.overlay.kmsg_record: File(xid.kmsg_record(self.kmsg_path))})
 
     def run(self, desired: Desired, stop: threading.Event) -> None:
         self._hand(desired)
@@ -57,6 +62,7 @@ class KernelLog:
     def discard(self) -> None:
         self.supervisor.stop()
         self.host.fs.remove_owner(OWNER)
+        self.host.fs.remove_owner(RECORD_OWNER)
 
     def ready(self) -> tuple[bool, str]:
         return self.supervisor.ready()
