@@ -118,4 +118,5 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
     source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
-                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held)
+                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held,
+                 runtime_dirs=tuple(host.overlay.join(d) for d in names.RUNTIME_DIRS))

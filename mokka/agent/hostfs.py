@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import threading
 from dataclasses import dataclass
@@ -83,6 +84,34 @@ class HostFS:
     def remove_owner(self, owner: str) -> None:
         dropped = self._remove(self.manifest.paths(owner))
         self.manifest.settle(owner, (), dropped)
+
+    def sweep(self, dirs: Iterable[str]) -> int:
+        """Empty each of ``dirs`` the agent created, whoever wrote there; the count removed.
+
+        For the directories others write into (names.RUNTIME_DIRS: ``mokka ctl``,
+        ``nvidia-smi -r``, the mock NVML and containers through their writable bind):
+        what is in them goes with the tree. Nothing is followed: a link is removed, not
+        what it points at, and a directory is emptied through shutil.rmtree's descriptor
+        walk, which never leaves it through a link swapped in while it runs.
+        """
+        created, removed = self.manifest.dirs(), 0
+        for d in dirs:
+            if d not in created or os.path.islink(d):
+                continue
+            try:
+                entries = list(os.scandir(d))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    unlink_quiet(entry.path)
+                removed += 1
+            if entries:
+                self._log.info("removed what others wrote into the staged tree", dir=d,
+                               entries=len(entries))
+        return removed
 
     def clean_temps(self) -> int:
         """Remove temp files a killed writer left in directories the agent created.

@@ -75,6 +75,11 @@ DRIVER_FABRIC_STATE_DIR = f"{DRIVER_DIR}/{DRIVER_FABRIC_STATE_NAME}"
 #: found the same way from the device plugin's ``config/config.yaml``.
 FABRIC_STATE_DIR = "fabric-state"
 
+#: The staged directories others write into (``mokka ctl``, ``nvidia-smi -r``, the mock
+#: NVML, and containers through the writable bind of driver/config): their whole
+#: content goes with the tree at teardown.
+RUNTIME_DIRS = (DRIVER_CONFIG_DIR, CONFIG_DIR)
+
 # File names inside driver/config (and config/).
 PROFILE_FILE = "config.yaml"          # MOCK_NVML_CONFIG names this one
 STATE_FILE = "state.json"             # the compiled engine state beside it
