@@ -40,19 +40,19 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="verb", required=True)
     s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
                        epilog="keys: " + ctl.allowed_keys())
-    s.add_argument("gpu", help=GPU_HELP)
+    s.add_argument("gpu", metavar="GPU", help=GPU_HELP)
     s.add_argument("assignments", nargs="+", metavar="KEY=VALUE",
                    help="a reading and its value, e.g. temperature=85 or power=300W (keys below)")
     r = sub.add_parser("reset", help="drop one GPU's overrides, or all of them",
                        description="Drop one GPU's overrides, or all of them.")
-    r.add_argument("gpu", nargs="?", help=GPU_HELP + "; none: every GPU")
+    r.add_argument("gpu", nargs="?", metavar="GPU", help=GPU_HELP + "; none: every GPU")
     sub.add_parser("status", help="the visible GPUs and their overrides, as JSON",
                    description="The visible GPUs and their overrides, as JSON.")
     x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does",
                        description="Raise an Xid on one GPU: to nvmlEventSetWait callers, and "
                                    "to the node's kernel log.")
-    x.add_argument("gpu", help=GPU_HELP)
-    x.add_argument("code", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
+    x.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    x.add_argument("code", metavar="CODE", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
     x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH) or None,
                    help=f"kernel log to append the driver's line to (never created). Default: "
                         f"the one the node agent announces Xids on, as it recorded it in the "
