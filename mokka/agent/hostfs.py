@@ -154,7 +154,7 @@ class HostFS:
     # --- single entries ----------------------------------------------------
     def write(self, path: str, entry: Entry) -> bool:
         if isinstance(entry, File):
-            return atomic_write(path, entry.data, entry.mode)
+            return atomic_write(path, entry.data, entry.mode, sync=False)   # rebuilt at each start
         if isinstance(entry, Link):
             return atomic_symlink(entry.target, path)
         return self._chardev(path, entry)

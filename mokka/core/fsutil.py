@@ -38,32 +38,42 @@ class _Fault:
 FAULT = _Fault()
 
 
-def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
+def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = True) -> bool:
     """Write ``data`` to ``path`` through a unique temp file and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly
     ``data`` with ``mode``, so converging an unchanged tree touches nothing.
+
+    The rename keeps every reader from a half-written file, a kill -9 included.
+    ``sync`` also flushes the data to disk before the rename, so the file survives
+    a power cut: what a user or the record of a teardown depends on. The staged
+    tree passes ``sync=False``: the agent rewrites it from the profile at every
+    start (converge compares bytes), and one flush per file made staging a node
+    cost a disk round trip for each of its thousands of small files.
     """
     if isinstance(data, str):
         data = data.encode()
     try:
         st = os.lstat(path)
-        if (st.st_mode & 0o7777) == mode and os.path.isfile(path) and not os.path.islink(path) \
-                and st.st_size == len(data):
+        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data):
             with open(path, "rb") as f:
                 if f.read() == data:
                     return False
     except FileNotFoundError:
         pass
     directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+    except FileNotFoundError:                  # the directory first (not a mkdir per file)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+            if sync:
+                os.fsync(f.fileno())
+            os.fchmod(f.fileno(), mode)        # mkstemp makes 0600
         FAULT.tick()
         os.replace(tmp, path)
     except BaseException:
