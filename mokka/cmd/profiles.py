@@ -1,14 +1,14 @@
 """``mokka profiles``: the built-in GPU profiles at a glance.
 
 It prints the catalog (mokka/core/profiles/catalog.json) and loads nothing else: no
-click, no YAML, no profile compiled, so a listing starts as fast as ``mokka --help``.
-The options are the common ones of every Mokka command, with the same variables and
-the same one-line errors (mokka.cmd.common), parsed with argparse.
+click, no YAML, no profile compiled, no logging (it logs nothing), and argparse only
+when there are flags to parse, so a listing starts as fast as ``mokka --help``. The
+options are the common ones of every Mokka command, with the same variables (the flag
+wins) and the same one-line errors.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -17,25 +17,37 @@ from mokka.core import names
 PROG = "profiles"
 DESCRIPTION = "List the built-in GPU profiles: GPU name, count, memory and driver."
 OUTPUTS = ("table", "json")
-#: option destination -> its environment variable (the flag wins).
+#: option destination -> its environment variable.
 ENV = {"output": "MOKKA_OUTPUT", "log_level": names.ENV_LOG_LEVEL, "log_format": names.ENV_LOG_FORMAT,
        "feature_gates": "MOKKA_FEATURE_GATES"}
+DEFAULTS = {"output": "table", "log_level": "info", "log_format": "json", "feature_gates": ""}
 
 
-def parser(prog: str, environ=os.environ) -> argparse.ArgumentParser:
+def parser(prog: str, defaults: dict = DEFAULTS):
+    import argparse
+
     ap = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    ap.add_argument("-o", "--output", choices=OUTPUTS, default=environ.get(ENV["output"]) or "table",
+    ap.add_argument("-o", "--output", choices=OUTPUTS, default=defaults["output"],
                     help=f"table or json (default: table). Env {ENV['output']}.")
-    ap.add_argument("--log-level", default=environ.get(ENV["log_level"], "info"),
+    ap.add_argument("--log-level", default=defaults["log_level"],
                     help=f"debug, info, warn or error (warning = warn; empty = info). "
                          f"Env {ENV['log_level']}.")
-    ap.add_argument("--log-format", default=environ.get(ENV["log_format"], "json"),
+    ap.add_argument("--log-format", default=defaults["log_format"],
                     help=f"json or plain (empty = json). Env {ENV['log_format']}.")
-    ap.add_argument("--feature-gates", default=environ.get(ENV["feature_gates"], ""),
+    ap.add_argument("--feature-gates", default=defaults["feature_gates"],
                     help="Comma-separated Name=true|false pairs "
                          f"({', '.join(names.FEATURE_GATES)}; all off by default). "
                          f"Env {ENV['feature_gates']}.")
     return ap
+
+
+def settings(args: list[str], prog: str, environ=os.environ) -> dict:
+    """Each option from its variable, else its default; the flags win."""
+    values = {dest: environ.get(var, DEFAULTS[dest]) for dest, var in ENV.items()}
+    values["output"] = values["output"] or DEFAULTS["output"]
+    if args:
+        values.update(vars(parser(prog, values).parse_args(args)))
+    return values
 
 
 def table(rows: list[dict]) -> str:
@@ -51,23 +63,23 @@ class Fail(Exception):
 
 
 def run(args: list[str], prog: str) -> int:
-    from mokka.core import features, log
+    from mokka.core import features, logopts
     from mokka.core.profiles import read_catalog
 
-    opts = parser(f"mokka {prog}").parse_args(args)
-    if opts.output not in OUTPUTS:          # from the variable: argparse checks only the flag
-        raise Fail(f"invalid {ENV['output']} {opts.output!r}: use table or json")
+    opts = settings(args, f"mokka {prog}")
+    if opts["output"] not in OUTPUTS:       # from the variable: argparse checks only the flag
+        raise Fail(f"invalid {ENV['output']} {opts['output']!r}: use table or json")
     try:
-        log.parse_level(opts.log_level)     # nothing is logged; still refused like everywhere
-        log.parse_format(opts.log_format)
-        features.parse(opts.feature_gates)
-    except (log.LogConfigError, features.FeatureGateError) as exc:
+        logopts.parse_level(opts["log_level"])
+        logopts.parse_format(opts["log_format"])
+        features.parse(opts["feature_gates"])
+    except (logopts.LogConfigError, features.FeatureGateError) as exc:
         raise Fail(str(exc))
     try:
         rows = read_catalog()
     except (OSError, ValueError) as exc:    # a broken package, not a user error; still one line
         raise Fail(f"cannot read the profile catalog: {exc}")
-    if opts.output == "json":
+    if opts["output"] == "json":
         import json
         print(json.dumps([{**r, "default": r["name"] == names.DEFAULT_PROFILE} for r in rows], indent=2))
     else:
@@ -81,3 +93,6 @@ def main(args: list[str], prog_name: str = PROG) -> int:
     except Fail as exc:
         print(f"{prog_name}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:             # the reader left (``| head``): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no error at exit
+        return 0
