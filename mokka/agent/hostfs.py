@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from mokka.agent.manifest import Manifest, missing_dirs
+from mokka.agent.manifest import Manifest
 from mokka.core.fsutil import FAULT, atomic_symlink, atomic_write
 
 
@@ -67,7 +67,10 @@ class HostFS:
         for path in planned:
             if not self.manifest.owned(path):
                 self._preserve(path)
-        self.manifest.intend(owner, planned, self._dirs_for(planned))
+        dirs = self._dirs_for(planned)
+        self.manifest.intend(owner, planned, dirs)
+        for d in sorted(dirs):                # parents first; recorded before they are made
+            os.makedirs(d, exist_ok=True)
         changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry))
         if writer is not None:
             writer()
@@ -132,11 +135,22 @@ class HostFS:
         return removed
 
     def _dirs_for(self, paths: set[str]) -> set[str]:
-        parents, out = {os.path.dirname(p) for p in paths}, set()
-        for parent in parents:
-            if parent not in out and not os.path.isdir(parent):
-                out.update(missing_dirs(os.path.join(parent, "x")))
-        return out
+        """The directories ``paths`` need that do not exist yet, each one looked at once."""
+        missing: set[str] = set()
+        present: set[str] = set()
+        for parent in {os.path.dirname(p) for p in paths}:
+            chain, d = [], parent
+            while d not in missing and d not in present:
+                if os.path.isdir(d):
+                    present.add(d)
+                    break
+                chain.append(d)
+                up = os.path.dirname(d)
+                if up == d:
+                    break
+                d = up
+            missing.update(chain)
+        return missing
 
     def _remove(self, paths: Iterable[str]) -> set[str]:
         """Unlink paths, then rmdir agent-made parents that emptied; return those removed."""

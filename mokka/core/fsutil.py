@@ -6,7 +6,6 @@ import contextlib
 import fcntl
 import os
 import stat
-import tempfile
 import threading
 
 from mokka.core import names
@@ -63,17 +62,20 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
         pass
     directory = os.path.dirname(path) or "."
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        fd, tmp = _new_temp(directory)
     except FileNotFoundError:                  # the directory first (not a mkdir per file)
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
+        fd, tmp = _new_temp(directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if sync:
-                os.fsync(f.fileno())
-            os.fchmod(f.fileno(), mode)        # mkstemp makes 0600
+                os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         FAULT.tick()
         os.replace(tmp, path)
     except BaseException:
@@ -83,6 +85,17 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
             pass
         raise
     return True
+
+
+def _new_temp(directory: str) -> tuple[int, str]:
+    """A new empty file in ``directory``, open for writing: a dot name no reader takes for
+    a real one, unique even between writers in other hosts or PID namespaces (O_EXCL)."""
+    while True:
+        tmp = os.path.join(directory, f".{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
 
 
 def atomic_symlink(target: str, path: str) -> bool:
