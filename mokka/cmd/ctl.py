@@ -112,10 +112,9 @@ def run(args: list[str]) -> int:
     return 0
 
 
-def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str | None, node_name: str) -> int:
+def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str, node_name: str) -> int:
     """Append the event to xid-events.yaml + companion (the lock and numbering kernellog
-    uses), then write the driver's line to the kernel log ``xid.kmsg_target`` allows
-    (``kmsg_path``: the one the user named, or None), as kernellog announces one."""
+    uses), then write the driver's line to the kernel log, as kernellog announces one."""
     from mokka.core import flatstate, xid, yamlio
     from mokka.core.fsutil import atomic_write, dir_locked
 
@@ -135,38 +134,36 @@ def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str | None, nod
         atomic_write(flatstate.companion_path(path), companion)    # companion first, as kernellog
         atomic_write(path, text)
     line = xid.kmsg_line(injection, node_name)
-    record = xid.kmsg_record_path(config_path)
-    target = xid.kmsg_target(kmsg_path, xid.parse_kmsg_record(_read_record(record)), record)
-    written, said = _append_kmsg(target, line)
     print(json.dumps({"seq": event.seq, "gpu": gpu["index"], "uuid": injection.uuid,
-                      "code": code, "kmsg": line, "kmsg_path": target.path if written else None}))
-    print(f"{PROG}: Xid {code} on GPU {gpu['index']}: {said}", file=sys.stderr)
+                      "code": code, "kmsg": line}))
+    print(f"{PROG}: Xid {code}: {append_kmsg(path, kmsg_path, line)}", file=sys.stderr)
     return 0
 
 
-def _read_record(path: str) -> bytes | None:
+def append_kmsg(events_path: str, named: str | None, line: str) -> str:
+    """Append the driver's line to the kernel log ``xid.kmsg_target`` allows (``named``:
+    the one the user named, or None) for the node whose events file this is; the one line
+    saying where it went or why it did not."""
     from mokka.core import fsutil, xid
+
+    record = xid.kmsg_record_path(events_path)
     try:
-        return fsutil.read_bounded(path, xid.KMSG_RECORD_LIMIT)
+        recorded = xid.parse_kmsg_record(fsutil.read_bounded(record, xid.KMSG_RECORD_LIMIT))
     except (OSError, fsutil.ReadRefused):
-        return None
-
-
-def _append_kmsg(target, line: str) -> tuple[bool, str]:
-    """(written, the one line saying where the kernel log line went or why it did not)."""
-    from mokka.core import xid
+        recorded = None
+    target = xid.kmsg_target(named, recorded, record)
     if target.path is None:
-        return False, f"reached the mock NVML only: {target.why}"
+        return f"reached the mock NVML only: {target.why}"
     try:
         fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY)  # never created
     except OSError as exc:
-        return False, (f"reached the mock NVML only: cannot open the kernel log {target.path} "
-                       f"({target.why}): {exc.strerror}; name another with --kmsg-path or {ENV_KMSG_PATH}")
+        return (f"reached the mock NVML only: cannot open the kernel log {target.path} "
+                f"({target.why}): {exc.strerror}; name another with --kmsg-path or {ENV_KMSG_PATH}")
     try:
         os.write(fd, (xid.KMSG_PRIORITY + line + "\n").encode())     # one record per write
     finally:
         os.close(fd)
-    return True, f"kernel log line written to {target.path} ({target.why})"
+    return f"kernel log line written to {target.path} ({target.why})"
 
 
 def main(args: list[str], prog_name: str = PROG) -> int:

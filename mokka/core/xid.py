@@ -140,10 +140,10 @@ def kmsg_line(inj: Injection, node_name: str) -> str:
 KMSG_RECORD_LIMIT = 4096
 
 
-def kmsg_record_path(config_path: str) -> str:
-    """The agent's record of its kernel log, for the config.yaml a command found its node
-    through: ``<driver root>/config/config.yaml`` -> ``<driver root>/kernel-log``."""
-    config_dir = os.path.dirname(os.path.abspath(config_path))
+def kmsg_record_path(node_file: str) -> str:
+    """The agent's record of its kernel log, for a file of the node's config directory
+    (config.yaml, xid-events.yaml): ``<driver root>/config/X`` -> ``<driver root>/kernel-log``."""
+    config_dir = os.path.dirname(os.path.abspath(node_file))
     return os.path.join(os.path.dirname(config_dir), names.KMSG_RECORD_NAME)
 
 

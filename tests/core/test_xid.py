@@ -105,6 +105,7 @@ def test_a_kernel_log_record_names_one_absolute_path(data, path):
 
 
 def test_the_record_beside_the_config_dir_a_command_found():
-    assert xid.kmsg_record_path("/opt/nvml-mock/driver/config/config.yaml") == \
-        "/opt/nvml-mock/driver/kernel-log"
+    for node_file in ("config.yaml", "xid-events.yaml"):
+        assert xid.kmsg_record_path(f"/opt/nvml-mock/driver/config/{node_file}") == \
+            "/opt/nvml-mock/driver/kernel-log"
     assert xid.parse_kmsg_record(xid.kmsg_record("/tmp/r/dev/kmsg")) == "/tmp/r/dev/kmsg"
