@@ -91,7 +91,7 @@ class HostFS:
     def sweep(self, dirs: Iterable[str]) -> int:
         """Empty each of ``dirs`` the agent created, whoever wrote there; the count removed.
 
-        For the directories others write into (names.RUNTIME_DIRS: ``mokka ctl``,
+        For the directories others write into (names.NODE_CONFIG_DIRS: ``mokka ctl``,
         ``nvidia-smi -r``, the mock NVML and containers through their writable bind):
         what is in them goes with the tree. Nothing is followed: a link is removed, not
         what it points at, and a directory is emptied through shutil.rmtree's descriptor
@@ -102,7 +102,8 @@ class HostFS:
             if d not in created or os.path.islink(d):
                 continue
             try:
-                entries = list(os.scandir(d))
+                with os.scandir(d) as listing:
+                    entries = list(listing)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for entry in entries:

@@ -141,17 +141,16 @@ def raise_xid(config_path: str, gpu: dict, code: int, kmsg_path: str, node_name:
 
 
 def append_kmsg(events_path: str, named: str | None, line: str) -> str:
-    """Append the driver's line to the kernel log ``xid.kmsg_target`` allows (``named``:
-    the one the user named, or None) for the node whose events file this is; the one line
+    """Append the driver's line to the kernel log ``kmsg.target`` allows (``named``: the
+    one the user named, or None) for the node whose events file this is; the one line
     saying where it went or why it did not."""
-    from mokka.core import fsutil, xid
+    from mokka.core import fsutil, kmsg, xid
 
-    record = xid.kmsg_record_path(events_path)
     try:
-        recorded = xid.parse_kmsg_record(fsutil.read_bounded(record, xid.KMSG_RECORD_LIMIT))
+        record = kmsg.parse_record(fsutil.read_bounded(kmsg.record_path(events_path), kmsg.RECORD_LIMIT))
     except (OSError, fsutil.ReadRefused):
-        recorded = None
-    target = xid.kmsg_target(named, recorded, record)
+        record = None
+    target = kmsg.target(named, record, events_path)
     if target.path is None:
         return f"reached the mock NVML only: {target.why}"
     try:

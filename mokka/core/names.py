@@ -75,10 +75,10 @@ DRIVER_FABRIC_STATE_DIR = f"{DRIVER_DIR}/{DRIVER_FABRIC_STATE_NAME}"
 #: found the same way from the device plugin's ``config/config.yaml``.
 FABRIC_STATE_DIR = "fabric-state"
 
-#: The staged directories others write into (``mokka ctl``, ``nvidia-smi -r``, the mock
-#: NVML, and containers through the writable bind of driver/config): their whole
-#: content goes with the tree at teardown.
-RUNTIME_DIRS = (DRIVER_CONFIG_DIR, CONFIG_DIR)
+#: The node's config directories (config.yaml and the runtime files beside it). Others
+#: write into them (``mokka ctl``, ``nvidia-smi -r``, the mock NVML, and containers through
+#: the writable bind of driver/config): their whole content goes with the tree at teardown.
+NODE_CONFIG_DIRS = (DRIVER_CONFIG_DIR, CONFIG_DIR)
 
 # File names inside driver/config (and config/).
 PROFILE_FILE = "config.yaml"          # MOCK_NVML_CONFIG names this one
@@ -100,11 +100,12 @@ XID_EVENTS_FILE = "xid-events.yaml"
 XID_EVENTS_KIND = "events"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
-#: The agent records that kernel log (its absolute path, under --host-root, on one line)
-#: in this file of the driver root, beside ``config/``, so ``mokka ctl xid`` writes its
-#: line where the staged node keeps its kernel log and nowhere else (a scratch root's,
-#: never the host's). Not in ``config/``: workloads mount the driver root read-only but
-#: ``config/`` writable, and the record says where a command run as root may write.
+#: The agent records that kernel log and the overlay's place, both as host paths before
+#: --host-root (JSON: ``{"kmsg": "/dev/kmsg", "overlay": "/var/lib/nvml-mock"}``), in this
+#: file of the driver root, so ``mokka ctl xid`` writes its line where the staged node keeps
+#: its kernel log and nowhere else: a scratch root's, never the host's. Not in ``config/``:
+#: workloads mount the driver root read-only but ``config/`` writable, and the record says
+#: where a command run as root may write.
 KMSG_RECORD_NAME = "kernel-log"
 DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 

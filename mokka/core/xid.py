@@ -1,6 +1,5 @@
 """Injected Xids: which GPU of a compiled state injects which Xid, the kernel-log
-line the driver would print for it, the events document the mock NVML reads, and
-which kernel log a command may print that line to.
+line the driver would print for it, and the events document the mock NVML reads.
 
 Pure: the kernellog daemon (mokka/agent/simulators/kernellog.py) does the I/O.
 
@@ -132,61 +131,6 @@ def kmsg_line(inj: Injection, node_name: str) -> str:
     text = XID_TEXT.get(inj.code, DEFAULT_TEXT)
     return (f"NVRM: Xid (PCI:{kernel_pci(inj.bus_id)}): {inj.code}, pid='<unknown>', name=<unknown>, "
             f"{text} node={node_name}")
-
-
-# --- which kernel log a command's Xid line may go to ---------------------------------
-
-#: The longest record read (a path, PATH_MAX).
-KMSG_RECORD_LIMIT = 4096
-
-
-def kmsg_record_path(node_file: str) -> str:
-    """The agent's record of its kernel log, for a file of the node's config directory
-    (config.yaml, xid-events.yaml): ``<driver root>/config/X`` -> ``<driver root>/kernel-log``."""
-    config_dir = os.path.dirname(os.path.abspath(node_file))
-    return os.path.join(os.path.dirname(config_dir), names.KMSG_RECORD_NAME)
-
-
-def kmsg_record(path: str) -> bytes:
-    """The record's text, as the agent writes it."""
-    return f"{path}\n".encode()
-
-
-def parse_kmsg_record(data: bytes | None) -> str | None:
-    """The absolute path a record names, or None for no record or anything else in it."""
-    if not data or len(data) > KMSG_RECORD_LIMIT:
-        return None
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        return None
-    path = text[:-1] if text.endswith("\n") else text
-    if not path.startswith("/") or any(not ch.isprintable() for ch in path):
-        return None
-    return path
-
-
-@dataclass(frozen=True)
-class KmsgTarget:
-    path: str | None           # the kernel log to append to; None: none
-    why: str                   # how that was decided, for the one line the command prints
-
-
-def kmsg_target(named: str | None, recorded: str | None, record_path: str) -> KmsgTarget:
-    """Which kernel log ``mokka ctl xid`` may write the driver's line to.
-
-    A command never writes a host path the user did not name, nor one outside the
-    staged node it found: the path given (``--kmsg-path``, its variable), else the
-    kernel log the node's agent announces Xids on, as it recorded it in the staged
-    tree (``/dev/kmsg`` under its ``--host-root``: a scratch root's, never the
-    host's), else none.
-    """
-    if named:
-        return KmsgTarget(named, "named by --kmsg-path")
-    if recorded:
-        return KmsgTarget(recorded, f"the node agent's kernel log, recorded in {record_path}")
-    return KmsgTarget(None, f"no node agent recorded a kernel log in {record_path}; "
-                            "name one with --kmsg-path")
 
 
 # --- the events document and its companion -------------------------------------------

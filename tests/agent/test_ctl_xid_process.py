@@ -120,14 +120,14 @@ def test_a_scratch_root_never_reaches_the_hosts_kernel_log(scratch, nvml_build):
     wait_until(lambda: os.path.exists(events) and yaml.safe_load(open(events))["last_seq"] == 1,
                what="kernellog's announcement")
     with open(ov.kmsg_record) as f:
-        assert f.read() == os.path.join(root, "dev/kmsg") + "\n"
+        assert json.loads(f.read()) == {"kmsg": "/dev/kmsg", "overlay": "/var/lib/nvml-mock"}
     env = {names.ENV_NVML_CONFIG: ov.profile, "NODE_NAME": node}
 
     done = ctl("xid", "1", "79", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["seq"] == 2
     assert done.stderr == (f"ctl: Xid 79: reached the mock NVML only: cannot open the kernel "
-                           f"log {root}/dev/kmsg (the node agent's kernel log, recorded in "
+                           f"log {root}/dev/kmsg (the node's, as its agent recorded it in "
                            f"{ov.kmsg_record}): No such file or directory; name another with "
                            f"--kmsg-path or MOKKA_CTL_KMSG_PATH\n")
     named = os.path.join(outside, "kmsg")                            # positive control: named

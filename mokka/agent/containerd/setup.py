@@ -34,8 +34,8 @@ def _read(path: str) -> str | None:
         return None
 
 
-def where_path(root: str) -> str:
-    """What the directories searched are, for a message."""
+def searched_path(root: str) -> str:
+    """What the directories searched for containerd are, in a message."""
     return "the host's PATH" if root in ("", "/") else f"the host's PATH under --host-root {root}"
 
 
@@ -62,7 +62,7 @@ class ContainerdSetup:
         binary = names.CONTAINERD_BINARY
         searched = [self.host(d) for d in self.path_dirs]
         if not any(os.access(os.path.join(d, binary), os.X_OK) for d in searched):
-            return (f"no {binary} in {':'.join(searched)} ({where_path(self.root)}): no container "
+            return (f"no {binary} in {':'.join(searched)} ({searched_path(self.root)}): no container "
                     "runtime, or another one (CRI-O, or the containerd k3s and rke2 embed); "
                     "container runtime left alone")
         foreign = self.toolkit.foreign()

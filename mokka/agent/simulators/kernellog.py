@@ -13,7 +13,7 @@ The events file is also the memory of what was announced: an agent restarted
 over an existing one announces only what is new.
 
 Stage records the kernel log in the staged tree (``driver/kernel-log``, also with
-``--once``), so ``mokka ctl xid`` writes its line there and nowhere else.
+``--once``; mokka.core.kmsg), so ``mokka ctl xid`` writes its line there and nowhere else.
 """
 
 from __future__ import annotations
@@ -35,10 +35,12 @@ RECORD_OWNER = "kernellog:record"      # the kernel log's record, staged apart f
 class KernelLog:
     name = OWNER
 
-    def __init__(self, host: Host, node_name: str, kmsg_path: str, **supervisor_options):
+    def __init__(self, host: Host, node_name: str, kmsg_path: str, record: bytes,
+                 **supervisor_options):
         self.host = host
         self.node_name = node_name
-        self.kmsg_path = kmsg_path
+        self.kmsg_path = kmsg_path                  # under the host root
+        self.record = record                        # mokka.core.kmsg.render_record's, for ctl xid
         self.events_path = os.path.join(host.overlay.driver_config, names.XID_EVENTS_FILE)
         self.supervisor = Supervisor(OWNER, self._spawn, host.log, **supervisor_options)
         self._mu = threading.Lock()
@@ -49,8 +51,7 @@ class KernelLog:
 
     # --- the Daemon verbs ----------------------------------------------------
     def stage(self, desired: Desired) -> None:
-        self.host.fs.converge(RECORD_OWNER,
-                              {self.host.overlay.kmsg_record: File(xid.kmsg_record(self.kmsg_path))})
+        self.host.fs.converge(RECORD_OWNER, {self.host.overlay.kmsg_record: File(self.record)})
 
     def run(self, desired: Desired, stop: threading.Event) -> None:
         self._hand(desired)
