@@ -98,5 +98,10 @@ def device_names(spec: dict) -> list[str]:
 def to_yaml(spec: dict) -> str:
     import yaml
 
-    from mokka.core.yamlio import PlainDumper   # shared node dicts: no &anchors in a spec
-    return yaml.dump(spec, Dumper=PlainDumper, sort_keys=False, default_flow_style=False)
+    from mokka.core.yamlio import SafeDumper
+
+    class _Plain(SafeDumper):
+        def ignore_aliases(self, data):   # shared node dicts: no &anchors in a spec
+            return True
+
+    return yaml.dump(spec, Dumper=_Plain, sort_keys=False, default_flow_style=False)

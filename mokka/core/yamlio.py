@@ -22,7 +22,8 @@ from mokka.core import names
 
 YAMLError = yaml.YAMLError
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: libyaml's emitter where PyYAML has it: the same bytes as the Python one, ten times faster.
+SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
@@ -136,15 +137,12 @@ def load_profile(data):
     return yaml.load(data, Loader=_ProfileLoader)
 
 
-class PlainDumper(_Dumper):
-    """libyaml's emitter where PyYAML has it (ten times the Python one), every alias
-    written out: the staged profile and the CDI specs are plain, no anchors to follow."""
-
-    def ignore_aliases(self, data):
+class _PlainDumper(SafeDumper):
+    def ignore_aliases(self, data):        # the staged copy is plain: no anchors to follow
         return True
 
 
 def dump(doc) -> bytes:
     """A document as block-style YAML, keys in their order, every alias written out."""
-    return yaml.dump(doc, Dumper=PlainDumper, sort_keys=False, default_flow_style=False,
+    return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=4096).encode()

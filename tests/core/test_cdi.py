@@ -129,17 +129,3 @@ def test_device_nodes_are_character_devices_opened_read_write():
     # toolkit: by index, by UUID, all, control; mock: by index, all + control; management: all + control
     assert len(every) == (4 + 4 + 4 + 3) + (4 + 7) + 7
     assert {n["permissions"] for n in every} == {"rw"}
-
-
-class _PythonEmitter(yaml.SafeDumper):
-    def ignore_aliases(self, data):
-        return True
-
-
-@pytest.mark.parametrize("profile", names.BUILTIN_PROFILES)
-def test_spec_text_is_what_pyyamls_own_emitter_writes(profile):
-    """libyaml's emitter (fast) writes the very bytes of PyYAML's Python one."""
-    state, specs = rendered(profile)
-    for spec in [*specs.values(), cdi.management_spec(state, host_overlay("/"))]:
-        assert cdi.to_yaml(spec) == yaml.dump(spec, Dumper=_PythonEmitter, sort_keys=False,
-                                              default_flow_style=False)
