@@ -130,7 +130,9 @@ def device_names(spec: dict) -> list[str]:
 def to_yaml(spec: dict) -> str:
     import yaml
 
-    class _Plain(yaml.SafeDumper):
+    from mokka.core.yamlio import SafeDumper
+
+    class _Plain(SafeDumper):
         def ignore_aliases(self, data):   # shared node dicts: no &anchors in a spec
             return True
 

@@ -46,7 +46,7 @@ def test_hostile_profiles_keep_the_last_good_state(scratch):
     put(path, good_a)
     agent = AgentProcess(root, "--profile", path, "--resync-interval", "0", log_dir=outside)
     procs.append(agent)
-    digest_a = ds.build(0, path, path, good_a).digest
+    digest_a = ds.build(0, path, path, good_a, node_name=os.uname().nodename).digest
     agent.wait_staged(digest_a)
     for name, what, words, field in HOSTILE:
         put(path, what)
@@ -65,7 +65,7 @@ def test_hostile_profiles_keep_the_last_good_state(scratch):
         put(path, good_a)                    # back to the good bytes: accepted again, no new pass
         wait_until(lambda: "rejected" not in agent.probe("/healthz")[1], what="accepted again")
     put(path, good_b)
-    agent.wait_staged(ds.build(0, path, path, good_b).digest)
+    agent.wait_staged(ds.build(0, path, path, good_b, node_name=os.uname().nodename).digest)
     assert agent.probe("/healthz")[0] == 200
     assert not any("crashed" in str(line.get("msg")) for line in agent.log_lines())
     assert agent.terminate() == 0

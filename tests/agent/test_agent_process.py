@@ -26,7 +26,8 @@ domains:
 
 
 def expected(path: str, data: bytes, topology: bytes | None = None, node: str = "") -> ds.Desired:
-    return ds.build(0, path, path, data, topology, "", node)
+    """What the agent stages; with no --node-name it names the node as the host is named."""
+    return ds.build(0, path, path, data, topology, "", node or os.uname().nodename)
 
 
 def gpu_nodes(root: str) -> list[str]:
