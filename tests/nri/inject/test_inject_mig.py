@@ -13,8 +13,8 @@ import pytest
 from mokka.core import names
 from mokka.nri.inject import Container, Device, adjust, gpu
 from mokka.nri.inject.prochook import hook
-from inject_builders import (allocated, config, control_nodes, device_paths, env_of, full_view,
-                             gpu_node, plain, pod, rule)
+from tests.nri.inject.builders import (allocated, config, control_nodes, device_paths, env_of,
+                                      full_view, gpu_node, plain, pod, rule)
 
 DP = names.CDI_KIND_DEVICE_PLUGIN
 MIG_A = "MIG-3a5c1d2e-0f9b-5c8d-a7e6-1b2c3d4e5f60"
