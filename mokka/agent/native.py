@@ -1,6 +1,7 @@
 """The native files the agent stages: the mock NVML library, the LD_PRELOAD
-shims, NVIDIA's own nvidia-smi made to load that library and the InfiniBand
-tools (mokka.agent.ibtools), the last two when the node provides them.
+shims, the proc hook (the OCI hook the NRI plugin gives GPU containers), NVIDIA's
+own nvidia-smi made to load that library and the InfiniBand tools
+(mokka.agent.ibtools), the last two when the node provides them.
 
 Read once when the agent starts (they do not change while it runs). NVIDIA's
 binary dlopens ``libnvidia-ml.so.1`` through the normal search path; a
@@ -34,6 +35,7 @@ class NativeFiles:
     nvml_library: bytes | None = None     # libnvidia-ml.so for this machine, if built
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
     shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
+    proc_hook: bytes | None = None        # the static proc hook executable, if built
     ib_tools: tuple[tuple[str, bytes], ...] = ()     # (overlay-relative path, bytes), if given
 
     def shim(self, file: str) -> bytes | None:
@@ -47,21 +49,12 @@ SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_
 
 def load(nvidia_smi_path: str | None, arch: str | None = None,
          ib_tools: str | None = None) -> NativeFiles:
-    library = native.nvml_library(arch)
-    lib_bytes = None
-    if library:
-        with open(library, "rb") as f:
-            lib_bytes = f.read()
+    lib_bytes = _built(native.LIBRARY, arch)
     smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None
     if smi is not None and lib_bytes is None:
         raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
                           "library to load it with; build with ./shivfile")
-    shims = []
-    for file in SHIM_FILES:
-        path = native.library(file, arch)
-        if path:
-            with open(path, "rb") as f:
-                shims.append((file, f.read()))
+    shims = tuple((file, data) for file in SHIM_FILES if (data := _built(file, arch)) is not None)
     tools = ()
     if ib_tools:
         from mokka.agent import ibtools
@@ -69,7 +62,17 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
             tools = ibtools.load(ib_tools, arch or os.uname().machine, find_patchelf())
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
-    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=tuple(shims), ib_tools=tools)
+    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=shims,
+                       proc_hook=_built(names.PROC_HOOK_FILE, arch), ib_tools=tools)
+
+
+def _built(file: str, arch: str | None) -> bytes | None:
+    """The bytes of a file native/build.py built for ``arch``, or None if it is absent."""
+    path = native.library(file, arch)
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def load_nvidia_smi(path: str, arch: str | None = None) -> bytes:

@@ -58,8 +58,8 @@ def proc_devices(desired: Desired) -> str:
 
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
     """The mock NVML library as a driver ships it (the versioned file, then the
-    soname and the development name as relative links), and NVIDIA's nvidia-smi
-    when the node gave one."""
+    soname and the development name as relative links), the proc hook when built, and
+    NVIDIA's nvidia-smi when the node gave one."""
     out: dict[str, Entry] = {}
     lib = host.native.nvml_library
     if lib is not None:
@@ -67,6 +67,8 @@ def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
         out[os.path.join(host.overlay.lib, versioned)] = File(lib, 0o755)
         out[os.path.join(host.overlay.lib, names.NVML_LIB_FILE)] = Link(versioned)
         out[os.path.join(host.overlay.lib, names.NVML_LIB_DEV_LINK)] = Link(names.NVML_LIB_FILE)
+    if host.native.proc_hook is not None:
+        out[host.overlay.proc_hook] = File(host.native.proc_hook, 0o755)
     if host.native.nvidia_smi is not None:
         out[os.path.join(host.overlay.bin, names.NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
     return out
