@@ -15,7 +15,7 @@ import pytest
 
 from mokka.core import names
 from tests.integration.nodes import native_node
-from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.nriplugin import make, plugin_for
 from tests.integration.pods import exec_sync, remove_pod, start_container
 
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
@@ -32,10 +32,8 @@ def hook_node(tmp_path_factory):
 
 @pytest.fixture
 def plugin(containerd, zipapp, hook_node):
-    root, overlay = hook_node
-    started = PluginProcess(zipapp, containerd.nri_socket, overlay, root).start()
-    yield started
-    started.stop()
+    with plugin_for(containerd, zipapp, hook_node) as started:
+        yield started
 
 
 def host_mounts(*roots: str) -> list[str]:
