@@ -135,6 +135,24 @@ KMSG_PATH = "/dev/kmsg"
 KMSG_RECORD_NAME = "kernel-log"
 DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 
+#: mig.nvml (MIG_STATE_FILE), the node's MIG partitions, as the mock library writes it
+#: (native/nvml/mig_file.c): a companion with no YAML twin, of kind "mig", changed under the
+#: config directory's flock.
+MIG_STATE_KIND = "mig"
+#: Its lines: ``gpu.<physical index>.mode <current> <pending>``, ``.uuid <GPU UUID>``,
+#: ``.gi.<id> <profile ID> <start>:<size>`` and ``.gi.<id>.ci.<id> <profile ID> <start>:<size>``.
+MIG_STATE_GPUS = "gpu"
+MIG_STATE_MODE = "mode"
+MIG_STATE_UUID = "uuid"
+MIG_STATE_GPU_INSTANCE = "gi"
+MIG_STATE_COMPUTE_INSTANCE = "ci"
+#: Its largest accepted size: 64 GPUs with 7 instances each take about 40 KiB.
+MIG_STATE_MAX_BYTES = 256 * 1024
+#: How long a MIG change waits for the config directory's lock (a workload can hold it:
+#: the change then fails with In Use instead of hanging). Long enough that no change
+#: starves behind many processes changing MIG at once (each holds it about a millisecond).
+MIG_LOCK_WAIT_MS = 10000
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
