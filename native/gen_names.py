@@ -2,7 +2,8 @@
 
 One home per fact: the C library takes env names, overlay paths and file names
 from the same module the Python code imports, through this generated header
-(``MOKKA_<NAME>`` for every upper-case str or int constant). Never committed.
+(``MOKKA_<NAME>`` for every upper-case str or int constant, and tuples of either as
+C initializers). Never committed.
 
     python3 native/gen_names.py OUT_DIR
 """
@@ -35,6 +36,8 @@ def render() -> str:
             lines.append(f"#define MOKKA_{key} {value}")
         elif isinstance(value, tuple) and value and all(type(x) is int for x in value):
             lines.append(f"#define MOKKA_{key} {{{', '.join('0x%x' % x for x in value)}}}")
+        elif isinstance(value, tuple) and value and all(type(x) is str for x in value):
+            lines.append(f"#define MOKKA_{key} {{{', '.join(c_string(x) for x in value)}}}")
     for state, code in sorted(names.FABRIC_STATE_CODES.items()):
         lines.append(f"#define MOKKA_FABRIC_CODE_{state.upper()} {code}")
     lines += ["", "#endif", ""]

@@ -153,6 +153,9 @@ int api_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus,
 void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, unsigned int device,
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
 int api_pre_ada(const struct mock_gpu *g);
+/* NVML_SUCCESS unless the GPU's `refused` block names the reading `key` (K_REFUSED_...):
+ * then the error its word stands for (names.REFUSALS). */
+nvmlReturn_t api_refusal(const struct mock_gpu *g, const char *key);
 
 /* --- ecc.c, sram.c: ECC counters ---------------------------------------- */
 
