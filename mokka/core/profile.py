@@ -36,7 +36,7 @@ PER_DEVICE_FIELDS = ("index", "uuid", "minor_number", "grace_cpu_pair")
 #: on a real node: a device entry's value wins, blocks wholesale. The Go engine
 #: ignores them, and a device's pcie block with them.
 MOKKA_DEVICE_FIELDS = ("board_id", "pdi", "gpu_part_number", "gpu_fru_part_number", "pcie",
-                       "refused", "cc_protected_memory")
+                       "refused", "cc_protected_memory", "inforom_bbx_flush")
 
 ARCHITECTURES = schema.ARCHITECTURES
 FAILURE_MODES = schema.FAILURE_MODES

@@ -258,6 +258,9 @@ DEVICE_FIELDS = {
     "board_id": Id(what="a 32-bit board id"),
     "pdi": Id(2**64 - 1, "0x0000000000000001", "a 64-bit PDI"),
     "addressing_mode": Str(choices=("", *names.ADDRESSING_MODES), noun="addressing mode"),
+    "sparse_operation_mode": Str(choices=("", "enabled", "disabled"), noun="mode"),
+    # the last flush of the InfoROM's black box: when (microseconds since the epoch), how long
+    "inforom_bbx_flush": Map(ints("timestamp_us duration_us")),
     "capabilities": Map({"egm": Bool()}),
     "cc_protected_memory": Map(ints("total_bytes used_bytes")),
     # Readings the board's NVML answered with an error (names.REFUSALS), by reading.

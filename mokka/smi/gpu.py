@@ -38,6 +38,7 @@ FI_TEMPERATURE_GPU_MAX_TLIMIT = 196
 #: The export table slots NVIDIA's nvidia-smi reads rows from that NVML has no call for.
 SLOT_TLIMIT_TEMP = 239
 SLOT_HOST_MAX_PCIE_GEN = 229
+SLOT_SPARSE_OPERATION_MODE = 248
 SLOT_GPU_PART_NUMBER, GPU_PART_NUMBER_SIZE = 230, 0x50
 SLOT_FRU_PART_NUMBER, FRU_PART_NUMBER_SIZE = 236, 0x14
 #: nvmlDeviceGetFieldValues ids the 580 report reads beyond those above (NVML 13's numbers).
@@ -203,6 +204,26 @@ class Gpu:
         slot = self.lib.export_slot(slot_number, C.c_void_p, C.c_void_p, C.c_uint)
         ok = slot and slot(self.handle, buf, C.c_uint(size)) == nvml.SUCCESS
         return buf.value.decode(errors="replace") if ok else None
+
+    def sparse_operation_mode(self):
+        """What NVIDIA's nvidia-smi prints as Sparse Operation Mode: its export table's slot 248."""
+        out = C.c_uint(0)
+        slot = self.lib.export_slot(SLOT_SPARSE_OPERATION_MODE, C.c_void_p, C.c_void_p, C.c_uint)
+        return out.value if slot and slot(self.handle, C.byref(out), C.c_uint(1)) == nvml.SUCCESS else None
+
+    def bbx_flush(self) -> tuple:
+        """(microseconds since the epoch, duration in microseconds) of the InfoROM's last
+        black-box flush, or (None, None)."""
+        when, took = C.c_ulonglong(0), C.c_ulong(0)
+        ok = self._ask("nvmlDeviceGetLastBBXFlushTime", C.byref(when), C.byref(took))
+        return (when.value, took.value) if ok else (None, None)
+
+    def accounted_pids(self) -> list | None:
+        count = C.c_uint(MAX_PROCESSES)
+        pids = (C.c_uint * MAX_PROCESSES)()
+        if not self._ask("nvmlDeviceGetAccountingPids", C.byref(count), pids):
+            return None
+        return list(pids[:min(count.value, MAX_PROCESSES)])
 
     def pdi(self):
         out = self._struct("nvmlDeviceGetPdi", _types().Pdi, 1)

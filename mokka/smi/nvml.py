@@ -158,6 +158,13 @@ class Library:
         except NvmlError:
             return None
 
+    def cuda_version(self) -> str | None:
+        """The CUDA version the driver supports, as nvidia-smi prints it ("12.4")."""
+        version = ctypes.c_int(0)
+        if self.ask("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(version)) != SUCCESS:
+            return None
+        return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
     def process_name(self, pid: int) -> str:
         buf = ctypes.create_string_buffer(256)
         if self.ask("nvmlSystemGetProcessName", ctypes.c_uint(pid), buf, ctypes.c_uint(256)) != SUCCESS:

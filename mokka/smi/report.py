@@ -91,6 +91,15 @@ def _platform(gpu) -> list:
             ("gpu_fabric_guid", "0x" + bytes(p.ibGuid[:8]).hex())]
 
 
+def _bbx(when, took) -> list:
+    """The InfoROM black box's last flush: local time to the millisecond, and how long."""
+    if when is None:
+        return [("latest_timestamp", NA), ("latest_duration", NA)]
+    import time
+    stamp = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(when // 1_000_000)) + ".%03d" % (when // 1000 % 1000)
+    return [("latest_timestamp", stamp), ("latest_duration", f"{took} us")]
+
+
 def _yes_no_field(value) -> str:
     return value if isinstance(value, v.Refusal) else v.yes_no(value)
 
@@ -173,7 +182,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
             ("ecc_object", v.text(gpu.inforom(g.INFOROM_ECC))),
             ("pwr_object", v.text(gpu.inforom(g.INFOROM_POWER))),
         ]),
-        ("inforom_bbx_flush", [("latest_timestamp", NA), ("latest_duration", NA)]),
+        ("inforom_bbx_flush", _bbx(*gpu.bbx_flush())),
         ("gpu_operation_mode", [("current_gom", v.word(v.OPERATION_MODES, gom_current)),
                                 ("pending_gom", v.word(v.OPERATION_MODES, gom_pending))]),
         ("c2c_mode", NA if c2c is None else v.enabled(c2c)),
@@ -224,8 +233,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ("clocks_event_reasons_counters", [
             (f"clocks_event_reasons_counters_{name}", v.unit(None if ns is None else ns // 1000, "us"))
             for name, ns in counters.items()]),
-        # NVML has no call for it (nvidia-smi 550 asks export slot 248); real boards print N/A
-        ("sparse_operation_mode", NA),
+        ("sparse_operation_mode", v.enabled(gpu.sparse_operation_mode())),
         ("fb_memory_usage", _mib_rows(mem, ("total", "reserved", "used", "free"))),
         ("bar1_memory_usage", _mib_rows(bar, ("total", "used", "free"))),
         ("cc_protected_memory_usage", _mib_rows(gpu.cc_protected_memory(), ("total", "used", "free"))),
@@ -277,7 +285,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ("fabric", _fabric(gpu)),
         ("supported_clocks", _supported_clocks(gpu)),
         ("processes", _processes(gpu)),
-        ("accounted_processes", NA if gpu.accounting_mode() is None else "\n\t\t"),
+        ("accounted_processes", NA if gpu.accounted_pids() is None else "\n\t\t"),
         ("capabilities", [("egm", NA if egm is None else ("enabled" if egm & g.CAP_EGM else "disabled"))]),
     ]
 

@@ -3,9 +3,12 @@
  * (NVML 13, declared in board_info.h), the memory conf compute protects, and the
  * export-table rows of NVIDIA's nvidia-smi with no NVML call: the host's PCIe
  * generation and the part numbers. Each answers from the state's key, and
- * NOT_SUPPORTED (N/A) without it, as on boards that report none.
+ * NOT_SUPPORTED (N/A) without it, as on boards that report none. The export
+ * slots nvidia-smi 550 reads the addressing mode (241), the PCIe atomics (225)
+ * and the sparse operation mode (248) from answer the same keys.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -36,24 +39,112 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPdi(nvmlDevice_t device, nvmlPdi_v1_t *pdi)
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_v1_t *mode)
+/* The index of the GPU's `key` in `words` (a names.py tuple): 1, or 0 when it has none of them. */
+static int word_index(const struct mock_gpu *g, const char *key, const char *const *words, unsigned int n,
+                      unsigned int *out)
+{
+    char word[32];
+    if (gpu_str(g, key, word, sizeof word) != 1)
+        return 0;
+    for (unsigned int i = 0; i < n; i++)
+        if (strcasecmp(word, words[i]) == 0) {
+            *out = i;
+            return 1;
+        }
+    return 0;
+}
+
+nvmlReturn_t mock_addressing_mode(nvmlDevice_t device, unsigned int *mode)
 {
     static const char *const modes[] = MOKKA_ADDRESSING_MODES;
     const struct mock_gpu *g;
-    char word[32];
     nvmlReturn_t ret = start(device, mode, &g);
     if (ret != NVML_SUCCESS)
         return ret;
+    return word_index(g, K_ADDRESSING_MODE, modes, sizeof modes / sizeof modes[0], mode) ? NVML_SUCCESS
+                                                                                          : NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_v1_t *mode)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!mode)
+        return NVML_ERROR_INVALID_ARGUMENT;
     if (mode->version != nvmlDeviceAddressingMode_v1)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    if (gpu_str(g, K_ADDRESSING_MODE, word, sizeof word) != 1)
+    return mock_addressing_mode(device, &mode->value);
+}
+
+nvmlReturn_t mock_sparse_operation_mode(nvmlDevice_t device, unsigned int *mode)
+{
+    static const char *const modes[] = {"disabled", "enabled"};
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = start(device, mode, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    return word_index(g, K_SPARSE_OPERATION_MODE, modes, 2, mode) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask)
+{
+    static const char *const ops[] = MOKKA_PCIE_ATOMIC_CAPS;
+    const char *list = inbound ? K_PCIE_ATOMIC_CAPS_INBOUND : K_PCIE_ATOMIC_CAPS_OUTBOUND;
+    const char *item = inbound ? K_PCIE_ATOMIC_CAPS_INBOUND_N : K_PCIE_ATOMIC_CAPS_OUTBOUND_N;
+    char key[128], word[32];
+    if (!gpu_has_prefix(g, inbound ? K_PCIE_ATOMIC_CAPS_INBOUND "." : K_PCIE_ATOMIC_CAPS_OUTBOUND "."))
+        return 0;
+    unsigned int n = gpu_list_len(g, list);
+    *mask = 0;
+    for (unsigned int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, item, i);
+        if (gpu_raw(g, key, word, sizeof word) != 1)
+            continue;
+        for (unsigned int bit = 0; bit < sizeof ops / sizeof ops[0]; bit++)
+            if (strcasecmp(word, ops[bit]) == 0)
+                *mask |= 1u << bit;
+    }
+    return 1;
+}
+
+nvmlReturn_t mock_pcie_atomics(nvmlDevice_t device, unsigned int masks[2])
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = start(device, masks, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    int out = board_atomics(g, 0, &masks[0]), in = board_atomics(g, 1, &masks[1]);
+    return out || in ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetAccountingPids(nvmlDevice_t device, unsigned int *count, unsigned int *pids)
+{
+    const struct mock_gpu *g;
+    int mode;
+    nvmlReturn_t ret = start(device, count, &g);
+    (void)pids;                                   /* no process is ever accounted */
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!gpu_flag(g, K_ACCOUNTING_MODE, &mode))
         return NVML_ERROR_NOT_SUPPORTED;
-    for (unsigned int i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcasecmp(word, modes[i]) == 0) {
-            mode->value = i;
-            return NVML_SUCCESS;
-        }
-    return NVML_ERROR_NOT_SUPPORTED;
+    *count = 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetLastBBXFlushTime(nvmlDevice_t device, unsigned long long *timestamp,
+                                                   unsigned long *durationUs)
+{
+    const struct mock_gpu *g;
+    unsigned long long when, took;
+    nvmlReturn_t ret = start(device, timestamp && durationUs ? timestamp : NULL, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!gpu_u64(g, K_INFOROM_BBX_FLUSH_TIMESTAMP_US, &when) || !gpu_u64(g, K_INFOROM_BBX_FLUSH_DURATION_US, &took))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *timestamp = when;
+    *durationUs = (unsigned long)took;
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetCapabilities(nvmlDevice_t device, nvmlDeviceCapabilities_v1_t *caps)

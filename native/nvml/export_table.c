@@ -30,10 +30,14 @@
  *   230 `-q`, per GPU: (device, char *, 0x50): "GPU Part Number"; 236 the same
  *       with 0x14 bytes: "FRU Part Number". The state's gpu_part_number and
  *       gpu_fru_part_number; NOT_SUPPORTED (N/A) without them.
+ *   241 `-q`, per GPU: (device, unsigned int *mode, 1): "Addressing Mode", 0 None,
+ *       1 HMM, 2 ATS (NVML 13's nvmlDeviceAddressingModeType_t).
+ *   225 `-q`, per GPU: (device, unsigned int masks[2], 1): "Atomic Caps Outbound"
+ *       then "Inbound", NVML_PCIE_ATOMICS_CAP_* bits.
+ *   248 `-q`, per GPU: (device, unsigned int *mode, 1): "Sparse Operation Mode",
+ *       1 Enabled. Each from the state (board.c); NOT_SUPPORTED without it.
  *   -q, per GPU, answered NOT_SUPPORTED (printed N/A, as on most real systems):
- *       241 Addressing Mode; 164 IBMNPU Relaxed
- *       Ordering Mode; 225 Atomic Caps Inbound/Outbound; 248 Sparse Operation
- *       Mode; 231 a Memory clock row; 208 a Graphics row;
+ *       164 IBMNPU Relaxed Ordering Mode; 231 a Memory clock row; 208 a Graphics row;
  *       212, also once per GPU in the default table: (device, unsigned int *count
  *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
  *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
@@ -86,6 +90,9 @@ enum {
     SLOT_GPU_PART_NUMBER = 230,
     SLOT_FRU_PART_NUMBER = 236,
     SLOT_TLIMIT_TEMP = 239,
+    SLOT_PCIE_ATOMICS = 225,
+    SLOT_ADDRESSING_MODE = 241,
+    SLOT_SPARSE_OPERATION_MODE = 248,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -224,6 +231,12 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         return host_max_pcie_gen(a0, a1);
     case SLOT_TLIMIT_TEMP:
         return mock_tlimit_temperature((nvmlDevice_t)a0, (int *)a1);
+    case SLOT_ADDRESSING_MODE:
+        return mock_addressing_mode((nvmlDevice_t)a0, (unsigned int *)a1);
+    case SLOT_PCIE_ATOMICS:
+        return mock_pcie_atomics((nvmlDevice_t)a0, (unsigned int *)a1);
+    case SLOT_SPARSE_OPERATION_MODE:
+        return mock_sparse_operation_mode((nvmlDevice_t)a0, (unsigned int *)a1);
     case SLOT_GPU_PART_NUMBER:
         return mock_part_number((nvmlDevice_t)a0, 0, (char *)a1, (unsigned int)(uintptr_t)a2);
     case SLOT_FRU_PART_NUMBER:

@@ -129,27 +129,6 @@ static int power_field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     return 0;
 }
 
-/* The PCIe atomic operations of a direction (the list `list`, its items `item`) as
- * NVML_PCIE_ATOMICS_CAP_* bits; no list: N/A. */
-static int atomics(const struct mock_gpu *g, const char *list, const char *prefix, const char *item,
-                   nvmlFieldValue_t *v)
-{
-    static const char *const ops[] = MOKKA_PCIE_ATOMIC_CAPS;
-    char key[128], word[32];
-    unsigned int n = gpu_list_len(g, list), mask = 0;
-    if (!gpu_has_prefix(g, prefix))
-        return 0;
-    for (unsigned int i = 0; i < n; i++) {
-        snprintf(key, sizeof key, item, i);
-        if (gpu_raw(g, key, word, sizeof word) != 1)
-            continue;
-        for (unsigned int bit = 0; bit < sizeof ops / sizeof ops[0]; bit++)
-            if (strcasecmp(word, ops[bit]) == 0)
-                mask |= 1u << bit;
-    }
-    return set_u32(v, mask);
-}
-
 static int clocks_event(const struct mock_gpu *g, const char *counter_key, nvmlFieldValue_t *v)
 {
     unsigned long long ns;
@@ -173,6 +152,7 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
 static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
 {
     unsigned long long x;
+    unsigned int mask;
     int on;
     switch (v->fieldId) {
     case NVML_FI_DEV_ECC_CURRENT:
@@ -221,11 +201,9 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     case NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT:
         return tlimit(g, K_THERMAL_MEMORY_MAX_C, v);
     case FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK:
-        return atomics(g, K_PCIE_ATOMIC_CAPS_OUTBOUND, K_PCIE_ATOMIC_CAPS_OUTBOUND ".",
-                       K_PCIE_ATOMIC_CAPS_OUTBOUND_N, v);
+        return board_atomics(g, 0, &mask) && set_u32(v, mask);
     case FI_DEV_PCIE_INBOUND_ATOMICS_MASK:
-        return atomics(g, K_PCIE_ATOMIC_CAPS_INBOUND, K_PCIE_ATOMIC_CAPS_INBOUND ".",
-                       K_PCIE_ATOMIC_CAPS_INBOUND_N, v);
+        return board_atomics(g, 1, &mask) && set_u32(v, mask);
     case FI_DEV_REMAPPED_ROWS_COR_INACTIVE:
         return key_u32(g, K_REMAPPED_ROWS_CORRECTABLE_INACTIVE, v);
     case FI_DEV_REMAPPED_ROWS_UNC_INACTIVE:

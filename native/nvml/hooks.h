@@ -61,6 +61,11 @@ nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin);
 
 /* The host's maximum PCIe generation (pcie.max_host_link_gen). */
 nvmlReturn_t mock_host_max_pcie_gen(nvmlDevice_t device, unsigned int *gen);
+/* The addressing mode (0 none, 1 HMM, 2 ATS), the sparse operation mode (1 enabled)
+ * and the PCIe atomics, outbound and inbound (NVML_PCIE_ATOMICS_CAP_* bits). */
+nvmlReturn_t mock_addressing_mode(nvmlDevice_t device, unsigned int *mode);
+nvmlReturn_t mock_sparse_operation_mode(nvmlDevice_t device, unsigned int *mode);
+nvmlReturn_t mock_pcie_atomics(nvmlDevice_t device, unsigned int masks[2]);
 /* The GPU part number (fru 0) or FRU part number (fru 1), as a string of `length` bytes. */
 nvmlReturn_t mock_part_number(nvmlDevice_t device, int fru, char *buf, unsigned int length);
 

@@ -166,6 +166,12 @@ int ecc_enabled(const struct mock_gpu *g);
  * does not fit. */
 int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
 
+/* --- board.c ------------------------------------------------------------ */
+
+/* The GPU's PCIe atomic operations of a direction (NVML_PCIE_ATOMICS_CAP_* bits):
+ * 1, or 0 when the state lists none. */
+int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask);
+
 /* --- violations.c: how long a reason held the clocks back -------------------- */
 
 /* clocks_throttle_reasons.counters.<reason>_us in nanoseconds: 1, or 0 when the
