@@ -259,6 +259,8 @@ DEVICE_FIELDS = {
     "pdi": Id(2**64 - 1, "0x0000000000000001", "a 64-bit PDI"),
     "addressing_mode": Str(choices=("", *names.ADDRESSING_MODES), noun="addressing mode"),
     "sparse_operation_mode": Str(choices=("", "enabled", "disabled"), noun="mode"),
+    # NVLink-C2C to the CPU: a board that has it says enabled or disabled (without: features)
+    "c2c_mode": Str(choices=("", "enabled", "disabled"), noun="mode"),
     # the last flush of the InfoROM's black box: when (microseconds since the epoch), how long
     "inforom_bbx_flush": Map(ints("timestamp_us duration_us")),
     "capabilities": Map({"egm": Bool()}),

@@ -301,13 +301,12 @@ def _stats(values: tuple) -> list:
 
 def _ecc(gpu, enabled: bool) -> list:
     sram = gpu.sram_ecc() if enabled else None
-    repair = gpu.repair_status()
-    unrepairable = gpu.unrepairable_memory()
-    tail = ([("channel_repair_pending", v.yes_no(repair.channel)), ("tpc_repair_pending", v.yes_no(repair.tpc))]
-            if repair else []) + ([("unrepairable_memory", v.yes_no(unrepairable))] if unrepairable is not None
-                                  else [])
     if enabled and sram is None:
-        return _ecc_unsplit(gpu) + tail
+        return _ecc_unsplit(gpu)
+    repair = gpu.repair_status()
+    tail = [("channel_repair_pending", NA if repair is None else v.yes_no(repair.channel)),
+            ("tpc_repair_pending", NA if repair is None else v.yes_no(repair.tpc)),
+            ("unrepairable_memory", v.yes_no(gpu.unrepairable_memory()))]
 
     def dram(error_type, counter):
         return v.text(gpu.ecc_counter(error_type, counter, g.LOCATION_DEVICE_MEMORY) if enabled else None)
@@ -333,7 +332,8 @@ def _ecc(gpu, enabled: bool) -> list:
 
 
 def _ecc_unsplit(gpu) -> list:
-    """A board without the SRAM parity / SEC-DED split (before Ampere): one count each way."""
+    """A board without the SRAM parity / SEC-DED split (before Ampere): one count each way,
+    and no repair rows."""
     def scope(counter: int) -> list:
         return [(f"{memory}_{kind}", v.text(gpu.ecc_counter(error, counter, location)))
                 for memory, location in (("sram", g.LOCATION_SRAM), ("dram", g.LOCATION_DEVICE_MEMORY))
@@ -410,12 +410,12 @@ def _fabric(gpu) -> list:
     done = info.state == v.FABRIC_COMPLETED
     mask = info.healthMask
 
-    def flag(field) -> str:
-        return str(v.health_flag(mask, field) == v.HEALTH_TRUE)
+    def flag(field, true: str = "True", false: str = "False") -> str:
+        bits = v.health_flag(mask, field)          # 0: the board reports no such flag
+        return NA if bits == 0 else (true if bits == v.HEALTH_TRUE else false)
 
     health = [("summary", v.word(v.HEALTH_SUMMARIES, info.healthSummary)),
-              ("bandwidth", "Degraded" if v.health_flag(mask, v.HEALTH_DEGRADED_BW) == v.HEALTH_TRUE
-               else "Full"),
+              ("bandwidth", flag(v.HEALTH_DEGRADED_BW, "Degraded", "Full")),
               ("route_recovery_in_progress", flag(v.HEALTH_ROUTE_RECOVERY)),
               ("route_unhealthy", flag(v.HEALTH_ROUTE_UNHEALTHY)),
               ("access_timeout_recovery", flag(v.HEALTH_ACCESS_TIMEOUT_RECOVERY)),

@@ -97,8 +97,11 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         {K_FABRIC_HEALTH_ROUTE_UNHEALTHY, SHIFT_ROUTE_UNHEALTHY},
         {K_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY, SHIFT_ACCESS_TIMEOUT_RECOVERY}};
     int set[4] = {0};
+    char word[32];
     f->health = 0;
     for (unsigned int i = 0; i < 4; i++) {
+        if (gpu_str(g, flags[i].key, word, sizeof word) == 1 && strcasecmp(word, MOKKA_FABRIC_STATE_NOT_SUPPORTED) == 0)
+            continue;                             /* a board that reports no such flag: N/A */
         gpu_flag(g, flags[i].key, &set[i]);
         f->health |= (set[i] ? HEALTH_TRUE : HEALTH_FALSE) << flags[i].shift;
     }
@@ -118,6 +121,8 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         f->summary = SUMMARY_UNHEALTHY;
     else if (strcasecmp(summary, "limited_capacity") == 0)
         f->summary = SUMMARY_LIMITED_CAPACITY;
+    else if (strcasecmp(summary, MOKKA_FABRIC_STATE_NOT_SUPPORTED) == 0)
+        f->summary = 0;
     else if (set[2] || incorrect > 1)             /* auto: from the flags */
         f->summary = SUMMARY_UNHEALTHY;
     else if (set[0] || set[1] || set[3])

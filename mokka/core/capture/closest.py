@@ -56,11 +56,13 @@ def pcie_topology(board: Board, bus_ids: list[str]) -> dict | None:
     block = board.doc.get("pcie_topology")
     if not block or not block.get("root_complexes"):
         return None
-    roots = [dict(r, devices=[]) for r in copy.deepcopy(block["root_complexes"])]
-    placed = {_sysfs(b): i for i, r in enumerate(block["root_complexes"]) for b in r.get("devices") or []}
-    for n, bus in enumerate(bus_ids):
-        at = placed.get(_sysfs(bus), n * len(roots) // max(len(bus_ids), 1))
-        roots[at]["devices"].append(_sysfs(bus))
+    wanted = [_sysfs(b) for b in bus_ids]
+    roots = [dict(r, devices=[_sysfs(b) for b in r.get("devices") or [] if _sysfs(b) in wanted])
+             for r in copy.deepcopy(block["root_complexes"])]
+    placed = {b for r in roots for b in r["devices"]}
+    for n, bus in enumerate(wanted):
+        if bus not in placed:
+            roots[n * len(roots) // len(wanted)]["devices"].append(bus)
     out = {k: v for k, v in block.items() if k != "root_complexes"}
     out["root_complexes"] = [r for r in roots if r["devices"]]
     return out

@@ -148,11 +148,16 @@ def _fabric(dev, leaf) -> None:
     health: dict = {}
     flags = {"route_recovery_in_progress": "route_recovery", "route_unhealthy": "route_unhealthy",
              "access_timeout_recovery": "access_timeout_recovery"}
+    unsupported = names.FABRIC_STATE_NOT_SUPPORTED
     if leaf("fabric/health/bandwidth") is not None:
         health["degraded_bandwidth"] = "true" if leaf("fabric/health/bandwidth") == "Degraded" else "false"
+    elif leaf.has("fabric/health/bandwidth"):
+        health["degraded_bandwidth"] = unsupported
     for tag, key in flags.items():
         if leaf(f"fabric/health/{tag}") is not None:
             health[key] = leaf(f"fabric/health/{tag}").lower()
+        elif leaf.has(f"fabric/health/{tag}"):
+            health[key] = unsupported
     wrong = INCORRECT_CONFIGURATIONS.get(leaf("fabric/health/incorrect_configuration") or NA)
     if leaf.has("fabric/health/incorrect_configuration") and wrong != "none":
         health["incorrect_configuration"] = wrong
@@ -164,6 +169,8 @@ def _fabric(dev, leaf) -> None:
     summary = leaf("fabric/health/summary")
     if summary is not None and summary != _implied_summary(health):
         fabric["health_summary"] = summary.lower().replace(" ", "_")
+    elif summary is None and leaf.has("fabric/health/summary"):
+        fabric["health_summary"] = unsupported
     dev["fabric"] = fabric
 
 

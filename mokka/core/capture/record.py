@@ -62,7 +62,7 @@ FIELDS = (
     ("persistence_mode", ("persistence_mode",), enabled),
     ("addressing_mode", ("addressing_mode",), str.lower),
     ("sparse_operation_mode", ("sparse_operation_mode",), enabled),
-    ("c2c_mode", ("features", "nvlink_c2c"), lambda t: {"enabled": True}[t.lower()]),
+    ("c2c_mode", ("c2c_mode",), enabled),
     ("inforom_bbx_flush/latest_timestamp", ("inforom_bbx_flush", "timestamp_us"), words.timestamp_us),
     ("inforom_bbx_flush/latest_duration", ("inforom_bbx_flush", "duration_us"), number),
     ("mig_mode/current_mig", ("mig", "mode_current"), enabled),
