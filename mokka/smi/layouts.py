@@ -51,6 +51,7 @@ def version(text: str | None) -> tuple:
 @dataclass(frozen=True)
 class Layout:
     driver: tuple
+    without: tuple = ()                # element paths the caller leaves out
 
     @property
     def dtd(self) -> str:
@@ -61,12 +62,14 @@ class Layout:
         return self.driver >= R580
 
     def prints(self, path: str) -> bool:
+        if path in self.without:
+            return False
         since, until = SINCE.get(path), UNTIL.get(path)
         return (since is None or self.driver >= since) and (until is None or self.driver < until)
 
 
-def for_driver(text: str | None) -> Layout:
-    return Layout(version(text))
+def for_driver(text: str | None, without: tuple = ()) -> Layout:
+    return Layout(version(text), tuple(without))
 
 
 def prune(nodes: list, layout: Layout, prefix: str = "") -> list:

@@ -468,9 +468,16 @@ def _xml_nodes(nodes: list, depth: int, out: list) -> None:
             out.append(f"{pad}<{tag}>{_esc(value)}</{tag}>")
 
 
-def render_xml(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
-    """``head``: driver_version, cuda_version and attached (every GPU this process sees)."""
-    layout = layouts.for_driver(head["driver_version"])
+#: The rows NVIDIA's nvidia-smi reads from its export table (mokka.smi.gpu's SLOT_*): another
+#: driver's table has other slots, so a library that is not the mock cannot say them.
+EXPORT_TABLE_ROWS = ("gpu_part_number", "gpu_fru_part_number", "pci/pci_gpu_link_info/pcie_gen/max_host_link_gen",
+                     "sparse_operation_mode", "temperature/gpu_temp_tlimit")
+
+
+def render_xml(gpus: list, head: dict, timestamp: str, tags: tuple = (), without: tuple = ()) -> str:
+    """``head``: driver_version, cuda_version and attached (every GPU this process sees);
+    ``without``: element paths left out (EXPORT_TABLE_ROWS)."""
+    layout = layouts.for_driver(head["driver_version"], without)
     out = ['<?xml version="1.0" ?>', f'<!DOCTYPE nvidia_smi_log SYSTEM "{layout.dtd}">', "<nvidia_smi_log>",
            f"\t<timestamp>{_esc(timestamp)}</timestamp>",
            f"\t<driver_version>{_esc(v.text(head['driver_version']))}</driver_version>",

@@ -3,8 +3,9 @@
 capture of the XML NVIDIA's nvidia-smi printed.
 
 The library is loaded as any NVML (mokka.smi.nvml.Library's ``any_nvml``): a real
-node's own, or a staged mock. Only NVML's public calls are made, as the report
-makes them.
+node's own, or a staged mock. Only NVML's public calls are made of a library that
+is not the mock, and the report leaves out the rows only an export table gives
+(what is unknown is not N/A).
 """
 
 from __future__ import annotations
@@ -28,6 +29,6 @@ def report_xml(path: str) -> str:
         head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
                 "cuda_version": lib.cuda_version(), "attached": count}
         stamp = time.strftime("%a %b %d %H:%M:%S %Y")
-        return report.render_xml(gpus, head, stamp)
+        return report.render_xml(gpus, head, stamp, without=() if lib.is_mock else report.EXPORT_TABLE_ROWS)
     finally:
         lib.shutdown()

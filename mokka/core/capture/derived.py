@@ -130,9 +130,9 @@ def _power(dev, leaf) -> None:
 
 def _pcie(dev, leaf) -> None:
     """The host's generation only where it is not the pair's (the mock's default)."""
-    host, pair = leaf("pci/pci_gpu_link_info/pcie_gen/max_host_link_gen"), leaf(
-        "pci/pci_gpu_link_info/pcie_gen/max_link_gen")
-    if pair is not None and host != pair:
+    path = "pci/pci_gpu_link_info/pcie_gen/max_host_link_gen"
+    host, pair = leaf(path), leaf("pci/pci_gpu_link_info/pcie_gen/max_link_gen")
+    if pair is not None and leaf.has(path) and host != pair:
         dev.setdefault("pcie", {})["max_host_link_gen"] = NA if host is None else num(host)
 
 
