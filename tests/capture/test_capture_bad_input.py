@@ -28,6 +28,12 @@ CASES = [
     ("empty", "", "is empty; give the output of nvidia-smi -q -x"),
     ("entities declared", '<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [<!ENTITY a "aaaa">]>\n'
      "<nvidia_smi_log>&a;</nvidia_smi_log>\n", "declares XML entities; nvidia-smi -q -x declares none"),
+    ("nested past nvidia-smi's depth", "<nvidia_smi_log><gpu id='0'>" + "<a>" * 10000 + "</a>" * 10000
+     + "</gpu></nvidia_smi_log>", "nests elements deeper than 8 levels below <gpu>; nvidia-smi's report nests 4"),
+    ("more GPUs than a profile holds", "<nvidia_smi_log>" + "<gpu id='0'/>" * 65 + "</nvidia_smi_log>",
+     "lists 65 GPUs; a profile holds at most 64"),
+    ("a value no profile may hold", WHOLE.replace("<product_name>NVIDIA A100-SXM4-40GB", "<product_name>A100/40GB", 1),
+     "makes no valid profile: device_defaults.name: 'A100/40GB' may not contain '/'"),
     ("a leaf nvidia-smi never prints so", WHOLE.replace("<minor_number>0</minor_number>",
                                                         "<minor_number>zero</minor_number>", 1),
      "<minor_number> holds 'zero', which nvidia-smi does not print there"),

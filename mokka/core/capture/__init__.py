@@ -26,7 +26,13 @@ def capture(text: str | bytes, source: str, dynamic: bool = False) -> str:
         records = [record.record(gpu.leaves, gpu.supported_clocks) for gpu in report.gpus]
     except (xmlreport.ReportError, record.RecordError) as exc:
         raise CaptureError(str(exc)) from None
-    return writer.render(build(report, records, source, dynamic))
+    text = writer.render(build(report, records, source, dynamic))
+    from mokka.core.profile import ProfileError, parse
+    try:                                           # what Mokka (and so the Go loader) accepts
+        parse(text.encode(), source=source)
+    except ProfileError as exc:
+        raise CaptureError(f"makes no valid profile: {exc.field}: {exc.message}") from None
+    return text
 
 
 def build(report: xmlreport.Report, records: list, source: str, dynamic: bool) -> writer.Profile:

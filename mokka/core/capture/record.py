@@ -197,9 +197,11 @@ def record(leaves: dict, supported_clocks: tuple) -> dict:
         if text in NA_TEXTS or text in REFUSAL_TEXTS:
             continue
         try:
-            put(dev, field_path, read(text))
+            value = read(text)
         except (ValueError, KeyError, IndexError):
             raise RecordError(path, text) from None
+        if value is not None:                     # None: the text says nothing of the board
+            put(dev, field_path, value)
     refused = {reading: REFUSAL_TEXTS[leaves[leaf]] for leaf, reading in REFUSABLE.items()
                if leaves.get(leaf) in REFUSAL_TEXTS}
     if refused:

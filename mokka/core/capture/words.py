@@ -16,10 +16,9 @@ def brand(text: str) -> str:
     return _snake(text)
 
 
-def architecture(text: str) -> str:
-    if text == "Unknown":                       # a driver older than the board names none
-        raise ValueError(text)
-    return _snake(text)
+def architecture(text: str) -> str | None:
+    """None for "Unknown": a driver older than the board has no name for it (550 and Blackwell)."""
+    return None if text == "Unknown" else _snake(text)
 
 
 def peer_type(text: str) -> str:

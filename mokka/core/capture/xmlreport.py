@@ -15,9 +15,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from mokka.core import names
+
 #: The largest report read: 64 GPUs of a 580 report are about 2 MiB.
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 ROOT = "nvidia_smi_log"
+#: How deep a GPU's elements may nest (nvidia-smi's nest 4 levels below <gpu>).
+MAX_DEPTH = 8
 #: v12 (535-550) paths -> the paths of every later report.
 RENAMED = {"gpu_module_id": "platformInfo/module_id"}
 #: Elements kept as lists of their children's leaves.
@@ -63,7 +67,10 @@ def parse(text: str | bytes) -> Report:
     if root.tag != ROOT:
         raise ReportError(f"is <{root.tag[:40]}> XML, not nvidia-smi's <{ROOT}>: give the output of "
                           "nvidia-smi -q -x")
-    gpus = tuple(_gpu(el) for el in root.findall("gpu"))
+    found = root.findall("gpu")
+    if len(found) > names.MAX_GPUS:
+        raise ReportError(f"lists {len(found)} GPUs; a profile holds at most {names.MAX_GPUS}")
+    gpus = tuple(_gpu(el) for el in found)
     if not gpus:
         raise ReportError("lists no GPU (no <gpu> element): capture it on a node whose nvidia-smi "
                           "sees its GPUs")
@@ -81,6 +88,9 @@ def _gpu(el) -> Gpu:
     clocks: list = []
 
     def walk(node, path: str) -> None:
+        if path.count("/") >= MAX_DEPTH:
+            raise ReportError(f"nests elements deeper than {MAX_DEPTH} levels below <gpu>; "
+                              "nvidia-smi's report nests 4")
         for child in node:
             sub = f"{path}{child.tag}"
             if sub in REPEATED:
