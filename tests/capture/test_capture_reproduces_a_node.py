@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from tests.capture.reports import capture_files, compared, leaves, tag
-from tests.conftest import REPO
 from tests.native.staged import clean_env, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 
 #: What our report cannot say of a capture, by element, and why (README: "What a capture keeps").
