@@ -35,8 +35,9 @@ PER_DEVICE_FIELDS = ("index", "uuid", "minor_number", "grace_cpu_pair")
 #: Mokka's own fields (the Go format has none of them), which differ from GPU to GPU
 #: on a real node: a device entry's value wins, blocks wholesale. The Go engine
 #: ignores them, and a device's pcie block with them.
-MOKKA_DEVICE_FIELDS = ("board_id", "pdi", "gpu_part_number", "gpu_fru_part_number", "pcie",
-                       "refused", "cc_protected_memory", "inforom_bbx_flush")
+MOKKA_DEVICE_FIELDS = ("board_id", "pdi", "gpu_part_number", "gpu_fru_part_number", "addressing_mode",
+                       "sparse_operation_mode", "c2c_mode", "capabilities", "cc_protected_memory",
+                       "inforom_bbx_flush", "refused", "pcie")
 
 ARCHITECTURES = schema.ARCHITECTURES
 FAILURE_MODES = schema.FAILURE_MODES
