@@ -11,7 +11,8 @@ Which library: beside the running entry point when it is staged
 which is also where the CDI spec mounts the pair in a container), else the one
 this package carries for the machine's architecture (mokka.core.native: the
 zipapp's own, or a checkout's build). A library without Mokka's private calls is
-not the mock and is refused, so a real driver is never driven by mistake.
+not the mock and is refused, so a real driver is never driven by mistake; only
+``mokka profile capture --from-nvml`` asks for any NVML library (``any_nvml``).
 
 Import-light: ctypes and the names only (nvidia-smi runs every few seconds).
 """
