@@ -45,3 +45,17 @@ def tag(path: str) -> str:
 
 def compared(capture: dict) -> dict:
     return {path: text for path, text in capture.items() if tag(path) not in TIMESTAMPS}
+
+
+#: Where NVIDIA's nvidia-smi 550 prints its own words, being older than the capture's driver:
+#: no name for Blackwell, and the display mode where 580 on prints NVML's deprecation.
+PRE_580_WORDS = {
+    "product_architecture": lambda capture, theirs: theirs == "Unknown",
+    "display_mode": lambda capture, theirs: capture == "Requested functionality has been deprecated",
+}
+
+
+def older_words(capture: dict, theirs: dict) -> list[str]:
+    """The leaves 550 prints in its own words (PRE_580_WORDS) where the capture's differ."""
+    return [k for k in capture if k in theirs and tag(k) in PRE_580_WORDS and theirs[k] != capture[k]
+            and PRE_580_WORDS[tag(k)](capture[k], theirs[k])]

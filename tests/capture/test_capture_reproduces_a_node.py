@@ -14,18 +14,12 @@ import sys
 
 import pytest
 
-from tests.capture.reports import capture_files, compared, leaves, tag
+from tests.capture.reports import capture_files, compared, leaves, older_words, tag
 from tests.native.staged import clean_env, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 
 #: What our report cannot say of a capture, by element, and why (README: "What a capture keeps").
 KNOWN_DIFFERENCES = {
     "power_smoothing": "the capturing user's NVML permissions (Insufficient Permissions), not the board's",
-}
-#: Where NVIDIA's nvidia-smi 550 prints its own words, being older than the capture's driver:
-#: no name for Blackwell, and the display mode where 580 on prints NVML's deprecation.
-PRE_580_WORDS = {
-    "product_architecture": lambda capture, ours: ours == "Unknown",
-    "display_mode": lambda capture, ours: capture == "Requested functionality has been deprecated",
 }
 
 CAPTURES = capture_files()
@@ -62,6 +56,17 @@ def _show(name: str, diff: list, capture: dict, ours: dict, total: int) -> str:
     return "\n".join(lines)
 
 
+def _assert_reproduced(label: str, capture: dict, report: dict, shared_only: bool, leaves_over: int) -> None:
+    """At least 99 % of the capture's leaves (those the report prints, if ``shared_only``)
+    equal in the report, every other one known; all of them printed."""
+    diff, total = _differences(capture, report, shared_only)
+    shown = _show(label, diff, capture, report, total)
+    print(shown)
+    assert total > leaves_over, shown
+    assert (total - len(diff)) / total >= 0.99, shown
+    assert {tag(k) for k in diff} <= set(KNOWN_DIFFERENCES), shown
+
+
 @pytest.mark.skipif(not CAPTURES, reason="no shared/reference/captures beside the checkout")
 @pytest.mark.parametrize("path", CAPTURES, ids=[os.path.basename(p) for p in CAPTURES])
 def test_our_nvidia_smi_reproduces_99_percent_of_the_capture(path, profiles, staged_node):
@@ -69,11 +74,7 @@ def test_our_nvidia_smi_reproduces_99_percent_of_the_capture(path, profiles, sta
         capture = leaves(f.read())
     node = staged_node(profiles[path])
     ours = _report(node.run_python(["-q", "-x"]))
-    diff, total = _differences(capture, ours, shared_only=False)
-    print(_show(f"ours over {os.path.basename(path)}", diff, capture, ours, total))
-    assert total > 200
-    assert (total - len(diff)) / total >= 0.99, _show("ours", diff, capture, ours, total)
-    assert {tag(k) for k in diff} <= set(KNOWN_DIFFERENCES), _show("ours", diff, capture, ours, total)
+    _assert_reproduced(f"ours over {os.path.basename(path)}", capture, ours, shared_only=False, leaves_over=200)
 
 
 @pytest.mark.skipif(not CAPTURES, reason="no shared/reference/captures beside the checkout")
@@ -83,12 +84,8 @@ def test_nvidia_smi_550_prints_99_percent_of_what_it_shares_with_the_capture(pat
         capture = leaves(f.read())
     node = staged_node(profiles[path])
     theirs = _report(node.run(["-q", "-x"]))
-    older = [k for k in capture if k in theirs and tag(k) in PRE_580_WORDS
-             and PRE_580_WORDS[tag(k)](capture[k], theirs[k]) and theirs[k] != capture[k]]
+    older = older_words(capture, theirs)
     shared = {k: v for k, v in theirs.items() if k not in older}
-    diff, total = _differences(capture, shared, shared_only=True)
-    print(_show(f"NVIDIA's 550 over {os.path.basename(path)}", diff, capture, theirs, total))
-    print(f"  and {len(older)} leaves 550 words its own way: " + ", ".join(sorted({tag(k) for k in older})))
-    assert total > 150
-    assert (total - len(diff)) / total >= 0.99, _show("550", diff, capture, theirs, total)
-    assert {tag(k) for k in diff} <= set(KNOWN_DIFFERENCES), _show("550", diff, capture, theirs, total)
+    print(f"{len(older)} leaves 550 words its own way: " + ", ".join(sorted({tag(k) for k in older})))
+    _assert_reproduced(f"NVIDIA's 550 over {os.path.basename(path)}", capture, shared, shared_only=True,
+                       leaves_over=150)
