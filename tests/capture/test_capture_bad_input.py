@@ -77,6 +77,18 @@ def test_a_path_that_is_no_report_is_one_line(make, problem, tmp_path):
     assert result.stderr.startswith(f"capture: {path}: {problem}"), result.stderr
 
 
+def test_a_report_over_16_mib_is_one_line_from_a_file_or_stdin(tmp_path):
+    report = tmp_path / "report.xml"
+    report.write_text("<nvidia_smi_log>" + " " * (16 * 1024 * 1024) + "</nvidia_smi_log>\n")
+    from_file = run(str(report))
+    assert (from_file.returncode, from_file.stdout) == (1, "")
+    assert from_file.stderr == (f"capture: {report}: cannot read the report: it is 16777250 bytes, over the "
+                                "limit of 16777216 bytes; pass the file nvidia-smi -q -x wrote\n")
+    from_stdin = run("-", stdin=report.read_text())
+    assert (from_stdin.returncode, from_stdin.stdout) == (1, "")
+    assert from_stdin.stderr == "capture: -: is over 16 MiB, more than any nvidia-smi -q -x report\n"
+
+
 def test_neither_or_both_sources_is_a_usage_line(tmp_path):
     for args in ((), ("report.xml", "--from-nvml")):
         result = run(*args)

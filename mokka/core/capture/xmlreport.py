@@ -50,8 +50,8 @@ class Report:
 def parse(text: str | bytes) -> Report:
     data = text.encode() if isinstance(text, str) else text
     if len(data) > MAX_REPORT_BYTES:
-        raise ReportError(f"is {len(data)} bytes; an nvidia-smi -q -x report is at most "
-                          f"{MAX_REPORT_BYTES // (1024 * 1024)} MiB")
+        raise ReportError(f"is over {MAX_REPORT_BYTES // (1024 * 1024)} MiB, more than any "
+                          "nvidia-smi -q -x report")
     if b"<!ENTITY" in data:
         raise ReportError("declares XML entities; nvidia-smi -q -x declares none")
     if not data.strip():
