@@ -46,6 +46,9 @@ def render() -> str:
 
 def main(argv: list[str]) -> int:
     out_dir = argv[1] if len(argv) > 1 else "."
+    if len(argv) > 2 or out_dir.startswith("-"):     # never a directory named after a flag
+        print("usage: python3 native/gen_names.py [OUT_DIR] (writes OUT_DIR/mokka_names.h)", file=sys.stderr)
+        return 2
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "mokka_names.h")
     text = render()
