@@ -140,7 +140,7 @@ def run(opts: dict, out) -> int:
         print(NO_DRIVER, file=out)
         return EXIT_NO_DRIVER
     head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
-            "cuda_version": _cuda_version(lib), "attached": lib.count()}
+            "cuda_version": lib.cuda_version(), "attached": lib.count()}
     if mode == "version":
         drv = head["driver_version"] or "N/A"
         out.write(f"NVIDIA-SMI version  : {drv}\nNVML version        : {'.'.join(drv.split('.')[:2])}\n"
@@ -208,14 +208,6 @@ def run(opts: dict, out) -> int:
     from mokka.smi import table
     out.write(table.render(gpus, head["driver_version"], head["cuda_version"], stamp))
     return 0
-
-
-def _cuda_version(lib) -> str | None:
-    import ctypes
-    version = ctypes.c_int(0)
-    if lib.ask("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(version)) != 0:
-        return None
-    return f"{version.value // 1000}.{version.value % 1000 // 10}"
 
 
 def _list(lib, count: int, out) -> int:

@@ -127,7 +127,19 @@ def _fill_identity(gpus: list[dict]) -> None:
             "subsystem_vendor": subsystem_id & 0xFFFF, "subsystem_device": subsystem_id >> 16,
         })
         g["pci"] = pci
-        g["board_id"] = (bus.domain << 16) | (bus.bus << 8) | (bus.device << 3) | bus.function
+        board_id = _as_int(g.get("board_id"))
+        g["board_id"] = board_id if board_id is not None else \
+            (bus.domain << 16) | (bus.bus << 8) | (bus.device << 3) | bus.function
+        _fill_pcie(g)
+
+
+def _fill_pcie(g: dict) -> None:
+    """The device's and the host's maximum link generation are the pair's unless the
+    profile says otherwise (a capture of a board in a slower slot)."""
+    pcie = g.get("pcie")
+    if isinstance(pcie, dict) and "max_link_gen" in pcie:
+        g["pcie"] = {"gpu_max_link_gen": pcie["max_link_gen"], "max_host_link_gen": pcie["max_link_gen"],
+                     **pcie}
 
 
 def _hex_from_name(name: str) -> str:

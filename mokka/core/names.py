@@ -159,6 +159,19 @@ FABRIC_STATE_DEFAULT = FABRIC_STATE_COMPLETED
 #: (nvmlPlatformInfo's peerType 1 and 0).
 PLATFORM_PEER_SWITCH_CONNECTED = "switch_connected"
 PLATFORM_PEER_DIRECT_CONNECTED = "direct_connected"
+#: What a GPU's ``refused`` block can make a reading answer instead of its value:
+#: the NVML error a real board's library gave for it (nvidia-smi prints the error's
+#: text, "Requested functionality has been deprecated" or "Insufficient
+#: Permissions"; NOT_SUPPORTED prints N/A).
+REFUSAL_DEPRECATED = "deprecated"
+REFUSAL_NO_PERMISSION = "no_permission"
+REFUSAL_NOT_SUPPORTED = "not_supported"
+REFUSALS = (REFUSAL_DEPRECATED, REFUSAL_NO_PERMISSION, REFUSAL_NOT_SUPPORTED)
+#: The words of ``addressing_mode`` (nvmlDeviceAddressingModeType_t 0, 1, 2).
+ADDRESSING_MODES = ("none", "hmm", "ats")
+#: The words of ``pcie.atomic_caps_inbound`` / ``_outbound``, in the order of their bits
+#: (NVML_PCIE_ATOMICS_CAP_FETCHADD32 is bit 0), as nvidia-smi prints them.
+PCIE_ATOMIC_CAPS = ("FETCHADD_32", "FETCHADD_64", "SWAP_32", "SWAP_64", "CAS_32", "CAS_64", "CAS_128")
 #: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
 #: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
 STATE_LOST_KEY = "failure.lost"

@@ -67,6 +67,26 @@ class PlatformInfo(C.Structure):
                 ("peerType", C.c_ubyte), ("moduleId", C.c_ubyte)]
 
 
+class Memory1(C.Structure):
+    """nvmlMemory_t (v1): what nvmlDeviceGetConfComputeProtectedMemoryUsage fills."""
+    _fields_ = [("total", C.c_ulonglong), ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
+
+
+class VersionedValue(C.Structure):
+    """nvmlDeviceAddressingMode_v1_t and nvmlDeviceCapabilities_v1_t (NVML 13): a version and one word."""
+    _fields_ = [("version", C.c_uint), ("value", C.c_uint)]
+
+
+class Pdi(C.Structure):
+    """nvmlPdi_v1_t (NVML 13)."""
+    _fields_ = [("version", C.c_uint), ("value", C.c_ulonglong)]
+
+
+class RepairStatus(C.Structure):
+    """nvmlRepairStatus_v1_t (NVML 13)."""
+    _fields_ = [("version", C.c_uint), ("channel", C.c_uint), ("tpc", C.c_uint)]
+
+
 class RowRemapperHistogram(C.Structure):
     _fields_ = [(k, C.c_uint) for k in ("max", "high", "partial", "low", "none")]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mokka.smi import report
+from mokka.smi import layouts, report
 
 #: Colon column of nvidia-smi's text report.
 COLON = 42
@@ -80,6 +80,13 @@ LABELS = {
     "sram_l2": "SRAM L2", "sram_sm": "SRAM SM", "sram_microcontroller": "SRAM Microcontroller",
     "sram_pcie": "SRAM PCIE", "sram_other": "SRAM Other",
     "channel_repair_pending": "Channel Repair Pending", "tpc_repair_pending": "TPC Repair Pending",
+    "unrepairable_memory": "Unrepairable Memory", "sram_uncorrectable": "SRAM Uncorrectable",
+    "remapped_row_corr_inactive": "Correctable Error (Inactive)",
+    "remapped_row_unc_inactive": "Uncorrectable Error (Inactive)",
+    "gpu_reset_status": "GPU Reset Status", "reset_required": "Reset Required",
+    "drain_and_reset_recommended": "Drain and Reset Recommended",
+    "voltage": "Voltage", "graphics_volt": "Graphics", "edpp_multiplier": "EDPp Multiplier",
+    "partition_assigned": "Partition Assigned",
     "retired_pages": "Retired Pages",
     "multiple_single_bit_retirement": "Single Bit ECC", "double_bit_retirement": "Double Bit ECC",
     "retired_count": "Count", "retired_pagelist": "Pages",
@@ -167,6 +174,7 @@ def _nodes(nodes: list, depth: int, out: list) -> None:
 
 def render(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
     """``head`` as report.render_xml takes it."""
+    layout = layouts.for_driver(head["driver_version"])
     out = ["", "==============NVSMI LOG==============", "",
            _row(0, "Timestamp", timestamp),
            _row(0, "Driver Version", head["driver_version"] or "N/A"),
@@ -174,6 +182,6 @@ def render(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
            _row(0, "Attached GPUs", str(head["attached"]))]
     for gpu in gpus:
         out.append(f"GPU {gpu.bus_id()}")
-        _nodes(report.keep_sections(report.gpu_tree(gpu), tags), 1, out)
+        _nodes(report.keep_sections(report.gpu_tree(gpu, layout), tags), 1, out)
         out.append("")
     return "\n".join(out) + "\n"

@@ -221,8 +221,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
         return ret;
     if (!c2cModeInfo)
         return NVML_ERROR_INVALID_ARGUMENT;
-    /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode. */
+    /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode; a
+     * captured board says which it is in (an H100 prints Disabled). */
     int c2c = 0, grace = 0;
+    if (gpu_flag(g, K_C2C_MODE, &c2c)) {
+        c2cModeInfo->isC2cEnabled = (unsigned int)c2c;
+        return NVML_SUCCESS;
+    }
     gpu_flag(g, K_FEATURES_NVLINK_C2C, &c2c);
     gpu_flag(g, K_GRACE_SUPERCHIP_ENABLED, &grace);
     if (!c2c && !grace)

@@ -48,7 +48,7 @@ GETTERS = (
     ("nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)",
      "u32", "pcie.max_link_gen"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGenDevice)",
-     "u32", "pcie.max_link_gen"),
+     "u32", "pcie.gpu_max_link_gen"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)",
      "u32", "pcie.max_link_width"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)",

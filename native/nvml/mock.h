@@ -153,6 +153,9 @@ int api_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus,
 void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, unsigned int device,
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
 int api_pre_ada(const struct mock_gpu *g);
+/* NVML_SUCCESS unless the GPU's `refused` block names the reading `key` (K_REFUSED_...):
+ * then the error its word stands for (names.REFUSALS). */
+nvmlReturn_t api_refusal(const struct mock_gpu *g, const char *key);
 
 /* --- ecc.c, sram.c: ECC counters ---------------------------------------- */
 
@@ -162,6 +165,12 @@ int ecc_enabled(const struct mock_gpu *g);
  * gives it: 1 and *out, or 0 when ECC is off, the state has no ecc.sram or the sum
  * does not fit. */
 int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
+
+/* --- board.c ------------------------------------------------------------ */
+
+/* The GPU's PCIe atomic operations of a direction (NVML_PCIE_ATOMICS_CAP_* bits):
+ * 1, or 0 when the state lists none. */
+int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask);
 
 /* --- violations.c: how long a reason held the clocks back -------------------- */
 

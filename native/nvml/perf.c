@@ -114,7 +114,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
     case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
         return api_u32(device, K_THERMAL_MAX_OPERATING_C, temp);
     case NVML_TEMPERATURE_THRESHOLD_MEM_MAX:      /* nvidia-smi shows it before Ada only */
-        return api_pre_ada(g) ? api_u32(device, K_THERMAL_MAX_OPERATING_C, temp) : NVML_ERROR_NOT_SUPPORTED;
+        return api_pre_ada(g) ? api_u32(device, K_THERMAL_MEMORY_MAX_C, temp) : NVML_ERROR_NOT_SUPPORTED;
     case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR:
         return api_pre_ada(g) ? api_u32(device, K_THERMAL_TARGET_TEMPERATURE_C, temp)
                               : NVML_ERROR_NOT_SUPPORTED;
@@ -168,9 +168,14 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPsta
     return pstate_of(device, pState);
 }
 
+/* The older name of the performance state, which later drivers deprecate. */
 nvmlReturn_t DECLDIR nvmlDeviceGetPowerState(nvmlDevice_t device, nvmlPstates_t *pState)
 {
-    return pstate_of(device, pState);
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret == NVML_SUCCESS)
+        ret = api_refusal(g, K_REFUSED_POWER_STATE);
+    return ret != NVML_SUCCESS ? ret : pstate_of(device, pState);
 }
 
 /* Bit i of the event-reason mask, in nvml.h's order. */

@@ -1,7 +1,7 @@
 /* nvmlDeviceGetPlatformInfo: where the GPU sits in its rack, from the state's
  * `platform` block (gb200 and gb300 have one), which nvidia-smi -q prints as
- * "Platform Info". NOT_SUPPORTED without the block, as on boards whose platform
- * reports no location.
+ * "Platform Info". NOT_SUPPORTED without a location in the block, as on boards
+ * whose platform reports none.
  *
  * Every field of NVML's struct is a byte or a byte string. A value that cannot
  * be one (a slot number of 300, a serial longer than 15 characters, a peer type
@@ -95,6 +95,21 @@ static int platform_of(const struct mock_gpu *g, nvmlPlatformInfo_v2_t *p)
            byte_of(g, K_PLATFORM_MODULE_ID, &p->moduleId);
 }
 
+/* Whether the block says where in a rack the GPU sits: a module id alone is what
+ * nvmlDeviceGetModuleId answers on any multi-GPU board (an A100's HGX baseboard),
+ * whose platform reports no location. */
+static int in_a_rack(const struct mock_gpu *g)
+{
+    static const char *const keys[] = {K_PLATFORM_CHASSIS_SERIAL_NUMBER, K_PLATFORM_SLOT_NUMBER,
+                                       K_PLATFORM_TRAY_INDEX, K_PLATFORM_HOST_ID, K_PLATFORM_PEER_TYPE,
+                                       K_PLATFORM_GPU_FABRIC_GUID};
+    char v[MOCK_VALUE_MAX];
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (gpu_raw(g, keys[i], v, sizeof v) == 1)
+            return 1;
+    return 0;
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t *platformInfo)
 {
     const struct mock_gpu *g;
@@ -109,7 +124,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatform
     nvmlPlatformInfo_v2_t info;
     memset(&info, 0, sizeof info);
     info.version = version;
-    if (!gpu_has_prefix(g, K_PLATFORM ".") || !platform_of(g, &info))
+    if (!in_a_rack(g) || !platform_of(g, &info))
         return NVML_ERROR_NOT_SUPPORTED;
     memcpy(platformInfo, &info, sizeof info);    /* v1 names the same bytes (platform_info.h) */
     return NVML_SUCCESS;

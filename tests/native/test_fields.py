@@ -129,7 +129,7 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
         "UtilizationRates": list(BUILTIN_UTILIZATION[index]),
         "Temperature": thermal["temperature_gpu_c"],
         "TemperatureThreshold": [thermal["shutdown_threshold_c"], thermal["slowdown_threshold_c"],
-                                 thermal["max_operating_c"] if pre_ada else NOT_SUPPORTED,
+                                 thermal.get("memory_max_c", NOT_SUPPORTED) if pre_ada else NOT_SUPPORTED,
                                  thermal["max_operating_c"]],
         "ClockInfo": [clocks[f"{d}_current"] for d in domains],
         "MaxClockInfo": [clocks[f"{d}_max"] for d in domains],
