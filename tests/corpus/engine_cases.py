@@ -1,4 +1,4 @@
-"""One table of engine cases that the Python engine and the C library must both pass.
+"""One table of engine cases: what a process that loads the mock NVML library sees.
 
 Each Case names a profile, the environment a process starts with and the
 files around it (device nodes, a topology document, the fabricmanager marker,
@@ -7,8 +7,8 @@ an overrides file), and what that process must see: the visible GPUs as
 renames one, their names. Expected values are literals on purpose.
 
 ``stage(case, root)`` writes the files into a fresh directory and returns the
-environment; tests/smi/test_engine_corpus.py runs mokka.smi.engine over it and
-tests/native/test_engine_corpus.py runs the mock libnvidia-ml.so.1.
+environment; tests/native/test_engine_corpus.py runs the mock libnvidia-ml.so.1 over it,
+and tests/native/test_nvidia_smi_agree.py NVIDIA's nvidia-smi and ours.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import pynvml as n
 FABRIC_V2 = 0x02000024          # sizeof(nvmlGpuFabricInfo_v2_t) | 2 << 24
 MEMORY_V2 = 0x02000028          # sizeof(nvmlMemory_v2_t) | 2 << 24
 PCI_EXT_V1 = 0x01000040         # sizeof(nvmlPciInfoExt_v1_t) | 1 << 24
+REPAIR_STATUS_V1 = 0x0100000C   # sizeof(nvmlRepairStatus_v1_t) | 1 << 24
 STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 
 
@@ -172,6 +173,9 @@ def gpu_dump(h):
     d["PciInfo"] = pci if isinstance(pci, list) else [
         pci.busId, pci.busIdLegacy, pci.domain, pci.bus, pci.device, pci.pciDeviceId, pci.pciSubSystemId]
     d["PciInfoExt"] = pci_ext(h)
+    repair = (ctypes.c_uint * 3)(REPAIR_STATUS_V1)
+    ret = lib().nvmlDeviceGetRepairStatus(h, repair)
+    d["RepairStatus"] = ["err", ret] if ret else [repair[1], repair[2]]
     for obj in range(3):
         d[f"InforomVersion{obj}"] = call(n.nvmlDeviceGetInforomVersion, h, obj)
     mem = call(n.nvmlDeviceGetMemoryInfo, h)
