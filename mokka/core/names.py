@@ -122,6 +122,28 @@ XID_COMPANION_CODE = "code"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
 
+#: The node's MIG partitions (native/nvml/mig_state.c): the modes and the GPU and compute
+#: instances made through NVML by any process, beside config.yaml, so the host and every
+#: injected container share one truth. Written only by the mock library (temp file and
+#: rename, under the config directory's lock); a companion with no YAML twin, kind "mig".
+MIG_STATE_FILE = "mig.nvml"
+MIG_STATE_KIND = "mig"
+#: Its largest accepted size: 64 GPUs with 7 instances each take about 40 KiB.
+MIG_STATE_MAX_BYTES = 256 * 1024
+#: How long a MIG change waits for the config directory's lock (a workload can hold it:
+#: the change then fails with In Use instead of hanging).
+MIG_LOCK_WAIT_MS = 2000
+#: /dev/nvidia-caps/nvidia-cap<N> and the minors of /proc/driver/nvidia-caps/mig-minors:
+#: config 1, monitor 2, gpu<m>/gi<g>/access 3 + 135*m + 9*g, gpu<m>/gi<g>/ci<c>/access that
+#: + 1 + c. The library shows a container the MIG devices whose two nodes it has.
+MIG_CAPS_DIR = "nvidia-caps"
+MIG_CAP_NODE_PREFIX = "nvidia-cap"
+MIG_CAP_CONFIG_MINOR = 1
+MIG_CAP_MONITOR_MINOR = 2
+MIG_CAP_FIRST_GI_MINOR = 3
+MIG_CAP_MINORS_PER_GPU = 135
+MIG_CAP_MINORS_PER_GI = 9
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
