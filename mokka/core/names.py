@@ -133,16 +133,6 @@ MIG_STATE_MAX_BYTES = 256 * 1024
 #: How long a MIG change waits for the config directory's lock (a workload can hold it:
 #: the change then fails with In Use instead of hanging).
 MIG_LOCK_WAIT_MS = 2000
-#: /dev/nvidia-caps/nvidia-cap<N> and the minors of /proc/driver/nvidia-caps/mig-minors:
-#: config 1, monitor 2, gpu<m>/gi<g>/access 3 + 135*m + 9*g, gpu<m>/gi<g>/ci<c>/access that
-#: + 1 + c. The library shows a container the MIG devices whose two nodes it has.
-MIG_CAPS_DIR = "nvidia-caps"
-MIG_CAP_NODE_PREFIX = "nvidia-cap"
-MIG_CAP_CONFIG_MINOR = 1
-MIG_CAP_MONITOR_MINOR = 2
-MIG_CAP_FIRST_GI_MINOR = 3
-MIG_CAP_MINORS_PER_GPU = 135
-MIG_CAP_MINORS_PER_GI = 9
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
@@ -203,6 +193,21 @@ CONTROL_DEVICES = (
 )
 CONTROL_NODES = tuple(name for name, _, _ in CONTROL_DEVICES)
 IMEX_CHANNEL_PREFIX = "channel"
+#: The nvidia-caps nodes: /dev/nvidia-caps/nvidia-cap<minor> (staged under DEV_DIR).
+NVIDIA_CAPS_DEV_NAME = "nvidia-caps"
+NVIDIA_CAP_PREFIX = "nvidia-cap"
+#: The driver's MIG capability numbering (mig-minors): config 1, monitor 2, then for GPU
+#: minor m (m < MIG_MINORS_GPUS) and GPU instance g (g < MIG_GPU_INSTANCE_IDS):
+#: gpu<m>/gi<g> is FIRST + PER_GPU*m + PER_GI*g, and its compute instance c
+#: (c < MIG_COMPUTE_INSTANCE_IDS) that + 1 + c.
+MIG_CAP_CONFIG_MINOR = 1
+MIG_CAP_MONITOR_MINOR = 2
+MIG_CAP_FIRST_MINOR = 3
+MIG_CAP_MINORS_PER_GPU = 135
+MIG_CAP_MINORS_PER_GI = 9
+MIG_MINORS_GPUS = 32
+MIG_GPU_INSTANCE_IDS = 15
+MIG_COMPUTE_INSTANCE_IDS = 8
 
 
 def gpu_node_name(index: int) -> str:

@@ -2,7 +2,8 @@
  * that join them.
  *
  *   mig_table.c   the table a GPU's profile declares (GPU and compute instance
- *                 profiles, placements, the boot layout), read once per node
+ *                 profiles, placements, the GPU instances it boots with), read
+ *                 once per node
  *   mig_rules.c   pure decisions over a table and one GPU's partitions: where an
  *                 instance goes, what is left, which ids it gets, whether a state
  *                 read from disk is one the board can be in
@@ -28,8 +29,8 @@
 #define MIG_GI_PROFILES NVML_GPU_INSTANCE_PROFILE_COUNT       /* NVML's GPU instance profile indices */
 #define MIG_CI_PROFILES NVML_COMPUTE_INSTANCE_PROFILE_COUNT   /* and compute instance ones */
 #define MIG_MEMORY_SLICES 8                                    /* what a GPU instance placement counts */
-#define MIG_GI_IDS 15                                          /* ids 0..14 */
-#define MIG_CI_IDS 8                                           /* ids 0..7 */
+#define MIG_GI_IDS MOKKA_MIG_GPU_INSTANCE_IDS                   /* ids 0..14 */
+#define MIG_CI_IDS MOKKA_MIG_COMPUTE_INSTANCE_IDS               /* ids 0..7 */
 #define MIG_MAX_GIS 8                                          /* never more than memory slices */
 #define MIG_NAME_MAX 32
 #define MIG_UUID_SIZE 48                                       /* "MIG-" and a UUID */
@@ -39,8 +40,8 @@
 struct mig_ci_profile {
     int present;
     unsigned int id, slices, instances, multiprocessors;
-    int is_default;
     char name[MIG_NAME_MAX];
+    unsigned int nplacements, placement_start[MIG_MEMORY_SLICES];   /* none: multiples of its slices */
 };
 
 struct mig_gi_profile {
@@ -58,8 +59,8 @@ struct mig_table {
     unsigned int max_devices;                    /* mig.max_gpu_instances */
     int boot_current, boot_pending;              /* the modes the profile boots with */
     struct mig_gi_profile gi[MIG_GI_PROFILES];   /* by NVML GPU instance profile index */
-    unsigned int nlayout;
-    unsigned int layout[MIG_MAX_GIS];            /* the boot layout: GPU instance profile indices */
+    unsigned int nboot;                          /* the GPU instances it boots with (mig.boot) */
+    struct { unsigned int profile, start; } boot[MIG_MAX_GIS];
 };
 
 /* The table of physical GPU `phys`, or NULL when its board has none (not MIG-capable).
@@ -103,7 +104,8 @@ int mig_gi_find(const struct mig_gpu *gpu, unsigned int id);
 void mig_gi_remove(struct mig_gpu *gpu, unsigned int at);
 
 /* The placements of compute instance profile `c` within GPU instance profile `p`:
- * starts at multiples of its size that fit in the GPU instance's slices. */
+ * the profile's, or where it names none, starts at multiples of its size that fit
+ * in the GPU instance's slices. */
 unsigned int mig_ci_placements(const struct mig_gi_profile *p, unsigned int c, unsigned int *starts,
                                unsigned int cap);
 unsigned int mig_ci_capacity(const struct mig_table *t, const struct mig_gi *gi, unsigned int c);
@@ -113,13 +115,15 @@ int mig_ci_add(struct mig_gi *gi, unsigned int c, unsigned int start, unsigned i
 int mig_ci_find(const struct mig_gi *gi, unsigned int id);
 void mig_ci_remove(struct mig_gi *gi, unsigned int at);
 
-/* The partitions the profile boots with: its modes, and its layout when MIG is on
- * (each GPU instance with its default compute instance). */
+/* The partitions the profile boots with: its modes, and the GPU instances of its
+ * layout when MIG is on (compiled with their placements: mig.boot), each with its
+ * default compute instance. */
 void mig_gpu_boot(const struct mig_table *t, struct mig_gpu *gpu);
 /* Whether `gpu` is a state the board can be in (a file's content is hostile):
  * NULL, or what is wrong, for one line. */
 const char *mig_gpu_invalid(const struct mig_table *t, const struct mig_gpu *gpu);
-/* The default compute instance profile of GPU instance profile `p`, or -1. */
+/* The default compute instance profile of GPU instance profile `p` (the one as
+ * large as the GPU instance: what `nvidia-smi mig -cgi ... -C` creates), or -1. */
 int mig_ci_default(const struct mig_gi_profile *p);
 
 /* --- mig_state.c: the node's partitions ---------------------------------------- */

@@ -158,7 +158,9 @@ unsigned int mig_ci_placements(const struct mig_gi_profile *p, unsigned int c, u
     unsigned int n = 0;
     if (!ci->present || ci->slices == 0)
         return 0;
-    for (unsigned int s = 0; s + ci->slices <= p->slices && n < cap; s += ci->slices)
+    for (unsigned int k = 0; k < ci->nplacements && n < cap; k++)
+        starts[n++] = ci->placement_start[k];
+    for (unsigned int s = 0; ci->nplacements == 0 && s + ci->slices <= p->slices && n < cap; s += ci->slices)
         starts[n++] = s;
     return n;
 }
@@ -254,9 +256,6 @@ void mig_ci_remove(struct mig_gi *gi, unsigned int at)
 int mig_ci_default(const struct mig_gi_profile *p)
 {
     for (unsigned int c = 0; c < MIG_CI_PROFILES; c++)
-        if (p->ci[c].present && p->ci[c].is_default)
-            return (int)c;
-    for (unsigned int c = MIG_CI_PROFILES; c-- > 0;)     /* none marked: the whole GPU instance */
         if (p->ci[c].present && p->ci[c].slices == p->slices)
             return (int)c;
     return -1;
@@ -271,10 +270,10 @@ void mig_gpu_boot(const struct mig_table *t, struct mig_gpu *gpu)
     gpu->pending = t->boot_pending ? 1 : 0;
     if (!gpu->current)
         return;
-    for (unsigned int k = 0; k < t->nlayout; k++) {
-        unsigned int p = t->layout[k], start;
-        if (!mig_gi_place(t, gpu, p, -1, &start))
-            continue;                             /* more than the board holds: the rest of the layout */
+    for (unsigned int k = 0; k < t->nboot; k++) {
+        unsigned int p = t->boot[k].profile, start;
+        if (!mig_gi_place(t, gpu, p, (int)t->boot[k].start, &start))
+            continue;                             /* overlapping: compile keeps that from happening */
         int at = mig_gi_add(gpu, p, start, t->gi[p].placement_size);
         int c = mig_ci_default(&t->gi[p]);
         unsigned int cstart;

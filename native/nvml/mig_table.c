@@ -1,5 +1,6 @@
-/* The MIG table a GPU's profile declares (mig.gpu_instance_profiles, mig.layout),
- * read from the node's compiled state the first time a MIG call needs it.
+/* The MIG table a GPU's profile declares (mig.gpu_instance_profiles), and the GPU
+ * instances it boots with (mig.boot: the chosen layout, placed by compile), read
+ * from the node's compiled state the first time a MIG call needs it.
  *
  * The state is a file a workload can write, so every number is bounded before it
  * is kept: a profile index NVML does not have, a placement that does not fit the
@@ -78,7 +79,18 @@ static int read_ci(const struct reader *r, unsigned int i, unsigned int j, struc
                  0xffffffffu, &c->multiprocessors))
         return 0;
     copy_name(c->name, get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_NAME, i, j));
-    c->is_default = truthy(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_DEFAULT, i, j));
+    unsigned int n = 0;
+    const char *len = get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i, j);
+    if (len && !bounded(len, MIG_MEMORY_SLICES, &n))
+        return 0;
+    for (unsigned int k = 0; k < n; k++) {
+        unsigned int start;
+        if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_N, i, j, k),
+                     MIG_MEMORY_SLICES - 1, &start) || start + c->slices > gi->slices)
+            return 0;
+        c->placement_start[k] = start;
+    }
+    c->nplacements = n;
     c->present = 1;
     return 1;
 }
@@ -87,11 +99,11 @@ static int read_placements(const struct reader *r, unsigned int i, struct mig_gi
 {
     unsigned int n;
     if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENT_SIZE, i), MIG_MEMORY_SLICES, &p->placement_size) ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENT_STARTS_LEN, i), MIG_MEMORY_SLICES, &n) || n == 0)
+        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i), MIG_MEMORY_SLICES, &n) || n == 0)
         return 0;
     for (unsigned int k = 0; k < n; k++) {
         unsigned int start;
-        if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENT_STARTS_N, i, k), MIG_MEMORY_SLICES - 1,
+        if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENTS_N, i, k), MIG_MEMORY_SLICES - 1,
                      &start) || mig_gi_id_of(start, p->placement_size) < 0)
             return 0;
         p->placement_start[k] = start;
@@ -141,19 +153,27 @@ static int read_gi(const struct reader *r, unsigned int i, struct mig_table *t)
     return 1;
 }
 
-static void read_layout(const struct reader *r, struct mig_table *t)
+/* mig.boot: (profile ID, placement) of each GPU instance the profile boots with. */
+static void read_boot(const struct reader *r, struct mig_table *t, unsigned int phys)
 {
     unsigned int n;
-    if (!bounded(get(r, K_MIG_LAYOUT_LEN), MIG_MAX_GIS, &n))
+    if (!bounded(get(r, K_MIG_BOOT_LEN), MIG_MAX_GIS, &n))
         return;
     for (unsigned int k = 0; k < n; k++) {
-        const char *want = get(r, K_MIG_LAYOUT_N, k);
-        for (unsigned int p = 0; want && p < MIG_GI_PROFILES; p++) {
-            if (t->gi[p].present && strcmp(t->gi[p].name, want) == 0) {
-                t->layout[t->nlayout++] = p;
-                break;
-            }
+        unsigned int id, start, size;
+        int p = -1;
+        if (bounded(get(r, K_MIG_BOOT_N_PROFILE_ID, k), 0xffffffffu, &id) &&
+            bounded(get(r, K_MIG_BOOT_N_PLACEMENT_START, k), MIG_MEMORY_SLICES - 1, &start) &&
+            bounded(get(r, K_MIG_BOOT_N_PLACEMENT_SIZE, k), MIG_MEMORY_SLICES, &size))
+            p = mig_gi_profile_by_id(t, id);
+        if (p < 0 || size != t->gi[p].placement_size) {
+            mock_warn_once("ignoring GPU instance %u that GPU %u boots with in %s: not one of its board's "
+                           "profiles and placements: recompile the profile", k, phys, r->n->config_yaml);
+            continue;
         }
+        t->boot[t->nboot].profile = (unsigned int)p;
+        t->boot[t->nboot].start = start;
+        t->nboot++;
     }
 }
 
@@ -181,7 +201,7 @@ static struct mig_table *read_table(const struct mock_node *n, unsigned int phys
     bounded(get(&r, K_MIG_MAX_GPU_INSTANCES), 64, &t->max_devices);
     t->boot_current = truthy(get(&r, K_MIG_MODE_CURRENT));
     t->boot_pending = get(&r, K_MIG_MODE_PENDING) ? truthy(get(&r, K_MIG_MODE_PENDING)) : t->boot_current;
-    read_layout(&r, t);
+    read_boot(&r, t, phys);
     return t;
 }
 

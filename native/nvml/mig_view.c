@@ -4,7 +4,9 @@
  * MIG capability nodes (`<MOCK_NVML_DEV_ROOT>/dev/nvidia-caps/nvidia-cap<N>`, N
  * by the mig-minors numbering of names.py) sees exactly the MIG devices whose
  * two nodes (GPU instance access, compute instance access) it has, as a
- * container the device plugin gave one MIG device does; one with the monitor
+ * container the device plugin gave one MIG device does (the driver numbers GPU
+ * minors below names.MIG_MINORS_GPUS only: a MIG device of any other has no
+ * node, so such a container sees none of it); one with the monitor
  * node, or with none at all (the host), sees every MIG device. The nodes are
  * looked at once, when nvmlInit builds the node, as /dev/nvidiaN are.
  *
@@ -28,7 +30,7 @@
 #include "mig.h"
 #include "sha256.h"
 
-#define CAP_MINOR_LIMIT (MOKKA_MIG_CAP_FIRST_GI_MINOR + MOKKA_MIG_CAP_MINORS_PER_GPU * 256)
+#define CAP_MINOR_LIMIT (MOKKA_MIG_CAP_FIRST_MINOR + MOKKA_MIG_CAP_MINORS_PER_GPU * MOKKA_MIG_MINORS_GPUS)
 #define SCAN_MAX_ENTRIES 16384                    /* a directory a workload filled is read this far */
 
 struct mig_view {
@@ -48,15 +50,15 @@ static int has_cap(const struct mig_view *v, unsigned long minor)
 
 static unsigned long gi_minor(unsigned int gpu_minor, unsigned int gi)
 {
-    return MOKKA_MIG_CAP_FIRST_GI_MINOR + (unsigned long)MOKKA_MIG_CAP_MINORS_PER_GPU * gpu_minor +
+    return MOKKA_MIG_CAP_FIRST_MINOR + (unsigned long)MOKKA_MIG_CAP_MINORS_PER_GPU * gpu_minor +
            (unsigned long)MOKKA_MIG_CAP_MINORS_PER_GI * gi;
 }
 
 /* "nvidia-cap<N>" -> N, or -1. */
 static long cap_number(const char *name)
 {
-    size_t plen = strlen(MOKKA_MIG_CAP_NODE_PREFIX);
-    if (strncmp(name, MOKKA_MIG_CAP_NODE_PREFIX, plen) != 0)
+    size_t plen = strlen(MOKKA_NVIDIA_CAP_PREFIX);
+    if (strncmp(name, MOKKA_NVIDIA_CAP_PREFIX, plen) != 0)
         return -1;
     const char *d = name + plen;
     size_t len = strlen(d);
@@ -73,7 +75,7 @@ static void scan_caps(struct mig_view *v)
     char path[MOCK_PATH_MAX];
     size_t len = strlen(root);
     snprintf(path, sizeof path, "%s%s%s/%s", root, len == 0 || root[len - 1] == '/' ? "" : "/",
-             &MOKKA_CONTAINER_DEV_DIR[1], MOKKA_MIG_CAPS_DIR);
+             &MOKKA_CONTAINER_DEV_DIR[1], MOKKA_NVIDIA_CAPS_DEV_NAME);
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
     DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
     if (!dir) {
@@ -89,7 +91,7 @@ static void scan_caps(struct mig_view *v)
             continue;
         v->cap[minor / 8] |= (unsigned char)(1u << (minor % 8));
         monitor |= minor == MOKKA_MIG_CAP_MONITOR_MINOR;
-        mig_nodes |= minor >= MOKKA_MIG_CAP_FIRST_GI_MINOR;
+        mig_nodes |= minor >= MOKKA_MIG_CAP_FIRST_MINOR;
     }
     closedir(dir);
     v->by_caps = mig_nodes && !monitor;
@@ -105,7 +107,7 @@ struct mig_view *mig_view_open(const struct mock_node *n)
         char key[48];
         snprintf(key, sizeof key, "%s" K_MINOR_NUMBER, n->gpus[i].base);
         node_u64(n, key, &m);                     /* as /dev/nvidiaN visibility reads it */
-        v->minor[i] = m < 256 ? (unsigned int)m : 255;
+        v->minor[i] = m < MOKKA_MIG_MINORS_GPUS ? (unsigned int)m : MOKKA_MIG_MINORS_GPUS;   /* past it: no node */
     }
     scan_caps(v);
     return v;
