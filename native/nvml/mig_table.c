@@ -154,7 +154,7 @@ static int read_gi(const struct reader *r, unsigned int i, struct mig_table *t)
 }
 
 /* mig.boot: (profile ID, placement) of each GPU instance the profile boots with. */
-static void read_boot(const struct reader *r, struct mig_table *t, unsigned int phys)
+static void read_boot(const struct reader *r, struct mig_table *t)
 {
     unsigned int n;
     if (!bounded(get(r, K_MIG_BOOT_LEN), MIG_MAX_GIS, &n))
@@ -167,8 +167,8 @@ static void read_boot(const struct reader *r, struct mig_table *t, unsigned int 
             bounded(get(r, K_MIG_BOOT_N_PLACEMENT_SIZE, k), MIG_MEMORY_SLICES, &size))
             p = mig_gi_profile_by_id(t, id);
         if (p < 0 || size != t->gi[p].placement_size) {
-            mock_warn_once("ignoring GPU instance %u that GPU %u boots with in %s: not one of its board's "
-                           "profiles and placements: recompile the profile", k, phys, r->n->config_yaml);
+            mock_warn_once("ignoring GPU instances the GPUs boot with in %s that are not of their board's "
+                           "profiles and placements: recompile the profile", r->n->config_yaml);
             continue;
         }
         t->boot[t->nboot].profile = (unsigned int)p;
@@ -188,9 +188,9 @@ static struct mig_table *read_table(const struct mock_node *n, unsigned int phys
     if (!t)
         return NULL;
     for (unsigned int i = 0; i < count; i++)
-        if (!read_gi(&r, i, t))
-            mock_warn_once("ignoring MIG profile %u of GPU %u in %s: not a profile NVML can have "
-                           "(index, id, slices, placements): recompile the profile", i, phys, n->config_yaml);
+        if (!read_gi(&r, i, t))                   /* one line for the node, however many */
+            mock_warn_once("ignoring MIG profiles in %s that NVML cannot have (index, id, slices, "
+                           "placements out of range): recompile the profile", n->config_yaml);
     int any = 0;
     for (unsigned int p = 0; p < MIG_GI_PROFILES; p++)
         any |= t->gi[p].present;
@@ -201,7 +201,7 @@ static struct mig_table *read_table(const struct mock_node *n, unsigned int phys
     bounded(get(&r, K_MIG_MAX_GPU_INSTANCES), 64, &t->max_devices);
     t->boot_current = truthy(get(&r, K_MIG_MODE_CURRENT));
     t->boot_pending = get(&r, K_MIG_MODE_PENDING) ? truthy(get(&r, K_MIG_MODE_PENDING)) : t->boot_current;
-    read_boot(&r, t, phys);
+    read_boot(&r, t);
     return t;
 }
 
