@@ -128,6 +128,13 @@ KMSG_PATH = "/dev/kmsg"
 #: rename, under the config directory's lock); a companion with no YAML twin, kind "mig".
 MIG_STATE_FILE = "mig.nvml"
 MIG_STATE_KIND = "mig"
+#: Its lines: ``gpu.<physical index>.mode <current> <pending>``, ``.uuid <GPU UUID>``,
+#: ``.gi.<id> <profile ID> <start>:<size>`` and ``.gi.<id>.ci.<id> <profile ID> <start>:<size>``.
+MIG_STATE_GPUS = "gpu"
+MIG_STATE_MODE = "mode"
+MIG_STATE_UUID = "uuid"
+MIG_STATE_GPU_INSTANCE = "gi"
+MIG_STATE_COMPUTE_INSTANCE = "ci"
 #: Its largest accepted size: 64 GPUs with 7 instances each take about 40 KiB.
 MIG_STATE_MAX_BYTES = 256 * 1024
 #: How long a MIG change waits for the config directory's lock (a workload can hold it:

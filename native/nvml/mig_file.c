@@ -31,6 +31,9 @@
 #define HEADER "# mokka-nvml " MOKKA_MIG_STATE_KIND " 1"
 #define DIGEST_PREFIX "digest "
 #define LINE_MAX_BYTES 256
+#define GPUS MOKKA_MIG_STATE_GPUS                 /* the keys: names.MIG_STATE_* */
+#define GI MOKKA_MIG_STATE_GPU_INSTANCE
+#define CI MOKKA_MIG_STATE_COMPUTE_INSTANCE
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
 
 const char MIG_FILE_ABSENT[] = "does not exist";
@@ -124,21 +127,22 @@ static const char *parse_line(const char *key, const char *value, unsigned int c
 {
     const char *p = key;
     unsigned int phys, gi, ci;
-    if (strncmp(p, "gpu.", 4) != 0 || (p += 4, !field(&p, '.', count ? count - 1 : 0, &phys)) || phys >= count)
+    if (strncmp(p, GPUS ".", sizeof GPUS) != 0 || (p += sizeof GPUS, !field(&p, '.', count ? count - 1 : 0, &phys)) ||
+        phys >= count)
         return "a GPU the node does not have";
     struct mig_file_gpu *g = &f->gpu[phys];
-    if (strcmp(p, "uuid") == 0)
+    if (strcmp(p, MOKKA_MIG_STATE_UUID) == 0)
         return uuid_value(value, g->uuid) ? NULL : "a GPU UUID that is not one";
-    if (strcmp(p, "mode") == 0) {
+    if (strcmp(p, MOKKA_MIG_STATE_MODE) == 0) {
         const char *v = value;
         if (!field(&v, ' ', 1, &g->current) || !field(&v, '\0', 1, &g->pending))
             return "a MIG mode other than 0 or 1";
         g->has_mode = 1;
         return NULL;
     }
-    if (strncmp(p, "gi.", 3) != 0)
+    if (strncmp(p, GI ".", sizeof GI) != 0)
         return "an unknown key";
-    p += 3;
+    p += sizeof GI;
     const char *dot = strchr(p, '.');
     if (!number(p, dot ? (size_t)(dot - p) : strlen(p), MIG_GI_IDS - 1, &gi))
         return "a GPU instance id out of range";
@@ -148,7 +152,7 @@ static const char *parse_line(const char *key, const char *value, unsigned int c
         return instance_value(value, &e->profile_id, &e->start, &e->size) ? NULL : "a bad GPU instance";
     }
     p = dot + 1;
-    if (strncmp(p, "ci.", 3) != 0 || (p += 3, !field(&p, '\0', MIG_CI_IDS - 1, &ci)))
+    if (strncmp(p, CI ".", sizeof CI) != 0 || (p += sizeof CI, !field(&p, '\0', MIG_CI_IDS - 1, &ci)))
         return "a compute instance id out of range";
     if (!e->present)
         return "a compute instance of a GPU instance the file does not have";
@@ -237,16 +241,16 @@ static int render_lines(const struct mig_file *f, unsigned int count, struct tex
         if (!g->has_mode)
             continue;
         if (g->uuid[0])
-            snprintf(lines[n++], LINE_MAX_BYTES, "gpu.%u.uuid %s", p, g->uuid);
-        snprintf(lines[n++], LINE_MAX_BYTES, "gpu.%u.mode %u %u", p, g->current, g->pending);
+            snprintf(lines[n++], LINE_MAX_BYTES, GPUS ".%u." MOKKA_MIG_STATE_UUID " %s", p, g->uuid);
+        snprintf(lines[n++], LINE_MAX_BYTES, GPUS ".%u." MOKKA_MIG_STATE_MODE " %u %u", p, g->current, g->pending);
         for (unsigned int i = 0; i < MIG_GI_IDS; i++) {
             const struct mig_file_gi *e = &g->gi[i];
             if (!e->present)
                 continue;
-            snprintf(lines[n++], LINE_MAX_BYTES, "gpu.%u.gi.%u %u %u:%u", p, i, e->profile_id, e->start, e->size);
+            snprintf(lines[n++], LINE_MAX_BYTES, GPUS ".%u." GI ".%u %u %u:%u", p, i, e->profile_id, e->start, e->size);
             for (unsigned int c = 0; c < MIG_CI_IDS; c++)
                 if (e->ci[c].present)
-                    snprintf(lines[n++], LINE_MAX_BYTES, "gpu.%u.gi.%u.ci.%u %u %u:%u", p, i, c,
+                    snprintf(lines[n++], LINE_MAX_BYTES, GPUS ".%u." GI ".%u." CI ".%u %u %u:%u", p, i, c,
                              e->ci[c].profile_id, e->ci[c].start, e->ci[c].size);
         }
     }
