@@ -119,7 +119,7 @@ def _mig_rows(gpu, device) -> list:
     return [f"|{gpu.index:>3}{gi:>5}{ci:>4}{device.index:>4}  |{used:>16}MiB / {total:>5}MiB    | "
             f"{a.multiprocessorCount:<3}{ecc:>6} |{a.sharedCopyEngineCount:>3}{a.sharedEncoderCount:>4}"
             f"{a.sharedDecoderCount:>5}{a.sharedOfaCount:>5}{a.sharedJpegCount:>5} |",
-            f"|{'':18}|{bar_used:>18}MiB / {bar_total:>6}MiB |{'':11}|{'':23}|",
+            f"|{'':18}|{bar_used:>18}MiB / {f'{bar_total}MiB':<10}|{'':11}|{'':23}|",
             MIG_RULE]
 
 
