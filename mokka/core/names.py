@@ -138,8 +138,9 @@ MIG_STATE_COMPUTE_INSTANCE = "ci"
 #: Its largest accepted size: 64 GPUs with 7 instances each take about 40 KiB.
 MIG_STATE_MAX_BYTES = 256 * 1024
 #: How long a MIG change waits for the config directory's lock (a workload can hold it:
-#: the change then fails with In Use instead of hanging).
-MIG_LOCK_WAIT_MS = 2000
+#: the change then fails with In Use instead of hanging). Long enough that no change
+#: starves behind many processes changing MIG at once (each holds it about a millisecond).
+MIG_LOCK_WAIT_MS = 10000
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.

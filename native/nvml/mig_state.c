@@ -328,7 +328,7 @@ static int lock_bounded(int dirfd)
             return 0;
         struct timespec ts = {0, wait_us * 1000};
         nanosleep(&ts, NULL);
-        if (wait_us < 10000)
+        if (wait_us < 2000)                       /* short polls: flock is not fair to a sleeper */
             wait_us *= 2;
     }
 }

@@ -147,7 +147,8 @@ int mig_uuid(const struct mock_gpu *g, unsigned int gi, unsigned int ci, char ou
     sha256_digest_text(name, (size_t)len, digest);
     char *h = strchr(digest, ':') + 1;            /* 64 hex digits */
     h[12] = '5';                                  /* version 5: name-based */
-    h[16] = "89ab"[strchr("0123456789abcdef", h[16]) - "0123456789abcdef" & 3];
+    static const char hex[] = "0123456789abcdef";
+    h[16] = "89ab"[(strchr(hex, h[16]) - hex) & 3];   /* RFC 4122 variant: 10xx */
     snprintf(out, MIG_UUID_SIZE, "MIG-%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
     return 1;
 }
