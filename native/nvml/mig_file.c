@@ -17,7 +17,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,38 +202,37 @@ const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mi
 
 /* --- writing ------------------------------------------------------------------------ */
 
-struct text {
-    char *buf;
-    size_t len, cap;
-};
-
-static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->buf + t->len, t->len < t->cap ? t->cap - t->len : 0, fmt, ap);
-    va_end(ap);
-    t->len += n > 0 ? (size_t)n : 0;
-}
-
 static int by_key(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The lines of f (already sorted by key) into t. */
-static int render_lines(const struct mig_file *f, unsigned int count, struct text *t)
+/* How many lines GPU g of the file takes. */
+static size_t lines_of(const struct mig_file_gpu *g)
 {
-    enum { PER_GPU = 2 + MIG_GI_IDS * (1 + MIG_CI_IDS) };
-    char (*lines)[LINE_MAX_BYTES] = malloc((size_t)count * PER_GPU * LINE_MAX_BYTES);
-    const char **order = malloc((size_t)count * PER_GPU * sizeof *order);
-    size_t n = 0;
-    if (!lines || !order) {
+    size_t n = g->has_mode ? 1 + (g->uuid[0] != '\0') : 0;
+    for (unsigned int i = 0; g->has_mode && i < MIG_GI_IDS; i++) {
+        n += g->gi[i].present;
+        for (unsigned int c = 0; g->gi[i].present && c < MIG_CI_IDS; c++)
+            n += g->gi[i].ci[c].present;
+    }
+    return n;
+}
+
+/* The file's lines, sorted by key, as one malloc'd text (NULL: no memory); *len its size. */
+static char *render_body(const struct mig_file *f, unsigned int count, size_t *len)
+{
+    size_t want = 0, n = 0;
+    for (unsigned int p = 0; p < count; p++)
+        want += lines_of(&f->gpu[p]);
+    char (*lines)[LINE_MAX_BYTES] = malloc((want + 1) * LINE_MAX_BYTES);
+    const char **order = malloc((want + 1) * sizeof *order);
+    char *body = malloc(want * LINE_MAX_BYTES + 1);
+    if (!lines || !order || !body) {
         free(lines);
         free(order);
-        return 0;
+        free(body);
+        return NULL;
     }
     for (unsigned int p = 0; p < count; p++) {
         const struct mig_file_gpu *g = &f->gpu[p];
@@ -256,18 +254,23 @@ static int render_lines(const struct mig_file *f, unsigned int count, struct tex
     }
     for (size_t i = 0; i < n; i++)
         order[i] = lines[i];
-    qsort(order, n, sizeof *order, by_key);     /* the key is what precedes the first space */
-    for (size_t i = 0; i < n; i++)
-        put(t, "%s\n", order[i]);
+    qsort(order, n, sizeof *order, by_key);     /* keys hold no space: as sorting by key */
+    *len = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(order[i]);
+        memcpy(body + *len, order[i], l);
+        body[*len + l] = '\n';
+        *len += l + 1;
+    }
     free(lines);
     free(order);
-    return 1;
+    return body;
 }
 
 const char *mig_file_write(int dirfd, const struct mig_file *f, unsigned int count)
 {
-    struct text body = {.cap = MOKKA_MIG_STATE_MAX_BYTES};
-    if (!(body.buf = malloc(body.cap + 1)) || !render_lines(f, count, &body) || body.len >= body.cap) {
+    struct { char *buf; size_t len; } body;
+    if (!(body.buf = render_body(f, count, &body.len)) || body.len > MOKKA_MIG_STATE_MAX_BYTES) {
         free(body.buf);
         return "cannot be written (no memory, or too large)";
     }
