@@ -25,7 +25,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
 from common import fresh_venv_python, time_command  # noqa: E402
-from mig_list import mig_profile  # noqa: E402
+from mig_list import build_library, mig_profile, workload_env  # noqa: E402
 from nvml_startup import agent, fetched  # noqa: E402
 
 from mokka.core import names  # noqa: E402
@@ -74,22 +74,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
-    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q", "--arch", os.uname().machine],
-                   check=True)
+    build_library()
     with tempfile.TemporaryDirectory(prefix="mokka-bench-miglife-") as tmp:
         root = os.path.join(tmp, "node")
-        profile = mig_profile(os.path.join(tmp, "h100-mig.yaml"), enabled=True)
-        with open(profile) as f:                  # MIG on, no layout: GPU 0 starts empty
-            text = f.read().replace("layout: bench-seven-1g\n", "")
-        with open(profile, "w") as f:
-            f.write(text)
+        profile = mig_profile(os.path.join(tmp, "h100-mig.yaml"), enabled=True, seven=False)   # GPU 0 starts empty
         agent(root, "--once", "--profile", profile, "--nvidia-smi", fetched("NVIDIA_SMI"))
         try:
             overlay = os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))
             lib = os.path.join(overlay, names.DRIVER_LIB_DIR, names.NVML_LIB_FILE)
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
-            env[names.ENV_DEV_ROOT] = os.path.join(tmp, "devroot")
-            os.makedirs(env[names.ENV_DEV_ROOT])
+            env = workload_env(tmp)
             driver = os.path.join(tmp, "mig-driver")
             with open(driver + ".c", "w") as f:
                 f.write(DRIVER)

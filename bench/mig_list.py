@@ -35,18 +35,34 @@ LAYOUT = "bench-seven-1g"
 TARGET = 0.5
 
 
-def mig_profile(path: str, enabled: bool) -> str:
-    """The h100 profile, MIG on with seven 1g instances per GPU at boot (or MIG off)."""
+def mig_profile(path: str, enabled: bool, seven: bool = True) -> str:
+    """The h100 profile, MIG on with seven 1g instances per GPU at boot (``seven``) or
+    none, or MIG off."""
     doc = yaml.safe_load(prof.load("h100").text)
     block = doc["device_defaults"]["mig"]
     if enabled:
-        one_g = min(block["gpu_instance_profiles"], key=lambda p: (p["slices"], p["memory_mib"], p["index"]))
         block["mode_current"] = block["mode_pending"] = "enabled"
+    if enabled and seven:
+        one_g = min(block["gpu_instance_profiles"], key=lambda p: (p["slices"], p["memory_mib"], p["index"]))
         block["layouts"] = [*(block.get("layouts") or []), {"name": LAYOUT, "gpu_instances": [one_g["name"]] * 7}]
         block["layout"] = LAYOUT
     with open(path, "w") as f:
         yaml.safe_dump(doc, f, sort_keys=False)
     return path
+
+
+def build_library() -> None:
+    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q", "--arch", os.uname().machine],
+                   check=True)
+
+
+def workload_env(tmp: str) -> dict:
+    """A process on the staged node as a workload starts it: no MOCK_ or LD_ variable of
+    ours, and a dev root of its own with no capability node (it sees every MIG device)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
+    env[names.ENV_DEV_ROOT] = os.path.join(tmp, "devroot")
+    os.makedirs(env[names.ENV_DEV_ROOT])
+    return env
 
 
 def stage(tmp: str, name: str, enabled: bool, nvidia_smi: str) -> str:
@@ -60,16 +76,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
-    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q", "--arch", os.uname().machine],
-                   check=True)
+    build_library()
     nvidia_smi = fetched("NVIDIA_SMI")
     with tempfile.TemporaryDirectory(prefix="mokka-bench-mig-") as tmp:
         roots = {}
         try:
             roots = {"mig": stage(tmp, "mig", True, nvidia_smi), "off": stage(tmp, "off", False, nvidia_smi)}
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("MOCK_", "LD_"))}
-            env[names.ENV_DEV_ROOT] = os.path.join(tmp, "devroot")
-            os.makedirs(env[names.ENV_DEV_ROOT])
+            env = workload_env(tmp)
             smi = {k: os.path.join(r, names.OVERLAY_HOST_PATH.lstrip("/"), names.DRIVER_BIN_DIR, "nvidia-smi")
                    for k, r in roots.items()}
             listed = subprocess.run([smi["mig"], "-L"], capture_output=True, text=True, env=env, check=True).stdout

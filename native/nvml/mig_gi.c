@@ -65,6 +65,21 @@ static nvmlReturn_t profile_at(nvmlDevice_t device, unsigned int index, const st
     return NVML_SUCCESS;
 }
 
+/* The fields every version of a GPU instance profile's info has, from profile p. */
+#define FILL_GI_PROFILE(info, p)                                                                         \
+    do {                                                                                                 \
+        (info)->id = (p)->id;                                                                            \
+        (info)->sliceCount = (p)->slices;                                                                \
+        (info)->instanceCount = (p)->instances;                                                          \
+        (info)->multiprocessorCount = (p)->multiprocessors;                                              \
+        (info)->copyEngineCount = (p)->copy_engines;                                                     \
+        (info)->decoderCount = (p)->decoders;                                                            \
+        (info)->encoderCount = (p)->encoders;                                                            \
+        (info)->jpegCount = (p)->jpegs;                                                                  \
+        (info)->ofaCount = (p)->ofas;                                                                    \
+        (info)->memorySizeMB = (p)->memory_mib;                                                          \
+    } while (0)
+
 nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
                                                          nvmlGpuInstanceProfileInfo_t *info)
 {
@@ -75,17 +90,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, un
     if (!info)
         return NVML_ERROR_INVALID_ARGUMENT;
     memset(info, 0, sizeof *info);
-    info->id = p->id;
+    FILL_GI_PROFILE(info, p);
     info->isP2pSupported = (unsigned int)p->p2p;
-    info->sliceCount = p->slices;
-    info->instanceCount = p->instances;
-    info->multiprocessorCount = p->multiprocessors;
-    info->copyEngineCount = p->copy_engines;
-    info->decoderCount = p->decoders;
-    info->encoderCount = p->encoders;
-    info->jpegCount = p->jpegs;
-    info->ofaCount = p->ofas;
-    info->memorySizeMB = p->memory_mib;
     return NVML_SUCCESS;
 }
 
@@ -100,22 +106,19 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, u
         return NVML_ERROR_INVALID_ARGUMENT;
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     mig_profile_name(p->name, name);
-    if (info->version == nvmlGpuInstanceProfileInfo_v3) {
+    if (info->version == nvmlGpuInstanceProfileInfo_v3) {   /* v2's fields but isP2pSupported, then capabilities */
         nvmlGpuInstanceProfileInfo_v3_t *v3 = (nvmlGpuInstanceProfileInfo_v3_t *)info;
-        *v3 = (nvmlGpuInstanceProfileInfo_v3_t){
-            .version = nvmlGpuInstanceProfileInfo_v3, .id = p->id, .sliceCount = p->slices,
-            .instanceCount = p->instances, .multiprocessorCount = p->multiprocessors,
-            .copyEngineCount = p->copy_engines, .decoderCount = p->decoders, .encoderCount = p->encoders,
-            .jpegCount = p->jpegs, .ofaCount = p->ofas, .memorySizeMB = p->memory_mib,
-            .capabilities = p->p2p ? NVML_GPU_INTSTANCE_PROFILE_CAPS_P2P : 0};
+        memset(v3, 0, sizeof *v3);
+        v3->version = nvmlGpuInstanceProfileInfo_v3;
+        FILL_GI_PROFILE(v3, p);
+        v3->capabilities = p->p2p ? NVML_GPU_INTSTANCE_PROFILE_CAPS_P2P : 0;
         memcpy(v3->name, name, sizeof name);
         return NVML_SUCCESS;
     }
-    *info = (nvmlGpuInstanceProfileInfo_v2_t){
-        .version = nvmlGpuInstanceProfileInfo_v2, .id = p->id, .isP2pSupported = (unsigned int)p->p2p,
-        .sliceCount = p->slices, .instanceCount = p->instances, .multiprocessorCount = p->multiprocessors,
-        .copyEngineCount = p->copy_engines, .decoderCount = p->decoders, .encoderCount = p->encoders,
-        .jpegCount = p->jpegs, .ofaCount = p->ofas, .memorySizeMB = p->memory_mib};
+    memset(info, 0, sizeof *info);
+    info->version = nvmlGpuInstanceProfileInfo_v2;
+    FILL_GI_PROFILE(info, p);
+    info->isP2pSupported = (unsigned int)p->p2p;
     memcpy(info->name, name, sizeof name);
     return NVML_SUCCESS;
 }
