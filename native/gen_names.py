@@ -20,7 +20,7 @@ from mokka.core import names  # noqa: E402
 
 
 def c_string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def render() -> str:

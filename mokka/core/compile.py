@@ -21,7 +21,7 @@ import copy
 import json
 
 from mokka import __version__
-from mokka.core import names
+from mokka.core import mig, names
 from mokka.core.profile import Profile, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
@@ -48,6 +48,8 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
         gpu["fabric"] = _fabric(gpu.get("fabric"))
         if gpu["fabric"] is None:
             del gpu["fabric"]
+        if isinstance(gpu.get("mig"), dict):
+            gpu["mig"] = _mig(gpu["mig"])
     state = {
         "schema_version": names.STATE_SCHEMA_VERSION,
         "generator": f"mokka {__version__}",
@@ -226,6 +228,18 @@ def _fabric(block) -> dict | None:
     summary = str(block.get("health_summary") or "auto").lower()
     out["health_summary"] = summary
     out["health"] = dict(block.get("health") or {})
+    return out
+
+
+def _mig(block: dict) -> dict:
+    """The GPU's partition table and the GPU instances its layout creates at boot
+    (``boot``, with placements; only with MIG mode enabled), in place of the named layouts."""
+    out = {k: copy.deepcopy(v) for k, v in block.items() if k != "layouts"}
+    wanted: list = []
+    if str(block.get("mode_current") or "").lower() == mig.ENABLED and block.get("layout"):
+        wanted = next((entry.get("gpu_instances") or [] for entry in block.get("layouts") or []
+                       if entry.get("name") == block["layout"]), [])
+    out["boot"] = mig.plan_layout(block.get("gpu_instance_profiles") or [], wanted)
     return out
 
 

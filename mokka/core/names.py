@@ -135,6 +135,24 @@ KMSG_PATH = "/dev/kmsg"
 KMSG_RECORD_NAME = "kernel-log"
 DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 
+#: mig.nvml (MIG_STATE_FILE), the node's MIG partitions, as the mock library writes it
+#: (native/nvml/mig_file.c): a companion with no YAML twin, of kind "mig", changed under the
+#: config directory's flock.
+MIG_STATE_KIND = "mig"
+#: Its lines: ``gpu.<physical index>.mode <current> <pending>``, ``.uuid <GPU UUID>``,
+#: ``.gi.<id> <profile ID> <start>:<size>`` and ``.gi.<id>.ci.<id> <profile ID> <start>:<size>``.
+MIG_STATE_GPUS = "gpu"
+MIG_STATE_MODE = "mode"
+MIG_STATE_UUID = "uuid"
+MIG_STATE_GPU_INSTANCE = "gi"
+MIG_STATE_COMPUTE_INSTANCE = "ci"
+#: Its largest accepted size: 64 GPUs with 7 instances each take about 40 KiB.
+MIG_STATE_MAX_BYTES = 256 * 1024
+#: How long a MIG change waits for the config directory's lock (a workload can hold it:
+#: the change then fails with In Use instead of hanging). Long enough that no change
+#: starves behind many processes changing MIG at once (each holds it about a millisecond).
+MIG_LOCK_WAIT_MS = 10000
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
@@ -143,6 +161,24 @@ FABRICMANAGER_REASSERT_S = 2.0
 PROC_VERSION_FILE = "version"
 PROC_PARAMS_FILE = "params"
 PROC_IMEX_MGMT_CAPABILITY = "capabilities/fabric-imex-mgmt"
+#: The staged /proc/driver: what a container the proc hook serves sees there (every
+#: directory in it; DRIVER_PROC_DIR is its ``nvidia``).
+DRIVER_PROC_ROOT = "driver/proc/driver"
+#: The nvidia-caps module's proc directory, under DRIVER_PROC_ROOT, and its MIG file:
+#: one ``<capability path> <minor>`` line per capability the driver numbers.
+PROC_CAPS_DIR_NAME = "nvidia-caps"
+PROC_MIG_MINORS_FILE = "mig-minors"
+#: MIG capabilities, under DRIVER_PROC_DIR: the node-wide two, and each GPU instance's and
+#: compute instance's ``access`` (``capabilities/gpu<minor>/mig/gi<g>/ci<c>/access``).
+PROC_MIG_CAPABILITY_DIR = "capabilities/mig"
+PROC_MIG_CONFIG = "config"
+PROC_MIG_MONITOR = "monitor"
+PROC_MIG_ACCESS = "access"
+#: A kernel's /proc/modules lines for the driver, as a container the proc hook serves
+#: reads them when the kernel has that file (mig-parted looks for ``nvidia``).
+PROC_MODULES_NVIDIA = ("nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
+                       "nvidia_modeset 1306624 0 - Live 0x0000000000000000\n"
+                       "nvidia 56954880 2 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000\n")
 
 #: GPU fabric states (GetGpuFabricInfo) and their numeric codes; a profile may
 #: also say "auto" (follow the fabricmanager marker: completed once it is ready,
@@ -190,7 +226,10 @@ UVM_MAJOR = 510                       # dynamic on a real kernel: never evidence
 UVM_MINOR = 0
 UVM_TOOLS_MINOR = 1
 IMEX_CHANNEL_MAJOR = 235
-IMEX_CAPS_MAJOR = 236
+#: The nvidia-caps char devices (/proc/devices: ``nvidia-caps``; dynamic on a real kernel):
+#: the IMEX management capability and the MIG capabilities, ``nvidia-caps/nvidia-cap<minor>``.
+NVIDIA_CAPS_MAJOR = 236
+IMEX_CAPS_MAJOR = NVIDIA_CAPS_MAJOR
 IMEX_CHANNEL_COUNT = 2048
 IMEX_CAPS_MGMT_MINOR = 512
 DEVICE_FILE_MODE = 0o666
@@ -207,6 +246,30 @@ CONTROL_DEVICES = (
 )
 CONTROL_NODES = tuple(name for name, _, _ in CONTROL_DEVICES)
 IMEX_CHANNEL_PREFIX = "channel"
+#: The nvidia-caps nodes: /dev/nvidia-caps/nvidia-cap<minor> (staged under DEV_DIR).
+NVIDIA_CAPS_DEV_NAME = "nvidia-caps"
+NVIDIA_CAPS_DIR = f"{DEV_DIR}/{NVIDIA_CAPS_DEV_NAME}"
+NVIDIA_CAP_PREFIX = "nvidia-cap"
+#: The driver's MIG capability numbering (mig-minors): config 1, monitor 2, then for GPU
+#: minor m (m < MIG_MINORS_GPUS) and GPU instance g (g < MIG_GPU_INSTANCE_IDS):
+#: gpu<m>/gi<g> is FIRST + PER_GPU*m + PER_GI*g, and its compute instance c
+#: (c < MIG_COMPUTE_INSTANCE_IDS) that + 1 + c.
+MIG_CAP_CONFIG_MINOR = 1
+MIG_CAP_MONITOR_MINOR = 2
+MIG_CAP_FIRST_MINOR = 3
+MIG_CAP_MINORS_PER_GPU = 135
+MIG_CAP_MINORS_PER_GI = 9
+MIG_MINORS_GPUS = 32
+MIG_GPU_INSTANCE_IDS = 15
+MIG_COMPUTE_INSTANCE_IDS = 8
+#: Modes of the MIG capability nodes and proc files: config is root's alone, the rest readable.
+MIG_CONFIG_MODE = 0o400
+MIG_CAP_MODE = 0o444
+#: The node-wide MIG partition state (modes set at run time, GPU and compute instances),
+#: kept by the mock NVML library itself in DRIVER_CONFIG_DIR beside config.yaml. The
+#: agent removes it, and every file there whose name starts with it or with "." and it
+#: (a lock, a temp file), when the node boots and at teardown.
+MIG_STATE_FILE = "mig.nvml"
 
 
 def gpu_node_name(index: int) -> str:
@@ -364,6 +427,17 @@ IB_SYS_LIB_FILE = "libibmocksys.so.1"
 FS_LIB_FILE = "libmockfs.so.1"
 LD_PRELOAD_SHIMS = tuple(f"{PRELOAD_LIB_DIR}/{file}" for file in (
     IB_UMAD_LIB_FILE, IB_VERBS_LIB_FILE, IB_SYS_LIB_FILE, FS_LIB_FILE))
+
+#: The proc hook (native/hooks/prochook.c): the NRI plugin gives GPU-selected containers this
+#: static helper as an OCI createContainer hook. It runs in the container's mount namespace
+#: before pivot_root and mounts the staged driver proc files (DRIVER_PROC_ROOT) at
+#: /proc/driver, and the driver's lines into /proc/modules, where runc refuses OCI mounts.
+#: Its arguments: the overlay's host path (the hook resolves in the runtime's namespace).
+PROC_HOOK_FILE = "nvml-mock-proc-hook"
+DRIVER_LIBEXEC_DIR = "driver/usr/libexec/nvml-mock"
+PROC_HOOK_PATH = f"{DRIVER_LIBEXEC_DIR}/{PROC_HOOK_FILE}"
+#: Seconds the runtime gives the hook (it kills it after that; the hook itself never waits).
+PROC_HOOK_TIMEOUT_S = 5
 
 # --- Container runtime setup (the cri simulator's containerd half) ----------------
 

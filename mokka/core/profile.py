@@ -211,6 +211,7 @@ def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
     system = doc["system"]
     defaults = doc.get("device_defaults") or {}
     _check_memory(where, defaults, "device_defaults")
+    _check_mig(where, defaults, "device_defaults")
     entries = doc.get("devices") or []
 
     seen_index: dict[int, int] = {}
@@ -267,6 +268,65 @@ def _check_size(where: str, doc: dict, defaults: dict, count: int) -> None:
     if size > names.MAX_STATE_NODES:
         _fail(where, "device_defaults", f"copied into {count} GPUs it makes {size} nodes; at most "
               f"{names.MAX_STATE_NODES} (make device_defaults smaller or list fewer GPUs)")
+
+
+def _check_mig(where: str, dev: dict, field: str) -> None:
+    """A board's partition table is one: ids, indices and names unique, placements
+    within the board's memory slices (a compute instance's within its GPU instance),
+    every layout's GPU instances known and fitting, the chosen layout one of them."""
+    from mokka.core import mig as migrules
+
+    block = dev.get("mig") or {}
+    field = f"{field}.mig"
+    profiles = block.get("gpu_instance_profiles") or []
+    _unique(where, f"{field}.gpu_instance_profiles", profiles, ("index", "id", "name"))
+    for n, gi in enumerate(profiles):
+        at = f"{field}.gpu_instance_profiles[{n}]"
+        _check_slots(where, at, gi, gi.get("placement_size"), MIG_MEMORY_SLICES, "the board's memory slices")
+        cis = gi.get("compute_instance_profiles") or []
+        _unique(where, f"{at}.compute_instance_profiles", cis, ("index", "id", "name"))
+        for k, ci in enumerate(cis):
+            ci_at = f"{at}.compute_instance_profiles[{k}]"
+            if ci["slices"] > gi["slices"]:
+                _fail(where, f"{ci_at}.slices", f"{ci['slices']} is more than its GPU instance's "
+                      f"{gi['slices']}")
+            _check_slots(where, ci_at, ci, ci["slices"], gi["slices"], "its GPU instance's slices")
+    layouts = block.get("layouts") or []
+    _unique(where, f"{field}.layouts", layouts, ("name",))
+    for n, layout in enumerate(layouts):
+        try:
+            migrules.plan_layout(profiles, layout.get("gpu_instances") or [])
+        except migrules.LayoutError as exc:
+            _fail(where, f"{field}.layouts[{n}].gpu_instances", str(exc))
+    chosen = block.get("layout")
+    if chosen and chosen not in {layout["name"] for layout in layouts}:
+        known = ", ".join(layout["name"] for layout in layouts) or "none"
+        _fail(where, f"{field}.layout", f"{chosen!r} is not one of mig.layouts (this board has: {known})")
+
+
+#: The memory slices a MIG board's placements are counted in (nvidia-smi mig -lgipp).
+MIG_MEMORY_SLICES = 8
+
+
+def _unique(where: str, field: str, items: list, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        seen: dict = {}
+        for n, item in enumerate(items):
+            value = item.get(key)
+            if value is None:
+                continue
+            if value in seen:
+                _fail(where, f"{field}[{n}].{key}", f"duplicate {key} {value!r} (also [{seen[value]}])")
+            seen[value] = n
+
+
+def _check_slots(where: str, field: str, item: dict, size, total: int, what: str) -> None:
+    starts = item.get("placements") or []
+    if starts and size is None:
+        _fail(where, f"{field}.placement_size", "is required with placements (in memory slices)")
+    for n, start in enumerate(starts):
+        if start + size > total:
+            _fail(where, f"{field}.placements[{n}]", f"{start}+{size} runs past {what} ({total})")
 
 
 def device_count(system: dict, entries: list) -> int:

@@ -248,6 +248,34 @@ _RETIRED = Map({"count": Int(), "addresses": List(Id(2**64 - 1, "0x1234000", "a 
 _VERSION_STR = Str(VERSION, "a version like 550.163.01", numbers=True, max_len=32)
 _BUS = Str(BUS_ID, "a PCI address like 00000000:07:00.0", max_len=32)
 
+#: A MIG profile's name as nvidia-smi prints it (``1g.10gb``, ``1g.10gb+me``, ``1c.3g.40gb``).
+MIG_PROFILE_NAME = re.compile(r"[0-9]+[cg](?:\.[0-9]+g)?\.[0-9]+gb(?:[+-][a-z.]+)?")
+_MIG_NAME = Str(MIG_PROFILE_NAME, "a MIG profile name like 1g.10gb", max_len=95)
+#: A placement's start slots (memory slices of the GPU, compute slices of a GPU instance).
+_MIG_SLOTS = List(Int(maximum=7), max_len=8)
+#: One compute instance profile of a GPU instance profile (nvidia-smi mig -lcip): its engines
+#: are its GPU instance's, shared.
+MIG_COMPUTE_INSTANCE_PROFILE = Map({
+    "index": Int(maximum=7), "id": Int(maximum=UINT32_MAX - 1), "name": _MIG_NAME,
+    "slices": Int(1, 8), "instances": Int(1, 8), "multiprocessors": Int(maximum=UINT32_MAX),
+    "placements": _MIG_SLOTS,
+}, required=("index", "id", "name", "slices"))
+#: One GPU instance profile of a board (nvidia-smi mig -lgip / -lgipp).
+MIG_GPU_INSTANCE_PROFILE = Map({
+    "index": Int(maximum=16), "id": Int(maximum=UINT32_MAX - 1), "name": _MIG_NAME,
+    "slices": Int(1, 8), "instances": Int(1, 8), "memory_mib": Int(),
+    **ints("multiprocessors copy_engines decoders encoders jpegs ofas", maximum=UINT32_MAX),
+    "p2p": Bool(), "placement_size": Int(1, 8), "placements": _MIG_SLOTS,
+    "compute_instance_profiles": List(MIG_COMPUTE_INSTANCE_PROFILE, max_len=8),
+}, required=("index", "id", "name", "slices"))
+#: A named layout: the GPU instances to create, by profile name, each with its default
+#: compute instance (mig-parted's ``mig-devices``).
+MIG_LAYOUT = Map({"name": Str(max_len=64), "gpu_instances": List(_MIG_NAME, max_len=8)},
+                 required=("name",))
+MIG = Map({"max_gpu_instances": Int(maximum=64), **strs("mode_current mode_pending"),
+           "gpu_instance_profiles": List(MIG_GPU_INSTANCE_PROFILE, max_len=17),
+           "layout": Str(max_len=64), "layouts": List(MIG_LAYOUT, max_len=64)})
+
 #: Fields of device_defaults and of each device entry (Go's DeviceConfig).
 DEVICE_FIELDS = {
     "name": Str(file_name=True, max_len=96),
@@ -339,7 +367,7 @@ DEVICE_FIELDS = {
                                          "incorrect_configuration route_recovery route_unhealthy",
                                          numbers=True),
                                   "partition_assigned": Bool()})}),
-    "mig": Map({"max_gpu_instances": Int(maximum=64), **strs("mode_current mode_pending")}),
+    "mig": MIG,
     "processes": List(Map({"pid": Int(maximum=2**32 - 1), "name": Str(max_len=1024),
                            "type": Str(), "used_memory_mib": Int()}), max_len=1024),
     "accounting": Map({"buffer_size": Int(), "mode": Str()}),

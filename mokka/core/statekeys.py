@@ -40,6 +40,11 @@ GPU = Map({
     "numa_node": _ROOT_COMPLEX["numa_node"],
     "cpu_affinity": _ROOT_COMPLEX["cpu_affinity"],
     "nvlink_links": _NVLINK["links"],
+    # The partition table, and in place of the named layouts the GPU instances the chosen
+    # one creates at boot, with their placements (mokka.core.mig.plan_layout).
+    "mig": Map({**{k: v for k, v in schema.MIG.fields.items() if k != "layouts"},
+                "boot": List(Map(schema.ints("profile_id placement_start placement_size")),
+                             max_len=8)}),
 }, required=schema.DEVICE_ENTRY.required)
 
 #: The compiled state ``compile.compile_profile`` returns.

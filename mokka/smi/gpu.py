@@ -387,6 +387,35 @@ class Gpu:
         return [speed if state else None for state, speed in zip(states, speeds)]
 
 
+    # --- MIG -----------------------------------------------------------------------
+
+    def mig_devices(self) -> list:
+        """The MIG devices under this GPU, as NVIDIA's nvidia-smi walks them: each index
+        below GetMaxMigDeviceCount that NVML has a handle for."""
+        out = []
+        for i in range(self._u32("nvmlDeviceGetMaxMigDeviceCount") or 0):
+            h = C.c_void_p()
+            if self._ask("nvmlDeviceGetMigDeviceHandleByIndex", C.c_uint(i), C.byref(h)):
+                out.append(MigDevice(self.lib, i, h, self))
+        return out
+
+
+class MigDevice(Gpu):
+    """MIG device ``index`` under ``parent``: NVML answers a MIG handle's name, UUID, memory,
+    BAR1 and ECC counters as a GPU's, and these of its own."""
+
+    def __init__(self, lib: nvml.Library, index: int, handle: C.c_void_p, parent: Gpu):
+        super().__init__(lib, index, handle)
+        self.parent = parent
+
+    def instance_ids(self) -> tuple:
+        """(GPU instance id, compute instance id)."""
+        return self._u32("nvmlDeviceGetGpuInstanceId"), self._u32("nvmlDeviceGetComputeInstanceId")
+
+    def attributes(self) -> "nvml_types.DeviceAttributes | None":
+        return self._struct("nvmlDeviceGetAttributes_v2", _types().DeviceAttributes)
+
+
 def _reading(shape: str, function: str):
     return lambda self: getattr(self, shape)("nvmlDeviceGet" + function)
 

@@ -119,3 +119,41 @@ def field_value(f: "FieldValue"):
     return None
 
 
+
+
+class DeviceAttributes(C.Structure):
+    """nvmlDeviceAttributes_t: what a MIG device has of its GPU instance."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "multiprocessorCount", "sharedCopyEngineCount", "sharedDecoderCount", "sharedEncoderCount",
+        "sharedJpegCount", "sharedOfaCount", "gpuInstanceSliceCount", "computeInstanceSliceCount")] + [
+        ("memorySizeMB", C.c_ulonglong)]
+
+
+class Placement(C.Structure):
+    """nvmlGpuInstancePlacement_t and nvmlComputeInstancePlacement_t."""
+    _fields_ = [("start", C.c_uint), ("size", C.c_uint)]
+
+
+class GpuInstanceProfileInfo(C.Structure):
+    """nvmlGpuInstanceProfileInfo_v3_t."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "version", "id", "sliceCount", "instanceCount", "multiprocessorCount", "copyEngineCount",
+        "decoderCount", "encoderCount", "jpegCount", "ofaCount")] + [
+        ("memorySizeMB", C.c_ulonglong), ("name", C.c_char * nvml.STRING_SIZE), ("capabilities", C.c_uint)]
+
+
+class GpuInstanceInfo(C.Structure):
+    _fields_ = [("device", C.c_void_p), ("id", C.c_uint), ("profileId", C.c_uint), ("placement", Placement)]
+
+
+class ComputeInstanceProfileInfo(C.Structure):
+    """nvmlComputeInstanceProfileInfo_v3_t: its engines are shared with the GPU instance."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "version", "id", "sliceCount", "instanceCount", "multiprocessorCount", "sharedCopyEngineCount",
+        "sharedDecoderCount", "sharedEncoderCount", "sharedJpegCount", "sharedOfaCount")] + [
+        ("name", C.c_char * nvml.STRING_SIZE), ("capabilities", C.c_uint)]
+
+
+class ComputeInstanceInfo(C.Structure):
+    _fields_ = [("device", C.c_void_p), ("gpuInstance", C.c_void_p), ("id", C.c_uint), ("profileId", C.c_uint),
+                ("placement", Placement)]

@@ -160,7 +160,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ("persistence_mode", v.enabled(gpu.persistence_mode(), "Disabled")),
         ("addressing_mode", v.word(ADDRESSING_MODES, gpu.addressing_mode())),
         ("mig_mode", [("current_mig", v.enabled(mig_current)), ("pending_mig", v.enabled(mig_pending))]),
-        ("mig_devices", "\n\t\t\tNone\n\t\t"),
+        ("mig_devices", _mig_devices(gpu)),
         ("accounting_mode", v.enabled(gpu.accounting_mode(), "Disabled")),
         ("accounting_mode_buffer_size", v.text(gpu.accounting_buffer_size())),
         ("driver_model", [("current_dm", v.word(v.DRIVER_MODELS, dm_current)),
@@ -288,6 +288,34 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ("accounted_processes", NA if gpu.accounted_pids() is None else "\n\t\t"),
         ("capabilities", [("egm", NA if egm is None else ("enabled" if egm & g.CAP_EGM else "disabled"))]),
     ]
+
+
+def _mig_devices(gpu):
+    """Each MIG device as nvidia-smi 550 reports it; "None" for a GPU without."""
+    devices = gpu.mig_devices()
+    if not devices:
+        return "\n\t\t\tNone\n\t\t"
+
+    def one(device) -> list:
+        gi, ci = device.instance_ids()
+        a = device.attributes()
+        mem, bar = device.memory(), device.bar1()
+        shared = (("multiprocessor_count", "multiprocessorCount"), ("copy_engine_count", "sharedCopyEngineCount"),
+                  ("encoder_count", "sharedEncoderCount"), ("decoder_count", "sharedDecoderCount"),
+                  ("ofa_count", "sharedOfaCount"), ("jpg_count", "sharedJpegCount"))
+        return [("index", str(device.index)), ("gpu_instance_id", v.text(gi)), ("compute_instance_id", v.text(ci)),
+                ("device_attributes", [("shared", [(tag, NA if a is None else str(getattr(a, name)))
+                                                   for tag, name in shared])]),
+                ("ecc_error_count", [("volatile_count", [("sram_uncorrectable", v.text(
+                    device.ecc_counter(g.UNCORRECTED, g.VOLATILE, g.LOCATION_SRAM)))])]),
+                ("fb_memory_usage", _mib_rows(mem, ("total", "reserved", "used", "free"))),
+                ("bar1_memory_usage", _mib_rows(bar, ("total", "used", "free")))]
+
+    return [("mig_device", one(device)) for device in devices]
+
+
+def _mib_rows(block, keys) -> list:
+    return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
 
 
 CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("sm_clock", g.CLOCK_SM), ("mem_clock", g.CLOCK_MEM),

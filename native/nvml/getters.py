@@ -20,10 +20,6 @@ getter that does more than read its key is written by hand in native/nvml/*.c.
 
 GETTERS = (
     # --- identity ----------------------------------------------------------------------------
-    ("nvmlReturn_t DECLDIR nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)",
-     "string", "name"),
-    ("nvmlReturn_t DECLDIR nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)",
-     "string", "uuid"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)",
      "string", "serial"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length)",

@@ -6,7 +6,7 @@
  * the layers, highest first: the overrides of the GPU (`gpu<physical index>`),
  * the overrides of every GPU (`all`), what this process derived (topology, fabric state, the moving readings
  * of dynamic.c), the state's own
- * `gpu.<physical index>.K`.
+ * `gpu.<physical index>.K`. MIG partitions are the node's, kept apart (mig.h).
  */
 #ifndef MOKKA_NVML_MOCK_H
 #define MOKKA_NVML_MOCK_H
@@ -32,6 +32,7 @@ extern struct nvmlDevice_st mock_handles[MOCK_MAX_GPUS];
 
 struct mock_node;
 struct mock_overrides;
+struct mig_node;
 
 struct mock_gpu {
     const struct mock_node *node;
@@ -57,6 +58,7 @@ struct mock_node {
     char config_yaml[MOCK_PATH_MAX];
     char overrides_dir[MOCK_PATH_MAX];
     struct mock_overrides *overrides;  /* the one mutable part */
+    struct mig_node *mig;              /* MIG: tables, this process's view, the partitions (mig.h) */
 };
 
 /* --- config.c ------------------------------------------------------------ */
@@ -130,6 +132,8 @@ int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t
 
 /* The GPU behind a handle, after the init and handle checks of every query. */
 nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g);
+/* Whether `mokka ctl set GPU lost=true` holds for the GPU: every query of it fails. */
+int mock_gpu_lost(const struct mock_gpu *g);
 /* The published node (NULL before the first successful nvmlInit). */
 const struct mock_node *mock_node(void);
 nvmlDevice_t mock_handle_of(const struct mock_gpu *g);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mig.h"
 #include "mock.h"
 
 const char *node_get(const struct mock_node *n, const char *key)
@@ -189,6 +190,8 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
             unsigned long idx = strtoul(p, NULL, 10);
             if (idx < n->count)
                 keep[idx] = 1;
+        } else if (prefix_ci(item, "mig-")) {
+            mig_view_keep_listed(n, item, keep);  /* its parent, and under it only that MIG device */
         } else if (prefix_ci(item, "gpu-")) {
             for (unsigned int i = 0; i < n->count; i++) {
                 const char *uuid = base_get(n, &n->gpus[i], K_UUID);
@@ -283,6 +286,10 @@ nvmlReturn_t node_build(struct mock_node **out)
     resolve_fabric(n);
     dynamic_read_clock(n);
     config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
+    if (!(n->mig = mig_node_open(n))) {
+        node_free(n);
+        return NVML_ERROR_MEMORY;
+    }
     select_visible(n);
     *out = n;
     return NVML_SUCCESS;
@@ -296,7 +303,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
         strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_dir, b->overrides_dir) != 0)
         return 0;
-    if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)
+    if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0 || !mig_node_same(a->mig, b->mig))
         return 0;
     for (unsigned int i = 0; i < a->count; i++) {
         const struct mock_gpu *x = &a->gpus[i], *y = &b->gpus[i];
@@ -311,6 +318,7 @@ void node_free(struct mock_node *n)
 {
     if (!n)
         return;
+    mig_node_free(n->mig);
     flat_free(&n->state);
     free(n);
 }

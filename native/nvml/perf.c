@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mig.h"
 #include "mock.h"
 
 #define SAMPLING_PERIOD_US 1000000u
@@ -19,10 +20,14 @@ struct mem { unsigned long long total, reserved, used, free; };
 static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
-    if (ret != NVML_SUCCESS)
-        return ret;
+    nvmlReturn_t ret;
     memset(m, 0, sizeof *m);
+    if (mig_memory(device, &ret, &m->total)) {    /* a MIG device: its own, all of it free */
+        m->free = m->total;
+        return ret;
+    }
+    if ((ret = mock_gpu_of(device, &g)) != NVML_SUCCESS)
+        return ret;
     if (!gpu_u64(g, K_MEMORY_TOTAL_BYTES, &m->total))
         return NVML_ERROR_NOT_SUPPORTED;
     gpu_u64(g, K_MEMORY_RESERVED_BYTES, &m->reserved);
@@ -34,7 +39,7 @@ static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlReturn_t ret = mig_check_any(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!memory)
@@ -50,7 +55,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlReturn_t ret = mig_check_any(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!memory)
@@ -67,10 +72,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_
     return NVML_SUCCESS;
 }
 
+/* A MIG device maps through its parent's BAR1, with nothing of its own mapped. */
 nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t *bar1Memory)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    unsigned int phys, gi, ci;
+    int mig = mig_handle_ids(device, &phys, &gi, &ci);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!bar1Memory)
@@ -78,7 +86,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Me
     unsigned long long total, used = 0;
     if (!gpu_u64(g, K_BAR1_MEMORY_TOTAL_BYTES, &total))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, K_BAR1_MEMORY_USED_BYTES, &used);
+    if (!mig)
+        gpu_u64(g, K_BAR1_MEMORY_USED_BYTES, &used);
     bar1Memory->bar1Total = total;
     bar1Memory->bar1Used = used;
     bar1Memory->bar1Free = used < total ? total - used : 0;
@@ -237,6 +246,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t de
 
 /* --- utilization, encoder, decoder ------------------------------------------------------ */
 
+/* nvml.h: not supported on MIG-enabled GPUs (nvidia-smi prints N/A). */
 nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
     const struct mock_gpu *g;
@@ -245,6 +255,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtil
         return ret;
     if (!utilization)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig_enabled(g))
+        return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long gpu, mem;
     if (!gpu_u64(g, K_UTILIZATION_GPU, &gpu) || !gpu_u64(g, K_UTILIZATION_MEMORY, &mem))
         return NVML_ERROR_NOT_SUPPORTED;
@@ -255,8 +267,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtil
 
 static nvmlReturn_t sampled(nvmlDevice_t device, const char *key, unsigned int *value, unsigned int *period)
 {
+    const struct mock_gpu *g;
     unsigned int v = 0;
-    nvmlReturn_t ret = api_u32(device, key, value && period ? &v : NULL);
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret == NVML_SUCCESS && value && period && mig_enabled(g))
+        return NVML_ERROR_NOT_SUPPORTED;
+    ret = api_u32(device, key, value && period ? &v : NULL);
     if (ret == NVML_SUCCESS) {
         *value = v;
         *period = SAMPLING_PERIOD_US;

@@ -6,6 +6,9 @@
  * document) and the companion after. Nothing is parsed or edited, so a reset
  * needs no lock and works whatever style the document was written in; the
  * documents of other GPUs and the one for every GPU stay as they are.
+ *
+ * It also does to the GPU's MIG partitions what a reset does on the real driver
+ * (mig.c): a pending MIG mode becomes the current one, and no instance survives.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mig.h"
 #include "mock.h"
 
 static int remove_file(const char *path)
@@ -48,6 +52,8 @@ nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices)
             return NVML_ERROR_INVALID_ARGUMENT;
     for (unsigned int i = 0; i < count; i++) {
         nvmlReturn_t ret = reset_one(n, phys[i]);
+        if (ret == NVML_SUCCESS)
+            ret = mig_reset(n, phys[i]);
         if (ret != NVML_SUCCESS)
             return ret;
     }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mig.h"
 #include "mock.h"
 
 static nvmlReturn_t system_string(const char *key, char *buf, unsigned int length)
@@ -123,12 +124,14 @@ static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, st
                          unsigned int *n)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    unsigned int phys, gi, ci;
+    int mig = mig_handle_ids(device, &phys, &gi, &ci);
+    nvmlReturn_t ret = mig ? mig_check_any(device) : mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *n = kind ? processes(g, kind, procs, MAX_PROCS) : 0;
+    *n = kind && !mig ? processes(g, kind, procs, MAX_PROCS) : 0;   /* none runs in a MIG device */
     if (*n > MAX_PROCS)
         *n = MAX_PROCS;
     if (*count < *n) {

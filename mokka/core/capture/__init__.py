@@ -12,6 +12,8 @@ built-in profiles. A report it cannot read raises CaptureError, one line.
 
 from __future__ import annotations
 
+import copy
+
 from mokka.core.capture import closest, record, writer, xmlreport
 
 
@@ -48,11 +50,16 @@ def build(report: xmlreport.Report, records: list, source: str, dynamic: bool) -
         p.comments["compute_capability"] = [f"guessed: the built-in {board.name} profile's ({arch}); -q shows none"]
         guessed.append("compute_capability")
     mig = closest.mig_instances(board)
+    table = closest.mig_table(board)
     if any("mig" in rec for rec in records):
         for rec in records:
             rec.setdefault("mig", {})["max_gpu_instances"] = mig
-        p.comments["mig"] = [f"guessed: max_gpu_instances, the built-in {board.name} profile's (-q shows none)"]
+            rec["mig"].update(copy.deepcopy(table))
+        taken = "max_gpu_instances and the partition table" if table else "max_gpu_instances"
+        p.comments["mig"] = [f"guessed: {taken}, the built-in {board.name} profile's (-q shows none)"]
         guessed.append("mig.max_gpu_instances")
+        if table:
+            guessed.append("mig.gpu_instance_profiles")
     moving = closest.dynamic_metrics(board) if dynamic else None
     if moving:
         writer.move_readings(records, moving)

@@ -100,3 +100,10 @@ MIG_INSTANCES = 7
 
 def mig_instances(board: Board) -> int:
     return (board.device.get("mig") or {}).get("max_gpu_instances") or MIG_INSTANCES
+
+
+def mig_table(board: Board) -> dict:
+    """The board's MIG partition table (its GPU instance profiles and named layouts):
+    -q shows a board's MIG mode, never what it can be partitioned into."""
+    mig = board.device.get("mig") or {}
+    return {k: copy.deepcopy(mig[k]) for k in ("gpu_instance_profiles", "layouts") if k in mig}
