@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mock.h"
+#include "processes.h"
 
 static nvmlReturn_t system_string(const char *key, char *buf, unsigned int length)
 {
@@ -90,7 +91,20 @@ struct proc {
     unsigned long long used_bytes;
 };
 
-/* The GPU's processes of `kind` ('C' compute, 'G' graphics); returns how many. */
+struct append { struct proc *out; unsigned int cap, found; };
+
+static void append_live(const struct mock_process *p, void *arg)
+{
+    struct append *a = arg;
+    if (a->found < a->cap) {
+        a->out[a->found].pid = p->pid;
+        a->out[a->found].used_bytes = p->used_bytes;
+    }
+    a->found++;
+}
+
+/* The GPU's processes of `kind` ('C' compute, 'G' graphics): the state's, then for
+ * compute the CUDA processes of the node (processes.c); returns how many. */
 static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *out, unsigned int cap)
 {
     unsigned int n = gpu_list_len(g, K_PROCESSES), found = 0;
@@ -112,6 +126,11 @@ static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *
             out[found].used_bytes = mib * 1024 * 1024;
         }
         found++;
+    }
+    if (kind == 'C') {
+        struct append live = {out, cap, found};
+        mock_processes_each(g, append_live, &live);
+        found = live.found;
     }
     return found;
 }
@@ -227,6 +246,17 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device
     return list_v1(device, 0, infoCount, infos);
 }
 
+struct named { unsigned int pid; char *name; unsigned int length; int found; };
+
+static void name_if_pid(const struct mock_process *p, void *arg)
+{
+    struct named *want = arg;
+    if (!want->found && p->pid == want->pid) {
+        snprintf(want->name, want->length, "%s", p->name);
+        want->found = 1;
+    }
+}
+
 nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
     nvmlReturn_t ret = mock_require_init();
@@ -237,6 +267,10 @@ nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsi
     const struct mock_node *n = mock_node();
     for (unsigned int v = 0; v < n->nvisible; v++) {
         const struct mock_gpu *g = &n->gpus[n->visible[v]];
+        struct named live = {pid, name, length, 0};
+        mock_processes_each(g, name_if_pid, &live);
+        if (live.found)
+            return NVML_SUCCESS;
         unsigned int count = gpu_list_len(g, K_PROCESSES);
         for (unsigned int i = 0; i < count; i++) {
             char key[96], text[MOCK_VALUE_MAX];
