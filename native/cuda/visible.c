@@ -3,7 +3,10 @@
  *
  * Order: FASTEST_FIRST (the default, also for an unknown value) puts the
  * fastest first by a simple guess (compute capability, then multiprocessors
- * times clock), ties in PCI bus order; PCI_BUS_ID is PCI bus order alone.
+ * times clock) and leaves the rest as they were, which CUDA leaves unspecified:
+ * here NVML's order, so on a node of one board CUDA's ordinals are nvidia-smi's
+ * indices, as on a real node where both follow the PCI bus; PCI_BUS_ID is PCI
+ * bus order.
  *
  * Visibility, as NVIDIA's programming guide gives it: unset keeps every
  * device; set, it is a comma list read in order, and the list stops at the
@@ -34,7 +37,7 @@ static int pci_less(const struct cu_candidate *a, const struct cu_candidate *b)
 }
 
 void cu_order(const char *order, const struct cu_candidate *c, unsigned int n, unsigned int out[])
-{
+{                                                 /* c[] is in NVML's order */
     int fastest = !order || strcmp(order, MOKKA_CUDA_ORDER_PCI_BUS_ID) != 0;
     for (unsigned int i = 0; i < n; i++)
         out[i] = i;
@@ -42,7 +45,7 @@ void cu_order(const char *order, const struct cu_candidate *c, unsigned int n, u
         unsigned int x = out[i], j = i;
         while (j > 0) {
             const struct cu_candidate *a = &c[x], *b = &c[out[j - 1]];
-            int before = fastest && a->speed != b->speed ? a->speed > b->speed : pci_less(a, b);
+            int before = fastest ? a->speed > b->speed : pci_less(a, b);
             if (!before)
                 break;
             out[j] = out[j - 1];
