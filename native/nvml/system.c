@@ -192,6 +192,36 @@ static nvmlReturn_t list_v1(nvmlDevice_t device, char kind, unsigned int *count,
     return NVML_SUCCESS;
 }
 
+/* The entries of NVIDIA's nvidia-smi 550 process slots (measured: its Processes box shows
+ * pid, memory and name from these, "N/A" for the instance ids 0xFFFFFFFF). */
+struct smi_process {
+    nvmlProcessDetail_v1_t detail;
+    char name[4096];
+};
+_Static_assert(sizeof(struct smi_process) == 4128, "nvidia-smi 550 strides its buffer by 4128 bytes");
+
+nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *count, void *entries)
+{
+    struct proc procs[MAX_PROCS];
+    unsigned int n;
+    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (n > 0 && !entries)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct smi_process *out = entries;
+    for (unsigned int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].detail.pid = procs[i].pid;
+        out[i].detail.usedGpuMemory = procs[i].used_bytes;
+        out[i].detail.gpuInstanceId = 0xFFFFFFFFu;      /* no MIG */
+        out[i].detail.computeInstanceId = 0xFFFFFFFFu;
+        if (nvmlSystemGetProcessName(procs[i].pid, out[i].name, sizeof out[i].name) != NVML_SUCCESS)
+            out[i].name[0] = '\0';
+    }
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                              nvmlProcessInfo_t *infos)
 {
