@@ -71,14 +71,13 @@ static struct own_record own[MOCK_MAX_GPUS];
 static unsigned long long temp_counter;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-static void records_dir(const struct mock_node *n, char *out, size_t size)
+/* 1 and the directory beside the profile (absolute: config_locate), or 0 if it does not fit. */
+static int records_dir(const struct mock_node *n, char *out, size_t size)
 {
-    char dir[MOCK_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", n->config_yaml);      /* absolute (config_locate) */
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(out, size, "%s/%s", dir, MOKKA_PROCESS_RECORDS_DIR);
+    const char *slash = strrchr(n->config_yaml, '/');
+    int dir_len = slash ? (int)(slash - n->config_yaml) : 0;
+    int len = snprintf(out, size, "%.*s/%s", dir_len, n->config_yaml, MOKKA_PROCESS_RECORDS_DIR);
+    return len > 0 && (size_t)len < size;
 }
 
 /* The directory, never through a symlink; created (mode 01777) when `create` and missing. */
@@ -208,7 +207,18 @@ static int publish(int dir, struct own_record *rec, unsigned long long used)
     return 0;
 }
 
-/* Records and temp files no process holds any more, where this user may remove them. */
+/* 1 when `name` is one of this process's records (own_lock held): never opened here,
+ * since closing any descriptor of it would drop its POSIX lock. */
+static int is_own(const char *name)
+{
+    for (unsigned int i = 0; i < MOCK_MAX_GPUS; i++)
+        if (own[i].name[0] && strcmp(own[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Records and temp files no process holds any more, where this user may remove them
+ * (own_lock held). */
 static void sweep(int dir)
 {
     int fd = dup(dir);
@@ -224,8 +234,8 @@ static void sweep(int dir)
         struct stat st;
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
-        if (fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != geteuid())
+        if (is_own(e->d_name) || fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
             continue;
         if (e->d_name[0] == '.') {
             if (now - st.st_mtime > STALE_TEMP_SECONDS)
@@ -254,10 +264,10 @@ static nvmlReturn_t set_record(nvmlDevice_t device, int keep, unsigned long long
     struct own_record *rec = &own[g->phys];
     char path[MOCK_PATH_MAX];
     if (rec->name[0])
-        snprintf(path, sizeof path, "%s", rec->dir);
-    else
-        records_dir(g->node, path, sizeof path);
-    int dir = open_dir(path, keep);
+        memcpy(path, rec->dir, sizeof path);
+    else if (!records_dir(g->node, path, sizeof path))
+        path[0] = '\0';
+    int dir = path[0] ? open_dir(path, keep) : -1;
     if (dir < 0) {
         pthread_mutex_unlock(&own_lock);
         if (keep)
@@ -277,7 +287,7 @@ static nvmlReturn_t set_record(nvmlDevice_t device, int keep, unsigned long long
         if (!rec->name[0]) {
             sweep(dir);
             snprintf(rec->name, sizeof rec->name, "%u.%016llx", g->phys, token());
-            snprintf(rec->dir, sizeof rec->dir, "%s", path);
+            memcpy(rec->dir, path, sizeof rec->dir);
         }
         ret = publish(dir, rec, used) == 0 ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
         if (ret != NVML_SUCCESS && rec->fd < 0)
@@ -399,8 +409,7 @@ unsigned int mock_processes_each(const struct mock_gpu *g, each_process each, vo
         found++;
     }
     char path[MOCK_PATH_MAX];
-    records_dir(g->node, path, sizeof path);
-    int dir = open_dir(path, 0);
+    int dir = records_dir(g->node, path, sizeof path) ? open_dir(path, 0) : -1;
     if (dir < 0)
         return found;
     int fd = dup(dir);

@@ -3,8 +3,9 @@ in one process; print what they saw as JSON.
 
     probe.py devices            cuInit, every device's name, UUID, PCI id, memory and
                                 attribute 1-134, and NVML's view of the same GPUs
-    probe.py hold DEV BYTES     hold BYTES on device DEV (its primary context), print a line
-                                of JSON, wait for a line on stdin, release, exit
+    probe.py hold DEV BYTES     hold BYTES on device DEV (its primary context; DEV,DEV,...
+                                on each of them), print a line of JSON (free: the last
+                                one's), wait for a line on stdin, release, exit
     probe.py meminfo DEV        cuMemGetInfo on device DEV, and NVML's processes and memory
     probe.py nvml               NVML's compute processes and memory used of every GPU
     probe.py memory             the memory, stream, event, module and launch calls, each
@@ -89,13 +90,16 @@ def context(dev_index: int):
     return dev, ctx
 
 
-def hold(dev_index: int, size: int) -> None:
+def hold(dev_indices: list[int], size: int) -> None:
     value(cu.cuInit(0))
-    context(dev_index)
-    ptr = int(value(cu.cuMemAlloc(size)))
+    held = []
+    for dev_index in dev_indices:
+        context(dev_index)
+        held.append(int(value(cu.cuMemAlloc(size))))
     print(json.dumps({"pid": os.getpid(), "free": value(cu.cuMemGetInfo())[0]}), flush=True)
     sys.stdin.readline()
-    value(cu.cuMemFree(ptr))
+    for ptr in held:
+        value(cu.cuMemFree(ptr))
 
 
 def meminfo(dev_index: int) -> dict:
@@ -242,7 +246,7 @@ def fork() -> dict:
 def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
     if command == "hold":
-        hold(int(args[0]), int(args[1]))
+        hold([int(d) for d in args[0].split(",")], int(args[1]))
         return 0
     result = {"devices": devices, "memory": memory, "fork": fork, "nvml": lambda: {"nvml": nvml_view()},
               "meminfo": lambda: meminfo(int(args[0]))}[command]()

@@ -33,7 +33,7 @@ def records_dir(env) -> str:
 class Holder:
     """A process holding memory on a GPU through the driver until stopped."""
 
-    def __init__(self, lib, env, device: int, size: int):
+    def __init__(self, lib, env, device: int | str, size: int):
         self.proc = start_cuda(lib, env, "hold", str(device), str(size))
         line = self.proc.stdout.readline()
         assert line, self.proc.stderr.read()
@@ -102,6 +102,23 @@ def test_a_killed_process_is_gone_at_once_and_one_that_exits_leaves_no_record(cu
 
 def _flock(kind: int, start: int) -> bytes:
     return struct.pack("hhxxxxqqixxxx", kind, os.SEEK_SET, start, 1, 0)
+
+
+def lock_holder(path: str, byte: int) -> int:
+    """The pid the kernel reports holding a write lock on `byte` of `path` (0: none)."""
+    with open(path, "rb") as f:
+        got = fcntl.fcntl(f.fileno(), fcntl.F_GETLK, _flock(fcntl.F_WRLCK, byte))
+    kind, _, _, _, pid = struct.unpack("hhxxxxqqixxxx", got)
+    return pid if kind != fcntl.F_UNLCK else 0
+
+
+def test_a_process_on_two_gpus_keeps_the_lock_naming_it_on_both_records(cuda_lib, h100, holders):
+    """The lock on byte 1 is how a reader in another PID namespace learns the holder's pid."""
+    holders.append(Holder(cuda_lib, h100, "0,1", GiB))
+    d = records_dir(h100)
+    records = sorted(n for n in os.listdir(d) if not n.startswith("."))
+    assert [n.split(".")[0] for n in records] == ["0", "1"]
+    assert [lock_holder(os.path.join(d, n), 1) for n in records] == [holders[0].pid] * 2
 
 
 def test_hostile_records_are_ignored_and_never_block(cuda_lib, h100, holders, tmp_path):
