@@ -14,10 +14,11 @@ import pytest
 
 from mokka.core import names
 from tests.compiled import state_of
-from tests.integration import runtime as rt
-from tests.integration.conftest import (GLIBC_IMAGE, container_support, containerd, containerd_factory,  # noqa: F401
-                                        cri_api, glibc_containerd, native_node, runtime)
-from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.integration.conftest import (container_support, containerd, containerd_factory,  # noqa: F401
+                                        cri_api, glibc_containerd, runtime)
+from tests.integration.nodes import GLIBC_IMAGE, native_node
+from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.pods import exec_sync, start_container
 from tests.native.conftest import _build_module
 from tests.native.staged import nvml_build, staged_node  # noqa: F401  (fixtures)
 
@@ -70,9 +71,9 @@ def test_a_container_given_only_nvidia2_sees_one_device_gpu_2(glibc_containerd, 
                          devices=[{"host_path": overlay.gpu_node(2), "container_path": "/dev/nvidia2",
                                    "permissions": "rw"}],
                          mounts=[{"container_path": "/probe", "host_path": str(probe_dir), "readonly": True}])
-        rt.start_container(cri, cid)
-        assert rt.exec_sync(cri, cid, ["sh", "-c", "command -v python3"]).exit_code != 0
-        result = rt.exec_sync(cri, cid, ["/probe/cuda_probe"], timeout=60)
+        start_container(cri, cid)
+        assert exec_sync(cri, cid, ["sh", "-c", "command -v python3"]).exit_code != 0
+        result = exec_sync(cri, cid, ["/probe/cuda_probe"], timeout=60)
     finally:
         plugin.stop()
     assert result.exit_code == 0, result
