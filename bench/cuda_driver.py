@@ -10,7 +10,11 @@ timed in-process around the calls):
               (target: <= 2x NVML's, for 8 and for 64 GPUs)
   copy        a 256 MiB host to device copy and back (cuMemcpyHtoD + cuMemcpyDtoH,
               warmed once, best of three interleaved rounds) against memcpy of the same
-              bytes twice in the same process (target: >= 0.5x memcpy's throughput)
+              bytes twice in the same process, host to a buffer and back (target: >= 0.5x
+              memcpy's throughput). That buffer is placed as device memory is, a fresh
+              anonymous mapping (page-aligned): malloc's 256 MiB chunks start 16 bytes past
+              a page, and a copy between buffers of the same offset runs up to twice as fast
+              as one between offsets that differ, whoever calls memcpy
 
     python bench/cuda_driver.py [-n RUNS]
 """
@@ -37,6 +41,7 @@ DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 typedef int (*fn)();
 static double now(void) {
@@ -83,7 +88,9 @@ int main(int argc, char **argv) {
         int d;
         void *ctx;
         unsigned long long dev;
-        char *src = malloc(n), *dst = malloc(n), *mid = malloc(n);
+        char *src = malloc(n), *dst = malloc(n);
+        char *mid = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (!src || !dst || mid == MAP_FAILED) return 3;
         memset(src, 1, n); memset(dst, 2, n); memset(mid, 3, n);
         if (init(0) || dget(&d, 0) || create(&ctx, 0, d) || alloc(&dev, n)) return 3;
         if (h2d(dev, src, n) || d2h(dst, dev, n)) return 4;          /* warm: touch the device pages */
