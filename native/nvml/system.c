@@ -1,6 +1,7 @@
 /* System-wide queries and the processes the state lists. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mock.h"
@@ -200,26 +201,39 @@ struct smi_process {
 };
 _Static_assert(sizeof(struct smi_process) == 4128, "nvidia-smi 550 strides its buffer by 4128 bytes");
 
+/* Through NVML's own list (the count first, then the entries), so the slots follow it
+ * in every bound and error it has. */
 nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *count, void *entries)
 {
-    struct proc procs[MAX_PROCS];
-    unsigned int n;
-    nvmlReturn_t ret = list(device, kind, count, procs, &n);
-    if (ret != NVML_SUCCESS)
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = 0;
+    nvmlReturn_t ret = list_v2(device, kind, &n, NULL);
+    if (ret != NVML_SUCCESS && ret != NVML_ERROR_INSUFFICIENT_SIZE)
         return ret;
+    if (*count < n) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
     if (n > 0 && !entries)
         return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlProcessInfo_t *infos = calloc(n ? n : 1, sizeof *infos);
+    if (!infos)
+        return NVML_ERROR_MEMORY;
+    ret = list_v2(device, kind, &n, infos);      /* n may have grown since: INSUFFICIENT_SIZE */
+    *count = n;
     struct smi_process *out = entries;
-    for (unsigned int i = 0; i < n; i++) {
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
-        out[i].detail.pid = procs[i].pid;
-        out[i].detail.usedGpuMemory = procs[i].used_bytes;
-        out[i].detail.gpuInstanceId = 0xFFFFFFFFu;      /* no MIG */
-        out[i].detail.computeInstanceId = 0xFFFFFFFFu;
-        if (nvmlSystemGetProcessName(procs[i].pid, out[i].name, sizeof out[i].name) != NVML_SUCCESS)
+        out[i].detail.pid = infos[i].pid;
+        out[i].detail.usedGpuMemory = infos[i].usedGpuMemory;
+        out[i].detail.gpuInstanceId = infos[i].gpuInstanceId;
+        out[i].detail.computeInstanceId = infos[i].computeInstanceId;
+        if (nvmlSystemGetProcessName(infos[i].pid, out[i].name, sizeof out[i].name) != NVML_SUCCESS)
             out[i].name[0] = '\0';
     }
-    return NVML_SUCCESS;
+    free(infos);
+    return ret;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
