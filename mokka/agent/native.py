@@ -1,5 +1,5 @@
-"""The native files the agent stages: the mock NVML library, the LD_PRELOAD
-shims, NVIDIA's own nvidia-smi made to load that library and the InfiniBand
+"""The native files the agent stages: the mock NVML library, the mock CUDA
+driver that reads the node through it, the LD_PRELOAD shims, NVIDIA's own nvidia-smi made to load that library and the InfiniBand
 tools (mokka.agent.ibtools), the last two when the node provides them.
 
 Read once when the agent starts (they do not change while it runs). NVIDIA's
@@ -32,6 +32,7 @@ class NativeError(Exception):
 @dataclass(frozen=True)
 class NativeFiles:
     nvml_library: bytes | None = None     # libnvidia-ml.so for this machine, if built
+    cuda_library: bytes | None = None     # libcuda.so, staged only beside the NVML library
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
     shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
     ib_tools: tuple[tuple[str, bytes], ...] = ()     # (overlay-relative path, bytes), if given
@@ -47,21 +48,13 @@ SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_
 
 def load(nvidia_smi_path: str | None, arch: str | None = None,
          ib_tools: str | None = None) -> NativeFiles:
-    library = native.nvml_library(arch)
-    lib_bytes = None
-    if library:
-        with open(library, "rb") as f:
-            lib_bytes = f.read()
+    lib_bytes = _read(native.nvml_library(arch))
+    cuda_bytes = _read(native.cuda_library(arch)) if lib_bytes is not None else None
     smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None
     if smi is not None and lib_bytes is None:
         raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
                           "library to load it with; build with ./shivfile")
-    shims = []
-    for file in SHIM_FILES:
-        path = native.library(file, arch)
-        if path:
-            with open(path, "rb") as f:
-                shims.append((file, f.read()))
+    shims = [(file, data) for file in SHIM_FILES if (data := _read(native.library(file, arch))) is not None]
     tools = ()
     if ib_tools:
         from mokka.agent import ibtools
@@ -69,7 +62,15 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
             tools = ibtools.load(ib_tools, arch or os.uname().machine, find_patchelf())
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
-    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=tuple(shims), ib_tools=tools)
+    return NativeFiles(nvml_library=lib_bytes, cuda_library=cuda_bytes, nvidia_smi=smi, shims=tuple(shims),
+                       ib_tools=tools)
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def load_nvidia_smi(path: str, arch: str | None = None) -> bytes:

@@ -57,9 +57,9 @@ def control_nodes(host: Overlay) -> list[dict]:
     return [_node(host, name, major, minor) for name, major, minor in names.CONTROL_DEVICES]
 
 
-def _bind(host_path: str, container_path: str) -> dict:
+def _bind(host_path: str, container_path: str, writable: bool = False) -> dict:
     return {"hostPath": host_path, "containerPath": container_path,
-            "options": ["ro", "nosuid", "nodev", "bind"]}
+            "options": ["rw" if writable else "ro", "nosuid", "nodev", "bind"]}
 
 
 def _per_gpu_devices(state: dict, host: Overlay, by_uuid: bool) -> list[dict]:
@@ -73,20 +73,29 @@ def _per_gpu_devices(state: dict, host: Overlay, by_uuid: bool) -> list[dict]:
 
 
 def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = False,
+                 cuda_library_staged: bool = False,
                  fabricmanager_state_dir: str | None = None,
                  imex_nodes: list[dict] | None = None) -> dict:
-    """The ``nvidia.com/gpu`` spec the NVIDIA toolkit would write on a real node."""
+    """The ``nvidia.com/gpu`` spec the NVIDIA toolkit would write on a real node: the
+    libraries where its hooks would link them (beside each other, so the CUDA driver finds
+    the NVML library it reads), the config directory read-only and the CUDA process
+    records writable on top of it."""
     devices = _per_gpu_devices(state, host, by_uuid=True)
     devices.append({"name": names.CDI_DEVICE_ALL,
                     "containerEdits": {"deviceNodes": gpu_nodes(state, host)}})
     mounts = []
     if nvml_library_staged:
         mounts.append(_bind(f"{host.lib}/{names.NVML_LIB_FILE}", names.CDI_NVML_LIB_MOUNT))
+    if nvml_library_staged and cuda_library_staged:
+        mounts.append(_bind(f"{host.lib}/{names.CUDA_LIB_FILE}", names.CDI_CUDA_LIB_MOUNT))
     mounts += [
         _bind(f"{host.bin}/{names.NVIDIA_SMI}", names.CDI_NVIDIA_SMI_MOUNT),
         _bind(host.pylib, names.CDI_PYLIB_MOUNT),
         _bind(host.driver_config, names.CDI_CONFIG_MOUNT),
     ]
+    if nvml_library_staged and cuda_library_staged:
+        mounts.append(_bind(host.process_records, f"{names.CDI_CONFIG_MOUNT}/{names.PROCESS_RECORDS_DIR}",
+                            writable=True))
     env = [f"{names.ENV_NVIDIA_VISIBLE_DEVICES}={names.VISIBLE_VOID}",
            f"{names.ENV_NVML_CONFIG}={names.CDI_CONFIG_MOUNT}/{names.PROFILE_FILE}",
            f"{names.ENV_NVML_OVERRIDES}={names.CDI_CONFIG_MOUNT}/{names.OVERRIDES_DIR}"]

@@ -10,8 +10,9 @@ Each ``gpus[i]`` is the merged device of the profile (the Go Mokka field names
 and nesting, so a reader can look up any profile field) plus normalized fields
 this module fills in: ``index``, ``uuid``, ``minor_number``, ``pci`` (``bus_id``
 as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
-``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links`` and a
-normalized ``fabric`` (absent when the profile has none). ``mokka.core.statekeys``
+``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links``, a
+normalized ``fabric`` (absent when the profile has none) and the ``cuda`` block
+completed from the compute capability (mokka.core.cudaboard). ``mokka.core.statekeys``
 declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 
@@ -21,7 +22,7 @@ import copy
 import json
 
 from mokka import __version__
-from mokka.core import mig, names
+from mokka.core import cudaboard, mig, names
 from mokka.core.profile import Profile, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
@@ -50,6 +51,7 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
             del gpu["fabric"]
         if isinstance(gpu.get("mig"), dict):
             gpu["mig"] = _mig(gpu["mig"])
+        gpu["cuda"] = cudaboard.fill(gpu)
     state = {
         "schema_version": names.STATE_SCHEMA_VERSION,
         "generator": f"mokka {__version__}",

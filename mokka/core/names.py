@@ -398,6 +398,26 @@ CDI_NVML_LIB_MOUNT = "/usr/lib64/libnvidia-ml.so.1"
 NVML_LIB_FILE = "libnvidia-ml.so.1"        # the soname; a link to the versioned file
 NVML_LIB_DEV_LINK = "libnvidia-ml.so"       # nvtop dlopens this name first
 NVML_LIB_VERSIONED = "libnvidia-ml.so.{driver_version}"   # the file itself, as a driver ships it
+#: The mock CUDA driver (native/cuda), staged beside the NVML library in the same way.
+CUDA_LIB_FILE = "libcuda.so.1"             # the soname cudart, numba and cuda-bindings dlopen
+CUDA_LIB_DEV_LINK = "libcuda.so"           # what a program links with -lcuda (numba tries it first)
+CUDA_LIB_VERSIONED = "libcuda.so.{driver_version}"
+CDI_CUDA_LIB_MOUNT = "/usr/lib64/libcuda.so.1"
+#: The CUDA driver's environment: which devices a process sees, and in which order.
+ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ENV_CUDA_DEVICE_ORDER = "CUDA_DEVICE_ORDER"
+#: EAGER asks cuModuleGetLoadingMode for eager loading (lazy is the default since CUDA 12.2).
+ENV_CUDA_MODULE_LOADING = "CUDA_MODULE_LOADING"
+CUDA_MODULE_LOADING_EAGER = "EAGER"
+CUDA_ORDER_FASTEST_FIRST = "FASTEST_FIRST"
+CUDA_ORDER_PCI_BUS_ID = "PCI_BUS_ID"
+#: The compute processes of the node: a directory beside config.yaml (so in driver/config,
+#: writable in NRI containers; the CDI spec mounts it writable), mode 01777 as /tmp is. Every
+#: CUDA process keeps one record per GPU it holds a context on, named
+#: ``<physical index>.<token>``, written by the mock NVML library (native/nvml/processes.c)
+#: and locked for the process's life; NVML counts a record only while its lock is held.
+PROCESS_RECORDS_DIR = "processes"
+PROCESS_RECORDS_MODE = 0o1777
 #: The private table NVIDIA's nvidia-smi 550 asks nvmlInternalGetExportTable for: its
 #: 16-byte id as the bytes it passes, and the slots Mokka's nvidia-smi calls too
 #: (native/nvml/export_table.c says what each does).

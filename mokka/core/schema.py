@@ -22,6 +22,7 @@ from mokka.core import names
 INT64_MAX = 2**63 - 1
 NA = "N/A"
 UINT32_MAX = 2**32 - 1
+INT32_MAX = 2**31 - 1
 #: C0 controls and DEL: no known string field may hold one (they name files, CDI devices,
 #: lines of the companion the C library reads).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -372,6 +373,12 @@ DEVICE_FIELDS = {
                            "type": Str(), "used_memory_mib": Int()}), max_len=1024),
     "accounting": Map({"buffer_size": Int(), "mode": Str()}),
     "compute_capability": Map(ints("major minor", maximum=99)),
+    # What the CUDA driver reports of the board beyond NVML (native/cuda: cuDeviceGetAttribute);
+    # compile fills what a profile leaves out from its compute capability (mokka/core/cudaboard.py).
+    "cuda": Map(ints("multiprocessor_count l2_cache_bytes max_threads_per_multiprocessor "
+                     "max_blocks_per_multiprocessor shared_memory_per_multiprocessor_bytes "
+                     "shared_memory_per_block_optin_bytes registers_per_multiprocessor "
+                     "async_engine_count", maximum=INT32_MAX)),
     "display": Map(strs("active mode")),
     "driver_model": Map(strs("current pending")),
     "gpu_operation_mode": Map(strs("current pending")),

@@ -38,9 +38,12 @@
  *       1 Enabled. Each from the state (board.c); NOT_SUPPORTED without it.
  *   -q, per GPU, answered NOT_SUPPORTED (printed N/A, as on most real systems):
  *       164 IBMNPU Relaxed Ordering Mode; 231 a Memory clock row; 208 a Graphics row;
- *       212, also once per GPU in the default table: (device, unsigned int *count
- *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
- *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
+ *   212, 213, 214  per GPU in the default table, `--query-compute-apps` (212
+ *       only) and `-q`: the compute, graphics and MPS processes, (device,
+ *       unsigned int *count (in: the capacity, 500 or 250), entries, …). An entry
+ *       is an nvmlProcessDetail_v1_t and the process name (4096 bytes): the box
+ *       prints its pid, memory and name (system.c). NOT_SUPPORTED from any of the
+ *       three gives "No running processes found".
  *   `-r`/`--gpu-reset` [-i N,…], in this order (learned the same way, by
  *   answering one slot at a time until nvidia-smi printed its success text):
  *   19  per GPU: (device, unsigned int *is_primary). An error prints "could not
@@ -86,6 +89,9 @@ enum {
     SLOT_RESET_MODE = 168,
     SLOT_RESET_GROUP_ALLOC = 181,
     SLOT_RESET_GROUP_GET = 182,
+    SLOT_COMPUTE_PROCESSES = 212,
+    SLOT_GRAPHICS_PROCESSES = 213,
+    SLOT_MPS_PROCESSES = 214,
     SLOT_HOST_MAX_PCIE_GEN = 229,
     SLOT_GPU_PART_NUMBER = 230,
     SLOT_FRU_PART_NUMBER = 236,
@@ -227,6 +233,12 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         if (a1 == NULL)
             return NVML_ERROR_INVALID_ARGUMENT;
         return nvmlDeviceGetHandleByIndex_v2((unsigned int)(uintptr_t)a0, (nvmlDevice_t *)a1);
+    case SLOT_COMPUTE_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 'C', (unsigned int *)a1, a2);
+    case SLOT_GRAPHICS_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 'G', (unsigned int *)a1, a2);
+    case SLOT_MPS_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 0, (unsigned int *)a1, a2);
     case SLOT_HOST_MAX_PCIE_GEN:
         return host_max_pcie_gen(a0, a1);
     case SLOT_TLIMIT_TEMP:

@@ -49,6 +49,13 @@ int mock_physical_of(nvmlDevice_t device, unsigned int *phys);
  * first that could not be dropped (one line on stderr says why). */
 nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices);
 
+/* --- system.c: the process lists of nvidia-smi's private slots ------------------------ */
+
+/* The GPU's processes of `kind` ('C' compute, 'G' graphics, 0 MPS) as nvidia-smi 550's
+ * slots 212-214 return them: *count in is the capacity, out the number written (or
+ * needed, with INSUFFICIENT_SIZE); each entry a process detail and its name. */
+nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *count, void *entries);
+
 /* --- fields.c: T.Limit --------------------------------------------------------- */
 
 /* How far the GPU's temperature lies below T.Limit (its maximum operating temperature), in

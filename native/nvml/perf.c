@@ -10,6 +10,7 @@
 
 #include "mig.h"
 #include "mock.h"
+#include "processes.h"
 
 #define SAMPLING_PERIOD_US 1000000u
 
@@ -32,6 +33,11 @@ static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
         return NVML_ERROR_NOT_SUPPORTED;
     gpu_u64(g, K_MEMORY_RESERVED_BYTES, &m->reserved);
     gpu_u64(g, K_MEMORY_USED_BYTES, &m->used);
+    /* The node's CUDA processes, never past what the board has (a record is hostile input). */
+    unsigned long long live = mock_processes_used(g);
+    unsigned long long usable = m->total > m->reserved ? m->total - m->reserved : 0;
+    if (live > 0)
+        m->used = m->used < usable ? m->used + (live < usable - m->used ? live : usable - m->used) : m->used;
     unsigned long long taken = m->reserved + m->used;  /* values.memory_mib: never negative */
     m->free = taken < m->total ? m->total - taken : 0;
     return NVML_SUCCESS;

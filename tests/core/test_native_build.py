@@ -34,7 +34,8 @@ def test_build_pins_in_pyproject_equal_native_requirements():
         build_pins = _pins(f)
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
         test_extra = _pins(tomllib.load(f)["project"]["optional-dependencies"]["test"])
-    assert build_pins == {"shiv==1.0.8", "ziglang==0.14.1", "nvidia-nvml-dev-cu12==12.4.127"}
+    assert build_pins == {"shiv==1.0.8", "ziglang==0.14.1", "nvidia-nvml-dev-cu12==12.4.127",
+                          "nvidia-cuda-runtime-cu12==12.4.127"}
     assert build_pins <= test_extra
 
 

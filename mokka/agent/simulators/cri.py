@@ -28,6 +28,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     fabric = host.overlay.fabric_state
     specs = dict(cdi.specs(desired.state, host.overlay,
                            nvml_library_staged=host.native.nvml_library is not None,
+                           cuda_library_staged=host.native.cuda_library is not None,
                            fabricmanager_state_dir=fabric if os.path.isdir(fabric) else None))
     specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
