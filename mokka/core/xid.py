@@ -175,10 +175,10 @@ class Refused(ValueError):
     replaced by its next writer. The reason names the field, never a value from the file."""
 
 
-def _number(item: dict, key: str, lo: int, hi: int, where: str) -> int:
+def _number(item: dict, key: str, lo: int, hi: int, where: str = "") -> int:
     value = item.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise Refused(f"{where}: {key} is not an integer from {lo} to {hi}")
+        raise Refused(f"{where}{key} is not an integer from {lo} to {hi}")
     return value
 
 
@@ -189,7 +189,7 @@ def parse(doc) -> tuple[list[Event], int]:
     MAX_XID_SEQ, MAX_GPUS) before it is used, as the mock NVML holds the companion."""
     if not isinstance(doc, dict):
         raise Refused("not a mapping")
-    last = _number(doc, "last_seq", 0, names.MAX_XID_SEQ, "the document")
+    last = _number(doc, "last_seq", 0, names.MAX_XID_SEQ)
     listed = doc.get("events")
     if listed is None:
         listed = []
@@ -199,12 +199,12 @@ def parse(doc) -> tuple[list[Event], int]:
         raise Refused(f"more than {names.MAX_XID_EVENTS} events")
     events = []
     for n, item in enumerate(listed):
-        where = f"event {n}"
+        where = f"event {n}: "
         if not isinstance(item, dict):
-            raise Refused(f"{where} is not a mapping")
+            raise Refused(f"event {n} is not a mapping")
         uuid, bus_id = item.get("uuid"), item.get("bus_id")
         if not isinstance(uuid, str) or not isinstance(bus_id, str) or len(uuid) > 64 or len(bus_id) > 64:
-            raise Refused(f"{where}: uuid and bus_id are not strings of at most 64 characters")
+            raise Refused(f"{where}uuid and bus_id are not strings of at most 64 characters")
         events.append(Event(_number(item, "seq", 1, last, where),
                             Injection(_number(item, "gpu", 0, names.MAX_GPUS - 1, where), uuid, bus_id,
                                       _number(item, "code", 1, 0xFFFFFFFF, where))))
