@@ -35,19 +35,25 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 def _open_dir(directory: str, create: bool) -> int | None:
     """An fd on the overrides directory, never through a link; None when it is absent
     (and not ``create``). Anything else in its place is removed: the place is Mokka's."""
+    made = False
     for _ in range(3):
         try:
-            return os.open(directory, _DIR_FLAGS)
+            fd = os.open(directory, _DIR_FLAGS)
         except FileNotFoundError:
             if not create:
                 return None
             try:
                 os.mkdir(directory, 0o755)
-                os.chmod(directory, 0o755, follow_symlinks=False)   # not the umask's
+                made = True
             except FileExistsError:
                 pass
+            continue
         except NotADirectoryError:             # a link (O_NOFOLLOW), a file, a FIFO
             os.unlink(directory)
+            continue
+        if made:
+            os.fchmod(fd, 0o755)               # the mode, not the umask's
+        return fd
     raise OverridesError(f"{directory}: replaced by something else on every try; "
                          "stop what keeps replacing it and run this again")
 

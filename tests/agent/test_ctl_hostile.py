@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
-
 import pytest
 import yaml
 
@@ -18,6 +15,7 @@ from helpers import run_agent
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay
+from tests.locks import flock_held
 from tests.native.staged import StagedNode, ctl, nvml_build, ok  # noqa: F401 (fixture)
 
 SECRET = "s3cr3t-value-9f2c"
@@ -106,7 +104,8 @@ def test_an_overrides_directory_swapped_for_a_link_sends_nothing_elsewhere(node,
     assert sorted(os.listdir(elsewhere)) == ["all.yaml", "gpu0.nvml", "gpu0.yaml"]
     os.symlink(str(elsewhere), node.overlay.overrides)
     ok(ctl(node, "set", "0", "temperature=82"))
-    assert not os.path.islink(node.overlay.overrides)
+    st = os.lstat(node.overlay.overrides)
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755
     assert_mokkas(overrides(node), {"thermal": {"temperature_gpu_c": 82}})
     assert all((elsewhere / n).read_text() == "kept: true\n" for n in os.listdir(elsewhere))
 
@@ -122,27 +121,12 @@ def test_a_directory_named_like_a_document_is_removed_by_reset_and_set(node):
     assert_mokkas(overrides(node, "gpu1.yaml"), {"thermal": {"temperature_gpu_c": 83}})
 
 
-def hold_lock(directory: str) -> subprocess.Popen:
-    """A workload's process holding flock on ``directory`` until its stdin closes."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys\n"
-         f"fd = os.open({directory!r}, os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
-         "print('held', flush=True)\nsys.stdin.read()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    return holder
-
-
 @pytest.mark.parametrize("verb", [("xid", "0", "79"), ("set", "0", "temperature=84")])
 def test_a_held_lock_fails_ctl_in_one_line_naming_the_holder(node, verb):
     os.makedirs(node.overlay.overrides, exist_ok=True)
     locked = node.overlay.driver_config if verb[0] == "xid" else node.overlay.overrides
-    holder = hold_lock(locked)
-    try:
+    with flock_held(locked) as holder:
         done = ctl(node, *verb)                    # bounded: the helper's timeout is a hang
-    finally:
-        holder.stdin.close()
-        holder.wait(10)
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         f"ctl: {locked} is locked by pid {holder.pid}, held for over 5 s: end that process "

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 
 import yaml
 
 from helpers import AgentProcess, profile_bytes
 from test_kernellog_process import inject
+from tests.locks import flock_held
 from tests.waiting import wait_until
 from treelist import diff, listing
 
@@ -51,16 +50,6 @@ ATTACKS = [
     ("a directory", "directory", "it is a directory, not a regular file"),
     ("a link to a secret", "link", "it is a symbolic link, not a regular file"),
 ]
-
-
-def hold_lock(directory: str) -> subprocess.Popen:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys\n"
-         f"fd = os.open({directory!r}, os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
-         "print('held', flush=True)\nsys.stdin.read()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    return holder
 
 
 def test_kernellog_replaces_a_hostile_events_file_and_keeps_announcing(scratch):
@@ -113,14 +102,10 @@ def test_kernellog_replaces_a_hostile_events_file_and_keeps_announcing(scratch):
     assert open(secret).read().endswith(f"password: {SECRET}\n")
     assert not any(SECRET in str(line) for line in agent.log_lines())
 
-    holder = hold_lock(os.path.dirname(events))     # a workload's flock on driver/config
-    try:
+    with flock_held(os.path.dirname(events)) as holder:     # a workload's flock on driver/config
         announce(43, len(ATTACKS) + 2)
         assert any(line.get("msg", "").startswith("the config directory's lock is held")
                    and line.get("holder") == str(holder.pid) for line in agent.log_lines())
-    finally:
-        holder.stdin.close()
-        holder.wait(10)
 
     assert not any("crashed" in str(line.get("msg")) for line in agent.log_lines())
     assert agent.terminate() == 0

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 
 from mokka.core import fsutil
+from tests.locks import flock_held
 
 
 def kinds(tmp_path):
@@ -99,24 +98,15 @@ def test_remove_at_empties_a_directory_without_following_its_links(tmp_path):
 def test_a_held_directory_lock_is_waited_for_within_the_bound_and_names_its_holder(tmp_path):
     directory = str(tmp_path / "config")
     os.makedirs(directory)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys\n"
-         f"fd = os.open({directory!r}, os.O_RDONLY)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
-         "print('held', flush=True)\nsys.stdin.read()\n"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline() == "held\n"
+    seen = []
+    with flock_held(directory) as holder:
         with pytest.raises(fsutil.LockHeld) as got:
             with fsutil.dir_locked(os.path.join(directory, "x.yaml"), timeout=0.1):
                 pass
         assert str(got.value) == (f"{directory} is locked by pid {holder.pid}, held for over 0.1 s: "
                                   "end that process or wait for it, then run this again")
-        seen = []
         with fsutil.dir_locked_or_not(os.path.join(directory, "x.yaml"), 0.1, seen.append) as held:
             assert held is False
         assert [e.pid for e in seen] == [str(holder.pid)]
-    finally:
-        holder.stdin.close()
-        holder.wait(10)
     with fsutil.dir_locked_or_not(os.path.join(directory, "x.yaml"), 0.1, seen.append) as held:
         assert held is True
