@@ -160,8 +160,9 @@ def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str,
             previous, last = [], 0
         events, event, last = xid.inject(previous, injection, last)
         text, companion = xid.render(events, last)
-        atomic_write(flatstate.companion_path(path), companion)    # companion first, as kernellog
-        atomic_write(path, text)
+        # companion first, as kernellog; a directory a workload made at either name goes
+        atomic_write(flatstate.companion_path(path), companion, replace_dir=True)
+        atomic_write(path, text, replace_dir=True)
     line = xid.kmsg_line(injection, node_name)
     print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
                       "code": code, "kmsg": line}))

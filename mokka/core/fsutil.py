@@ -40,7 +40,7 @@ FAULT = _Fault()
 
 
 def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = True,
-                 dir_fd: int | None = None) -> bool:
+                 dir_fd: int | None = None, replace_dir: bool = False) -> bool:
     """Write ``data`` to ``path`` through a unique temp file and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly
@@ -55,7 +55,8 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
 
     Whatever was at ``path`` is replaced, never opened through or written into: a
     link, a FIFO or a device gives way to the new file, whose mode is ``mode`` and
-    nothing else (a directory there: IsADirectoryError naming ``path``). With
+    nothing else. A directory there is removed first with ``replace_dir`` (a place a
+    workload can write, where the name is Mokka's), else IsADirectoryError names ``path``. With
     ``dir_fd``, ``path`` is a name in that directory, which no rename of a
     directory above it can redirect.
     """
@@ -88,7 +89,10 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
         try:
             os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except IsADirectoryError:
-            raise IsADirectoryError(errno.EISDIR, "a directory is where the file belongs", path) from None
+            if not replace_dir:
+                raise IsADirectoryError(errno.EISDIR, "a directory is where the file belongs", path) from None
+            _remove_in_place(path, dir_fd)
+            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
             os.unlink(tmp, dir_fd=dir_fd)
@@ -96,6 +100,17 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
             pass
         raise
     return True
+
+
+def _remove_in_place(path: str, dir_fd: int | None) -> None:
+    if dir_fd is not None:
+        remove_at(dir_fd, path)
+        return
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        remove_at(fd, os.path.basename(path))
+    finally:
+        os.close(fd)
 
 
 def _new_temp(directory: str, dir_fd: int | None = None) -> tuple[int, str]:

@@ -197,9 +197,4 @@ def _write_at(fd: int, name: str, text: bytes, doc: dict | None) -> None:
         doc = yamlio.safe_load(text)
     for each, data in ((flatstate.companion_path(name), flatstate.overrides_companion(doc, text)),
                        (name, text)):
-        try:
-            atomic_write(each, data, 0o644, dir_fd=fd)
-        except IsADirectoryError:
-            from mokka.core.fsutil import remove_at
-            remove_at(fd, each)
-            atomic_write(each, data, 0o644, dir_fd=fd)
+        atomic_write(each, data, 0o644, dir_fd=fd, replace_dir=True)

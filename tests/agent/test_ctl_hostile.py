@@ -7,6 +7,7 @@ holder. Run as the root ctl would be: against a node the real agent staged."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import pytest
 import yaml
@@ -49,7 +50,7 @@ def clean(node):
     for name in (names.XID_EVENTS_FILE, "xid-events.nvml"):
         path = os.path.join(node.overlay.driver_config, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            os.rmdir(path)
+            shutil.rmtree(path)
         elif os.path.lexists(path):
             os.unlink(path)
 
@@ -139,6 +140,7 @@ def test_a_held_lock_fails_ctl_in_one_line_naming_the_holder(node, verb):
     (b"version: 1\nlast_seq: 18446744073709551615\nevents: []\n", "last_seq is not an integer"),
     ("fifo", "it is a FIFO"),
     ("link", "it is a symbolic link"),
+    ("directory", "it is a directory"),
 ])
 def test_a_corrupt_events_file_is_replaced_and_the_numbering_recovers(node, outside, attack, reason):
     path = os.path.join(node.overlay.driver_config, names.XID_EVENTS_FILE)
@@ -146,6 +148,8 @@ def test_a_corrupt_events_file_is_replaced_and_the_numbering_recovers(node, outs
         os.mkfifo(path)
     elif attack == "link":
         os.symlink(str(outside / "secret.yaml"), path)
+    elif attack == "directory":
+        os.makedirs(os.path.join(path, "deep"))
     else:
         with open(path, "wb") as f:
             f.write(attack)

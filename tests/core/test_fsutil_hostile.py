@@ -60,13 +60,16 @@ def test_atomic_write_through_a_directory_fd_is_not_redirected_by_a_swapped_dire
     assert os.listdir(elsewhere) == [] and os.listdir(tmp_path / "moved") == ["doc.yaml"]
 
 
-def test_atomic_write_names_the_path_of_a_directory_in_the_way(tmp_path):
+def test_atomic_write_names_a_directory_in_the_way_or_replaces_it(tmp_path):
     path = tmp_path / "x.yaml"
     (path / "deep").mkdir(parents=True)
     with pytest.raises(IsADirectoryError) as got:
         fsutil.atomic_write(str(path), b"a\n")
     assert got.value.filename == str(path)
     assert sorted(os.listdir(tmp_path)) == ["x.yaml"]      # no temp file left
+    os.symlink(str(tmp_path / "x.yaml"), path / "deep" / "back")
+    assert fsutil.atomic_write(str(path), b"a\n", replace_dir=True) is True
+    assert sorted(os.listdir(tmp_path)) == ["x.yaml"] and path.read_bytes() == b"a\n"
 
 
 def test_read_without_following_refuses_a_link_and_a_fifo_at_once(tmp_path):
