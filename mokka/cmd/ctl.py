@@ -185,7 +185,8 @@ def append_kmsg(events_path: str, named: str | None, line: str) -> str:
     if target.path is None:
         return f"reached the mock NVML only: {target.why}"
     try:
-        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY)  # never created
+        # never created; O_NONBLOCK: a FIFO with no reader there fails at once, never hangs
+        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError as exc:
         return (f"reached the mock NVML only: cannot open the kernel log {target.path} "
                 f"({target.why}): {exc.strerror}; name another with --kmsg-path or {ENV_KMSG_PATH}")

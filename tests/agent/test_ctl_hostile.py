@@ -163,3 +163,13 @@ def test_a_corrupt_events_file_is_replaced_and_the_numbering_recovers(node, outs
     doc = yaml.safe_load(open(path))
     assert doc["last_seq"] == 1 and [(e["seq"], e["gpu"], e["code"]) for e in doc["events"]] == [(1, 1, 79)]
     assert yaml.safe_load(ok(ctl(node, "xid", "1", "48")))["seq"] == 2
+
+
+def test_a_kernel_log_that_is_a_fifo_with_no_reader_fails_at_once(node, tmp_path):
+    fifo = str(tmp_path / "kmsg")
+    os.mkfifo(fifo)
+    done = ctl(node, "xid", "0", "79", "--kmsg-path", fifo)       # the helper's timeout is a hang
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"ctl: Xid 79: reached the mock NVML only: cannot open the kernel log {fifo} (named by "
+        "--kmsg-path): No such device or address; name another with --kmsg-path or MOKKA_CTL_KMSG_PATH")

@@ -132,7 +132,8 @@ class KernelLog:
 
     def _kmsg(self, line: str) -> None:
         try:
-            fd = os.open(self.kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO with no reader there fails at once instead of hanging the announcer
+            fd = os.open(self.kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as exc:
             if not self._kmsg_warned:
                 self._kmsg_warned = True
