@@ -12,7 +12,7 @@ import stat
 
 import yaml
 
-from helpers import AgentProcess, profile_bytes
+from helpers import AgentProcess, kernel_log_standin, profile_bytes
 from test_kernellog_process import inject
 from tests.locks import flock_held
 from tests.waiting import wait_until
@@ -58,9 +58,7 @@ def test_kernellog_replaces_a_hostile_events_file_and_keeps_announcing(scratch):
     with open(secret, "w") as f:
         f.write(f"last_seq: 1\nevents: []\npassword: {SECRET}\n")
     os.chmod(secret, 0o600)
-    kmsg = os.path.join(root, names.KMSG_PATH.lstrip("/"))
-    os.makedirs(os.path.dirname(kmsg))
-    open(kmsg, "w").close()
+    kmsg = kernel_log_standin(root)
     before = listing(root)
     profile = os.path.join(outside, "profile.yaml")
     healthy = profile_bytes("t4", 2)
