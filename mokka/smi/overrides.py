@@ -32,9 +32,10 @@ class OverridesError(Exception):
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _open_dir(directory: str, create: bool) -> int | None:
+def _open_dir(directory: str, create: bool, claim: bool) -> int | None:
     """An fd on the overrides directory, never through a link; None when it is absent
-    (and not ``create``). Anything else in its place is removed: the place is Mokka's."""
+    (and not ``create``). Anything else in its place is removed by a writer (``claim``:
+    the place is Mokka's) and refused to a reader."""
     made = False
     for _ in range(3):
         try:
@@ -49,6 +50,9 @@ def _open_dir(directory: str, create: bool) -> int | None:
                 pass
             continue
         except NotADirectoryError:             # a link (O_NOFOLLOW), a file, a FIFO
+            if not claim:
+                raise OverridesError(f"ignoring overrides {directory}: not a directory (a link or a "
+                                     "file); ctl set or ctl reset replaces it") from None
             os.unlink(directory)
             continue
         if made:
@@ -59,8 +63,8 @@ def _open_dir(directory: str, create: bool) -> int | None:
 
 
 @contextlib.contextmanager
-def _opened(directory: str, create: bool = False):
-    fd = _open_dir(directory, create)
+def _opened(directory: str, create: bool = False, claim: bool = True):
+    fd = _open_dir(directory, create, claim)
     try:
         yield fd
     finally:
@@ -75,7 +79,7 @@ def scope_path(directory: str, physical_index: int | None) -> str:
 def read(path: str) -> dict | None:
     """One scope's document (bounded YAML), None when absent or empty."""
     directory, name = os.path.split(path)
-    with _opened(directory) as fd:
+    with _opened(directory, claim=False) as fd:
         return None if fd is None else _read_at(fd, name, path)
 
 

@@ -101,6 +101,9 @@ def test_an_overrides_directory_swapped_for_a_link_sends_nothing_elsewhere(node,
     os.makedirs(node.overlay.overrides, exist_ok=True)
     os.rmdir(node.overlay.overrides)
     os.symlink(str(elsewhere), node.overlay.overrides)
+    status = ok(ctl(node, "status"))
+    assert "not a directory (a link or a file)" in status and "kept" not in status.replace(str(outside), "")
+    assert os.path.islink(node.overlay.overrides)          # a reader refuses, changes nothing
     ok(ctl(node, "reset"))
     assert sorted(os.listdir(elsewhere)) == ["all.yaml", "gpu0.nvml", "gpu0.yaml"]
     os.symlink(str(elsewhere), node.overlay.overrides)
