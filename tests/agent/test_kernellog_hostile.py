@@ -97,6 +97,9 @@ def test_kernellog_replaces_a_hostile_events_file_and_keeps_announcing(scratch):
         assert any(line.get("msg") == "the Xid events file is not one Mokka wrote: replacing it"
                    and line.get("path") == events and str(line.get("reason", "")).startswith(reason)
                    for line in agent.log_lines()), name
+        code, body = agent.probe("/healthz")
+        assert code == 200 and body["notices"]["kernellog"] == {
+            "file": events, "reason": f"{reason}; replaced by Mokka's own"}, (name, body)
     assert open(secret).read().endswith(f"password: {SECRET}\n")
     assert not any(SECRET in str(line) for line in agent.log_lines())
 
@@ -104,6 +107,9 @@ def test_kernellog_replaces_a_hostile_events_file_and_keeps_announcing(scratch):
         announce(43, len(ATTACKS) + 2)
         assert any(line.get("msg", "").startswith("the config directory's lock is held")
                    and line.get("holder") == str(holder.pid) for line in agent.log_lines())
+        notice = agent.probe("/healthz")[1]["notices"]["kernellog"]
+        assert notice["file"] == os.path.dirname(events)
+        assert notice["reason"].startswith(f"{os.path.dirname(events)} is locked by pid {holder.pid}, ")
 
     assert not any("crashed" in str(line.get("msg")) for line in agent.log_lines())
     assert agent.terminate() == 0

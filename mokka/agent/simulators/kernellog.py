@@ -56,6 +56,7 @@ class KernelLog:
         self._changed = threading.Event()
         self._kmsg_warned = False
         self._last_seq = 0                          # the highest number this agent wrote
+        self._notice: dict | None = None            # the last file refused or lock gone round
         self.announced = 0                          # lines written (for tests and the log)
 
     # --- the Daemon verbs ----------------------------------------------------
@@ -76,6 +77,10 @@ class KernelLog:
 
     def ready(self) -> tuple[bool, str]:
         return self.supervisor.ready()
+
+    def notice(self) -> dict | None:
+        """What the announcer last worked around (for /healthz): the file and the reason."""
+        return self._notice
 
     # --- the announcer ---------------------------------------------------------
     def _hand(self, desired: Desired) -> None:
@@ -121,6 +126,7 @@ class KernelLog:
     def _lock_held(self, exc: fsutil.LockHeld) -> None:
         self.host.log.warning("the config directory's lock is held: writing the Xid events "
                               "without it", path=exc.directory, holder=exc.pid or "unknown")
+        self._notice = {"file": exc.directory, "reason": f"{exc}; the Xid events were written without it"}
 
     def _recorded(self) -> tuple[list[xid.Event], int]:
         try:
@@ -128,6 +134,7 @@ class KernelLog:
         except xid.Refused as exc:
             self.host.log.warning("the Xid events file is not one Mokka wrote: replacing it",
                                   path=self.events_path, reason=str(exc))
+            self._notice = {"file": self.events_path, "reason": f"{exc}; replaced by Mokka's own"}
             return [], 0
 
     def _kmsg(self, line: str) -> None:
