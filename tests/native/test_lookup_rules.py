@@ -1,5 +1,6 @@
 """How the library looks a reading up: a GPU's own overrides layer over the profile key by
-key, "N/A" is a reading the board does not report, and a list is as long as the profile's."""
+key, "N/A" is a reading the board does not report, a flag is NVML's 1 or 0, and a list is as
+long as the profile's."""
 
 from __future__ import annotations
 
@@ -41,3 +42,9 @@ def test_a_list_is_as_long_as_the_profile_declares(nvml_lib, tmp_path):
     gpus = _dump(nvml_lib, tmp_path, "h100", {})
     assert gpus[0]["SupportedMemoryClocks"] == [2619]
     assert gpus[0]["RemappedRows"] == [0, 0, 0, 0]
+
+
+def test_a_flag_reads_as_nvmls_one(nvml_lib, tmp_path):
+    gpus = _dump(nvml_lib, tmp_path, "h100", {2: "remapped_rows:\n  pending: true\n"})
+    # (correctable, uncorrectable, pending, failure occurred)
+    assert [g["RemappedRows"] for g in gpus[1:3]] == [[0, 0, 0, 0], [0, 0, 1, 0]]
