@@ -409,3 +409,41 @@ MAX_DOCUMENT_NODES = 100_000
 #: Nodes of the compiled state: device_defaults is copied into every GPU, so a profile whose
 #: defaults times its GPU count exceeds this is refused before compiling.
 MAX_STATE_NODES = 1_000_000
+
+# --- Bounds on what the mock NVML library reads (native/nvml/flat.c, kinds.c) ---
+# Every file in driver/config is writable by every injected container, so each
+# companion is hostile input: a file past its bound is refused unread. The bounds
+# are about 10x what a real node produces; flatstate.render refuses to write more.
+
+#: The state companion: 64 GPUs of the largest built-in profile compile to 1.2 MB in
+#: 26 700 lines (one GPU: about 19 KB, 420 lines).
+MAX_STATE_COMPANION_BYTES = 16 * 1024 * 1024
+MAX_STATE_COMPANION_LINES = 1 << 19
+#: One overrides document holds fields of one GPU's state (all of them: 19 KB, 420 lines),
+#: and a node may have 65 of them loaded at once (every GPU's and ``all``).
+MAX_OVERRIDES_COMPANION_BYTES = 64 * 1024
+MAX_OVERRIDES_COMPANION_LINES = 2048
+#: The topology companion: three lines of about 200 bytes per node; a cluster of
+#: 25 000 nodes (100 000 GPUs, four per node) takes 5 MB.
+MAX_TOPOLOGY_COMPANION_BYTES = 16 * 1024 * 1024
+MAX_TOPOLOGY_COMPANION_LINES = 1 << 19
+#: The Xid events document: its writers keep the injections of the profile (one per
+#: GPU at most) and those of ``mokka ctl xid`` since, up to MAX_XID_EVENTS.
+MAX_EVENTS_COMPANION_BYTES = 256 * 1024
+MAX_EVENTS_COMPANION_LINES = 4096
+MAX_XID_EVENTS = 1024
+#: The largest Xid sequence number (and last_seq) a reader takes: exact in every JSON
+#: reader, and a node injecting a million Xids a second would take 285 years to reach it.
+#: A document past it is refused; its writer starts the numbering again.
+MAX_XID_SEQ = 2**53 - 1
+#: What NVML allows: NVML_NVLINK_MAX_LINKS links per GPU (nvml.h; checked at build time).
+MAX_NVLINK_LINKS = 18
+#: Processes one GPU lists: each holds a context of a few hundred MiB of device memory,
+#: so even a 192 GB GPU runs fewer than this many.
+MAX_GPU_PROCESSES = 1024
+#: CPU numbers in a cpu_affinity list: Linux's largest NR_CPUS (x86_64 MAXSMP).
+MAX_CPUS = 8192
+#: The kubelet's layout of a ConfigMap volume: ``NAME -> ..data/NAME``, ``..data`` a link to
+#: the current timestamped directory. The one link the library follows, and only outside the
+#: staged config directory (native/nvml/node.c, the topology document).
+KUBELET_DATA_LINK = "..data"
