@@ -12,6 +12,10 @@
     probe.py reset INDEX...     what NVIDIA's nvidia-smi -r calls in the export table: slot 19
                                 (is primary) per GPU, 168 (mode), 181 and 182 (the group), then
                                 167 (the reset) with the GPUs' handles; the return codes
+    probe.py survey             "ready" once the library is loaded, then what a monitor asks:
+                                dump's queries of every GPU, P2P and topology sets, process
+                                names, an Xid wait; never raises (a query that fails is its
+                                error or its exception's name)
 
 Prints one JSON document (watch: one line per change). An NVML error is
 ["err", code]. pynvml's own fabric struct (12.550.89) has a 80-byte UUID and is
@@ -369,6 +373,40 @@ def extra():
     return out
 
 
+def guarded(fn, *args):
+    """``call`` that also survives what a consumer's own code may raise on odd bytes."""
+    try:
+        return call(fn, *args)
+    except Exception as exc:  # noqa: BLE001 - the survey reports, never stops
+        return ["raised", type(exc).__name__]
+
+
+def survey():
+    try:
+        n.nvmlInit()
+    except n.NVMLError as exc:
+        return {"init": exc.value}
+    handles = []
+    for i in range(n.nvmlDeviceGetCount()):
+        h = guarded(n.nvmlDeviceGetHandleByIndex, i)
+        if not isinstance(h, list):
+            handles.append(h)
+    out = {"init": 0, "gpus": [guarded(gpu_dump, h) for h in handles]}
+    out["p2p"] = [[guarded(n.nvmlDeviceGetP2PStatus, a, b, n.NVML_P2P_CAPS_INDEX_NVLINK) for b in handles]
+                  for a in handles]
+    out["gpu set cpu 0"] = guarded(lambda: len(n.nvmlSystemGetTopologyGpuSet(0)))
+    out["near"] = [guarded(lambda h=h: len(n.nvmlDeviceGetTopologyNearestGpus(h, 50))) for h in handles]
+    out["process 1"] = guarded(n.nvmlSystemGetProcessName, 1)
+    events = guarded(n.nvmlEventSetCreate)
+    if not isinstance(events, list):
+        for h in handles:
+            guarded(n.nvmlDeviceRegisterEvents, h, n.nvmlEventTypeXidCriticalError, events)
+        out["wait"] = guarded(lambda: n.nvmlEventSetWait_v2(events, 20).eventData)
+        guarded(n.nvmlEventSetFree, events)
+    n.nvmlShutdown()
+    return out
+
+
 SMI_TABLE_ID = bytes.fromhex("c4fe3e6cc98f6c4ea327ee696e12f7c4")
 SLOT = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 6)
 
@@ -423,6 +461,10 @@ def main(argv):
             print(json.dumps({"init": exc.value}))
     elif cmd == "extra":
         print(json.dumps(extra()))
+    elif cmd == "survey":
+        n._LoadNvmlLibrary()                      # the interpreter's start is not the library's time
+        print(json.dumps(["ready"]), flush=True)
+        print(json.dumps(survey()))
     elif cmd == "xid":
         xid(int(argv[2]))
     elif cmd == "reset":
