@@ -25,6 +25,7 @@
 #define BODY_PREFIX "body "
 #define CRC_PREFIX " crc32:"
 #define HEADER_LINES 3
+#define LEN_SUFFIX "." MOKKA_COMPANION_LEN_KEY
 #define YAML_CHUNK (64u * 1024u)
 #define TEMP_TRIES 16
 
@@ -219,6 +220,8 @@ static void unescape(char *s)
     *w = '\0';
 }
 
+/* What a writer puts in a key: no space, control character or DEL. A reader takes a
+ * key as everything before the line's first space: such a byte in one breaks nothing. */
 static int key_byte_ok(unsigned char c)
 {
     return c > ' ' && c != 0x7f;
@@ -289,12 +292,81 @@ static enum flat_status check_body(const char *line, const char *body, size_t le
     return FLAT_OK;
 }
 
+/* Whether `key` (`klen` bytes, ending in `.len`) is the length of list `list`
+ * (`a.%u.b` matches `a.7.b.len`). */
+static int is_list_len(const char *list, const char *key, size_t klen)
+{
+    const char *p = list, *k = key, *end = key + klen - strlen(LEN_SUFFIX);
+    while (*p) {
+        if (p[0] == '%' && p[1] == 'u') {
+            if (k == end || !isdigit((unsigned char)*k))
+                return 0;
+            while (k < end && isdigit((unsigned char)*k))
+                k++;
+            p += 2;
+        } else if (k == end || *p++ != *k++) {
+            return 0;
+        }
+    }
+    return k == end;
+}
+
+/* `<items>.<n>.rest` -> rest, else NULL. */
+static const char *past_item(const char *items, const char *key)
+{
+    size_t ilen = strlen(items);
+    if (strncmp(key, items, ilen) != 0 || key[ilen] != '.' || !isdigit((unsigned char)key[ilen + 1]))
+        return NULL;
+    const char *p = key + ilen + 1;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '.' ? p + 1 : NULL;
+}
+
+/* `a.%u.b` as a reader sees it: `a.N.b`. */
+static const char *spelt(const char *list, char *out, size_t size)
+{
+    size_t w = 0;
+    for (const char *p = list; *p && w + 2 < size; p++) {
+        int item = p[0] == '%' && p[1] == 'u';
+        out[w++] = item ? 'N' : *p;
+        p += item;
+    }
+    out[w] = '\0';
+    return out;
+}
+
+/* A list length's line (`key` of `klen` bytes, ending in `.len`): its value a number no
+ * larger than its kind's bound for that list, or no list the kind bounds. */
+static int list_len_ok(const struct flat_kind *kind, const char *key, size_t klen, const char *value,
+                       const char *path, struct flat_why *why)
+{
+    const char *rest = kind->items ? past_item(kind->items, key) : NULL;
+    const struct flat_list *table = rest ? kind->item_lists : kind->lists;
+    if (!rest)
+        rest = key;
+    for (; table && table->key; table++) {
+        if (!is_list_len(table->key, rest, klen - (size_t)(rest - key)))
+            continue;
+        unsigned long long items;
+        char name[128];
+        if (!flat_parse_u64(value, &items))
+            say(why, path, "the length of a list %s is not a number", spelt(table->key, name, sizeof name));
+        else if (items > table->most)
+            say(why, path, "a list %s longer than %llu items", spelt(table->key, name, sizeof name), table->most);
+        else
+            return 1;
+        return 0;
+    }
+    return 1;
+}
+
 static enum flat_status parse_body(struct flat *f, char *p, char *end, const struct flat_kind *kind,
                                    const char *path, struct flat_why *why)
 {
     size_t lines = 0;
-    for (const char *q = p; q < end; q++)
-        lines += *q == '\n';
+    for (const char *q = p; q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
     if (lines > kind->max_lines) {
         say(why, path, "more than %zu lines", kind->max_lines);
         return FLAT_INVALID;
@@ -308,24 +380,28 @@ static enum flat_status parse_body(struct flat *f, char *p, char *end, const str
         say(why, path, "too large to load");
         return FLAT_REFUSED;
     }
-    char *line;
-    while ((line = next_line(&p, end)) != NULL) {
+    while (p < end) {                             /* every line ends with a newline (above) */
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *space = memchr(p, ' ', (size_t)(nl - p));
         size_t at = HEADER_LINES + f->n + 1;
-        char *space = strchr(line, ' ');
-        int ok = space && space > line;
-        for (const char *k = line; ok && k < space; k++)
-            ok = key_byte_ok((unsigned char)*k);
-        if (!ok) {
+        if (!space || space == p) {
             say(why, path, "malformed at line %zu", at);
             return FLAT_INVALID;
         }
         *space = '\0';
-        if (f->n > 0 && strcmp(f->keys[f->n - 1], line) >= 0) {
+        *nl = '\0';
+        if (f->n > 0 && strcmp(f->keys[f->n - 1], p) >= 0) {
             say(why, path, "keys out of order at line %zu", at);  /* binary search needs strict order */
             return FLAT_INVALID;
         }
-        unescape(space + 1);
-        f->keys[f->n++] = line;
+        if (memchr(space + 1, '\\', (size_t)(nl - space - 1)))
+            unescape(space + 1);
+        size_t klen = (size_t)(space - p), slen = strlen(LEN_SUFFIX);
+        if (klen > slen && memcmp(space - slen, LEN_SUFFIX, slen) == 0 &&
+            !list_len_ok(kind, p, klen, space + 1, path, why))
+            return FLAT_INVALID;
+        f->keys[f->n++] = p;
+        p = nl + 1;
     }
     return FLAT_OK;
 }
@@ -444,23 +520,6 @@ int flat_parse_u64(const char *v, unsigned long long *out)
         return 0;
     *out = x;
     return 1;
-}
-
-int flat_is_list_len(const char *list, const char *key)
-{
-    const char *p = list, *k = key;
-    while (*p) {
-        if (p[0] == '%' && p[1] == 'u') {
-            if (!isdigit((unsigned char)*k))
-                return 0;
-            while (isdigit((unsigned char)*k))
-                k++;
-            p += 2;
-        } else if (*p++ != *k++) {
-            return 0;
-        }
-    }
-    return strcmp(k, "." MOKKA_COMPANION_LEN_KEY) == 0;
 }
 
 int flat_open_dir(int dirfd, const char *path)

@@ -24,8 +24,8 @@
  *   a forger (whoever can write the file can write a valid one, so every value is
  *   still bounded where it is used), at an eighth of SHA-256's cost in every
  *   process that loads the library.
- * - a body line: the key (at least one byte; no space, control character or DEL),
- *   one space, the value with `\`, newline and carriage return escaped as `\\`,
+ * - a body line: the key (at least one byte; its writers put no space, control
+ *   character or DEL in one), one space, the value with `\`, newline and carriage return escaped as `\\`,
  *   `\n` and `\r` (no NUL anywhere). Keys are unique and sorted by their bytes
  *   (strcmp), so lookups are binary searches. A list L is `L.len` and its items
  *   `L.0`, `L.1`, ...; a mapping's keys are joined by dots.
@@ -37,7 +37,8 @@
  * YAML's MOKKA_MAX_DOCUMENT_BYTES, the companion's its kind's), refused unread
  * when larger. The YAML is hashed in chunks and never kept; the companion is read
  * whole, and its header, version, digest, length, checksum, line syntax, order,
- * line count and its kind's own check must all hold. A loaded flat is immutable.
+ * line count, list lengths and its kind's own check must all hold. A loaded flat is
+ * immutable.
  *
  * Writing (flat_write) is for documents the library writes itself (no YAML):
  * a temp file in the same directory, created exclusively (O_EXCL, O_NOFOLLOW),
@@ -66,14 +67,20 @@ struct flat_list {
     unsigned long long most;
 };
 
-/* A kind of document: its header word, its bounds and what else it must hold. */
+/* A kind of document: its header word, its bounds and what else it must hold. Every
+ * list length (`….len`) of a key in `lists` must be a number no larger than its bound;
+ * with `items` set ("gpu"), keys under `<items>.<n>.` are matched against `item_lists`
+ * instead (relative to that prefix). A list in neither drives nothing. */
 struct flat_kind {
     const char *name;
     int has_yaml;              /* 0: a document the library writes itself ("digest none") */
     size_t max_bytes;          /* the companion, header included */
     size_t max_lines;          /* its body lines */
-    /* NULL, or what a document of this kind must also hold (its lists' lengths, its
-     * numbers): 1, or 0 and a reason in `reason` (never a value read from the file). */
+    const struct flat_list *lists;        /* {NULL, 0}-terminated, or NULL */
+    const char *items;
+    const struct flat_list *item_lists;
+    /* NULL, or what a document of this kind must also hold (its numbers): 1, or 0 and
+     * a reason in `reason` (never a value read from the file). */
     int (*check)(const struct flat *f, char *reason, size_t size);
 };
 
@@ -111,10 +118,6 @@ const char *flat_value_at(const struct flat *f, size_t i);
 /* A value that is a whole unsigned decimal (digits only, no sign or space, no
  * overflow) into *out: 1; anything else: 0, *out untouched. */
 int flat_parse_u64(const char *v, unsigned long long *out);
-
-/* Whether `key` is the length of list `list` (`nvlink_links` matches `nvlink_links.len`,
- * `a.%u.b` matches `a.7.b.len`). */
-int flat_is_list_len(const char *list, const char *key);
 
 /* A directory to load from or write into: `path` (relative to dirfd) opened with its
  * last component never followed and never blocking; the descriptor, or -1 and errno. */

@@ -351,3 +351,38 @@ def test_the_same_links_in_the_staged_config_directory_are_refused(nvml_lib, nod
     yaml = _path(node, names.TOPOLOGY_FILE)
     assert {g["Fabric"][1] for g in seen["gpus"]} == {corpus.PROFILE_FABRIC[1]}
     assert stderr == f"mock NVML: ignoring topology document {yaml}: a symbolic link, not followed\n"
+
+
+# --- numbers the moving readings compute with ------------------------------------------
+
+EXTREMES = [b"gpu.0.dynamic_metrics.temperature.base_c 9223372036854775807",
+            b"gpu.0.dynamic_metrics.temperature.variance_c 9223372036854775807",
+            b"gpu.0.dynamic_metrics.temperature.ramp_c 9223372036854775807",
+            b"gpu.0.dynamic_metrics.temperature.ramp_period_sec 9223372036854775807",
+            b"gpu.0.dynamic_metrics.power.base_mw -9223372036854775808",
+            b"gpu.0.dynamic_metrics.power.variance_mw -9223372036854775808",
+            b"gpu.0.dynamic_metrics.memory.pattern burst",
+            b"gpu.0.dynamic_metrics.memory.burst_period_sec 9223372036854775807",
+            b"gpu.0.memory.total_bytes 9223372036854775807",
+            b"gpu.0.dynamic_metrics.utilization.pattern burst",
+            b"gpu.0.dynamic_metrics.utilization.burst_period_sec 9223372036854775807"]
+
+
+def test_moving_readings_of_any_64_bit_parameters_stay_exact(nvml_lib, node):
+    """Parameters no schema would let through, in a state a workload wrote: each past
+    2^40 counts as absent, so every reading is the profile's static one, and nothing
+    overflows (UBSan halts on the first signed overflow: test_sanitized.py)."""
+    path = _path(node, "config.nvml")
+    data = open(path, "rb").read()
+    lines = {line.split(b" ", 1)[0]: line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1]}
+    lines.update({line.split(b" ", 1)[0]: line for line in EXTREMES})
+    with open(path, "wb") as f:
+        f.write(restated(data, b"\n".join(lines[k] for k in sorted(lines)) + b"\n"))
+    for name in ("all.yaml", "all.nvml"):                   # its utilization would hide the moving one
+        os.unlink(_path(node, f"overrides/{name}"))
+    seen, stderr = survey(nvml_lib, node)
+    gpu = seen["gpus"][0]
+    assert stderr == "" and gpu["Temperature"] == 34           # thermal.temperature_gpu_c
+    assert gpu["PowerUsage"] == 200000                      # current_draw_mw, held to min_limit_mw
+    assert gpu["MemoryInfo"][0] == 9223372036854775807
+    assert gpu["UtilizationRates"][0] in (10, 45)          # burst: the block's lo or hi

@@ -21,7 +21,7 @@
 #include "flat.h"
 #include "kinds.h"
 
-static const struct flat_kind OWN = {"own", 0, 4096, 64, NULL};
+static const struct flat_kind OWN = {"own", 0, 4096, 64, NULL, NULL, NULL, NULL};
 
 static const char *STATUS[] = {"ok", "yaml_missing", "missing", "refused", "stale", "invalid"};
 
