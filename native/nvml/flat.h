@@ -38,7 +38,10 @@
  * when larger. The YAML is hashed in chunks and never kept; the companion is read
  * whole, and its header, version, digest, length, checksum, line syntax, order,
  * line count, list lengths and its kind's own check must all hold. A loaded flat is
- * immutable.
+ * immutable. Directory components are not checked here: the directory a path names
+ * (MOCK_NVML_CONFIG's, the fixed places, a ConfigMap volume's `..data`) is the
+ * operator's; inside the staged config directory the one directory the library enters,
+ * `overrides/`, is opened by flat_open_dir (never followed) and read relative to it.
  *
  * Writing (flat_write) is for documents the library writes itself (no YAML):
  * a temp file in the same directory, created exclusively (O_EXCL, O_NOFOLLOW),

@@ -6,6 +6,7 @@ tests (test_hostile_files.py, test_fuzz_hostile.py) share.
                                 Xid events; each YAML and its companion); the env to use it
     restated(companion, body)   the companion with another body and a header that states it
                                 truly: only the library's own checks can refuse it
+    set_lines(path, lines)      the companion at path with ``key value`` lines set, restated
     measured(argv, env)         a consumer's Run: exit status, output, peak RSS (wait4),
                                 None when it did not end within TIMEOUT_S of starting its work
     answered(argv, env)         measured, once more when it timed out: a busy machine is no hang
@@ -73,6 +74,16 @@ def restated(data: bytes, body: bytes) -> bytes:
     """``data`` (a companion) with ``body`` after a header that states it truly."""
     head = data.split(b"\n", 3)[:2]
     return b"\n".join(head) + f"\nbody {len(body)} crc32:{zlib.crc32(body):08x}\n".encode() + body
+
+
+def set_lines(path: str, lines: list[bytes]) -> None:
+    """The companion at ``path`` with each ``key value`` of ``lines`` set (added or replaced,
+    in key order), restated, as a workload that knows the format would write it."""
+    data = open(path, "rb").read()
+    table = {line.split(b" ", 1)[0]: line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1]}
+    table.update({line.split(b" ", 1)[0]: line for line in lines})
+    with open(path, "wb") as f:
+        f.write(restated(data, b"\n".join(table[key] for key in sorted(table)) + b"\n"))
 
 
 @dataclass

@@ -15,6 +15,7 @@ from mokka.core import flatstate, names, xid
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.flatprobe import batch, flatprobe, load, write  # noqa: F401 (fixture)
+from tests.native.hostile import restated
 
 CUT = "truncated or edited: its length is not the one its header states"
 EDITED = "truncated or edited: its checksum is not the one its header states"
@@ -74,27 +75,28 @@ def _cuts(data: bytes) -> list[bytes]:
     return [data[:i + 1] for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
 
 
+def _loads(flatprobe, tmp_path, kind: str, yaml: str | None, spoilt: list[bytes]) -> list[tuple]:
+    """Each of ``spoilt`` loaded as a companion of ``yaml``: one row each (status, file, reason)."""
+    files = []
+    for n, data in enumerate(spoilt):
+        path = tmp_path / f"spoilt{n}.nvml"
+        path.write_bytes(data)
+        files.append((yaml, str(path)))
+    return batch(flatprobe, kind, files)
+
+
 @pytest.mark.parametrize("kind", ["state", "overrides", "topology", "events"])
 def test_a_companion_cut_at_any_line_boundary_is_refused(flatprobe, tmp_path, kind):
     yaml, companion = _documents(tmp_path)[kind]
     data = open(companion, "rb").read()
-    files = []
-    for n, cut in enumerate(_cuts(data)):
-        path = tmp_path / f"cut{n}.nvml"
-        path.write_bytes(cut)
-        files.append((yaml, str(path)))
-    rows = batch(flatprobe, kind, files)
+    rows = _loads(flatprobe, tmp_path, kind, yaml, _cuts(data))
     assert len(rows) == data.count(b"\n") - 1
     assert {r[0] for r in rows} == {"invalid"}
-    body_cuts = [r for r in rows[3:]]
-    assert {r[2] for r in body_cuts} == {CUT}
+    assert {r[2] for r in rows[3:]} == {CUT}
 
 
 def _flips(data: bytes, step: int) -> list[tuple[int, bytes]]:
-    out = []
-    for at in range(0, len(data), step):
-        out.append((at, data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]))
-    return out
+    return [(at, data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]) for at in range(0, len(data), step)]
 
 
 @pytest.mark.parametrize("kind", ["overrides", "topology", "events"])
@@ -102,15 +104,11 @@ def test_any_byte_flipped_is_refused(flatprobe, tmp_path, kind):
     """Every byte of the small kinds, one at a time (a flip in the header is refused too)."""
     yaml, companion = _documents(tmp_path)[kind]
     data = open(companion, "rb").read()
-    files = []
-    for at, flipped in _flips(data, 1):
-        path = tmp_path / f"flip{at}.nvml"
-        path.write_bytes(flipped)
-        files.append((yaml, str(path)))
-    rows = batch(flatprobe, kind, files)
+    flips = _flips(data, 1)
+    rows = _loads(flatprobe, tmp_path, kind, yaml, [flipped for _, flipped in flips])
     assert [r for r in rows if r[0] == "ok"] == []
     body_start = len(b"\n".join(data.split(b"\n", 3)[:3])) + 1
-    for (at, _), row in zip(_flips(data, 1), rows):
+    for (at, _), row in zip(flips, rows):
         if at >= body_start:
             assert row[:3] == ("invalid", "companion", EDITED)
 
@@ -118,12 +116,7 @@ def test_any_byte_flipped_is_refused(flatprobe, tmp_path, kind):
 def test_the_state_with_a_byte_flipped_every_97_bytes_is_refused(flatprobe, tmp_path):
     yaml, companion = _documents(tmp_path)["state"]
     data = open(companion, "rb").read()
-    files = []
-    for at, flipped in _flips(data, 97):
-        path = tmp_path / f"flip{at}.nvml"
-        path.write_bytes(flipped)
-        files.append((yaml, str(path)))
-    rows = batch(flatprobe, "state", files)
+    rows = _loads(flatprobe, tmp_path, "state", yaml, [flipped for _, flipped in _flips(data, 97)])
     assert len(rows) > 1000 and [r for r in rows if r[0] == "ok"] == []
 
 
@@ -133,12 +126,6 @@ def _with(line: bytes):
         lines = body.split(b"\n")[:-1] + [line]
         return b"\n".join(sorted(lines, key=lambda x: x.split(b" ", 1)[0])) + b"\n"
     return change
-
-
-def _restated(data: bytes, body: bytes) -> bytes:
-    """A companion whose body line states ``body`` truly: only the reader's own checks refuse it."""
-    head = data.split(b"\n", 3)[:2]
-    return b"\n".join(head) + f"\nbody {len(body)} crc32:{zlib.crc32(body):08x}\n".encode() + body
 
 
 SPOILS = {
@@ -185,7 +172,7 @@ def test_a_whole_companion_that_breaks_a_rule_of_its_kind_is_refused(flatprobe, 
     data = open(companion, "rb").read()
     body = data.split(b"\n", 3)[3]
     assert change(body) != body
-    open(companion, "wb").write(_restated(data, change(body)))
+    open(companion, "wb").write(restated(data, change(body)))
     assert load(flatprobe, kind, yaml, companion)[:3] == ("invalid", "companion", reason)
 
 
@@ -193,7 +180,7 @@ def test_its_lists_at_their_bounds_are_taken(flatprobe, tmp_path):
     yaml, companion = _documents(tmp_path)["overrides"]
     data = open(companion, "rb").read()
     body = _with(b"processes.len 1024")(_with(b"nvlink_links.len 18")(data.split(b"\n", 3)[3]))
-    open(companion, "wb").write(_restated(data, body))
+    open(companion, "wb").write(restated(data, body))
     assert load(flatprobe, "overrides", yaml, companion).status == "ok"
 
 
@@ -410,12 +397,7 @@ def test_every_corruption_of_a_document_the_library_wrote_is_refused(flatprobe, 
     spoilt = [data[:n] for n in range(len(data))]                       # every truncation
     spoilt += [data[:i] + bytes([data[i] ^ bit]) + data[i + 1:] for i in range(len(data)) for bit in (1, 0x80)]
     spoilt += [data + b"x 1\n", data[:-1] + b"\0\n"]
-    files = []
-    for n, bad in enumerate(spoilt):
-        path = tmp_path / f"bad{n}"
-        path.write_bytes(bad)
-        files.append((None, str(path)))
-    rows = batch(flatprobe, "own", files)
+    rows = _loads(flatprobe, tmp_path, "own", None, spoilt)
     assert len(rows) == 3 * len(data) + 2 and [r for r in rows if r[0] == "ok"] == []
 
 

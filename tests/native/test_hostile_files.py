@@ -16,7 +16,8 @@ import pytest
 from mokka.core import flatstate, names, xid
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE, clean_env, run_probe, start_probe
-from tests.native.hostile import OVERRIDDEN, answered, node_env, restated, stage_node, write_events
+from tests.native.hostile import (OVERRIDDEN, answered, node_env, restated, set_lines, stage_node,
+                                  write_events)
 from tests.peers import peer
 
 DRIVER_NOT_LOADED = 9
@@ -138,17 +139,6 @@ def test_nvidia_smi_lists_the_gpus_with_fifos_for_every_document_but_the_profile
 
 # --- numbers that drove loops ---------------------------------------------------------
 
-def _restate_overrides(node: str, scope: str, extra: list[bytes]) -> None:
-    """Lines set in a scope's companion as a workload would: the header restated to match."""
-    path = _path(node, f"overrides/{scope}.nvml")
-    data = open(path, "rb").read()
-    lines = {line.split(b" ", 1)[0]: line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1]}
-    lines.update({line.split(b" ", 1)[0]: line for line in extra})
-    body = b"\n".join(lines[key] for key in sorted(lines)) + b"\n"
-    with open(path, "wb") as f:
-        f.write(restated(data, body))
-
-
 @pytest.mark.parametrize("affinity", ["18446744073709551615", "0-18446744073709551615", "8192",
                                       "3-18446744073709551615"])
 def test_a_cpu_affinity_past_any_machine_is_no_affinity(nvml_lib, node, affinity):
@@ -167,7 +157,7 @@ def test_a_cpu_affinity_past_any_machine_is_no_affinity(nvml_lib, node, affinity
      "a list supported_clocks.memory_clocks longer than 4096 items"),
 ])
 def test_an_overrides_document_with_a_list_past_its_bound_is_ignored(nvml_lib, node, line, reason):
-    _restate_overrides(node, "gpu1", [line])
+    set_lines(_path(node, "overrides/gpu1.nvml"), [line])
     seen, stderr = survey(nvml_lib, node)
     yaml = _path(node, "overrides/gpu1.yaml")
     assert stderr == (f"mock NVML: ignoring overrides {yaml}: {yaml[:-5]}.nvml: {reason}: "
@@ -180,10 +170,7 @@ def test_an_overrides_document_with_a_list_past_its_bound_is_ignored(nvml_lib, n
 
 def test_a_state_with_a_list_past_its_bound_fails_init_in_one_line(nvml_lib, node):
     path = _path(node, "config.nvml")
-    data = open(path, "rb").read()
-    body = data.split(b"\n", 3)[3].replace(b"\ngpu.1.nvlink_links.len 18\n", b"\ngpu.1.nvlink_links.len 1048576\n")
-    with open(path, "wb") as f:
-        f.write(restated(data, body))
+    set_lines(path, [b"gpu.1.nvlink_links.len 1048576"])
     seen, stderr = survey(nvml_lib, node)
     config = _path(node, "config.yaml")
     assert seen == {"init": DRIVER_NOT_LOADED}
@@ -372,12 +359,7 @@ def test_moving_readings_of_any_64_bit_parameters_stay_exact(nvml_lib, node):
     """Parameters no schema would let through, in a state a workload wrote: each past
     2^40 counts as absent, so every reading is the profile's static one, and nothing
     overflows (UBSan halts on the first signed overflow: test_sanitized.py)."""
-    path = _path(node, "config.nvml")
-    data = open(path, "rb").read()
-    lines = {line.split(b" ", 1)[0]: line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1]}
-    lines.update({line.split(b" ", 1)[0]: line for line in EXTREMES})
-    with open(path, "wb") as f:
-        f.write(restated(data, b"\n".join(lines[k] for k in sorted(lines)) + b"\n"))
+    set_lines(_path(node, "config.nvml"), EXTREMES)
     for name in ("all.yaml", "all.nvml"):                   # its utilization would hide the moving one
         os.unlink(_path(node, f"overrides/{name}"))
     seen, stderr = survey(nvml_lib, node)
