@@ -31,6 +31,22 @@ def time_command(argv: list[str], runs: int = 30, warmup: int = 3, env=None) -> 
     return times
 
 
+def time_interleaved(argvs: list[list[str]], runs: int = 30, env=None) -> list[list[float]]:
+    """Wall times in ms of each argv, run in turns (order flipped every round), so a busy
+    machine's swings hit every command alike."""
+    for argv in argvs:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+    times: list[list[float]] = [[] for _ in argvs]
+    for i in range(runs):
+        order = list(range(len(argvs)))
+        for k in (order if i % 2 == 0 else order[::-1]):
+            start = time.perf_counter()
+            subprocess.run(argvs[k], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                           env=env)
+            times[k].append((time.perf_counter() - start) * 1000)
+    return times
+
+
 def build_zipapp() -> str:
     out = os.path.join(tempfile.mkdtemp(prefix="mokka-bench-"), "mokka")
     subprocess.run([os.path.join(REPO, "shivfile"), out], check=True, stdout=subprocess.DEVNULL)

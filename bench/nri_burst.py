@@ -1,5 +1,5 @@
 """A burst of CreateContainers at the real nri-plugin process from a runtime that
-pipelines them all and reads the replies slowly: the issue-12 scenario at full size.
+pipelines them all and reads the replies slowly: tests/nri/test_plugin_load.py's burst at full size.
 
 Starts ``python -m mokka nri-plugin`` against the fake runtime (real wire format),
 with --imex-channels IMEX channel nodes staged so an IMEX pod's reply is large
@@ -26,32 +26,19 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "nri"), os.path.dirname(__file__)]
+sys.path[:0] = [ROOT, os.path.dirname(__file__)]
 
-from fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path, wait_until  # noqa: E402
 from nri_latency import stage_imex  # noqa: E402
-from workload import request  # noqa: E402
 
 from mokka.core import names  # noqa: E402
 from mokka.nri.codec import ttrpc  # noqa: E402
 from tests.netutil import free_port, http_get  # noqa: E402
+from tests.nri.fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path  # noqa: E402
+from tests.nri.pluginproc import metric, status_kib  # noqa: E402
+from tests.nri.workload import request  # noqa: E402
+from tests.waiting import WaitTimedOut, wait_until  # noqa: E402
 
 RSS_BOUND_KIB = 64 * 1024
-
-
-def status_kib(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
-def metric(port: int, name: str) -> int:
-    for line in http_get(port, "/metrics")[1].splitlines():
-        if line.startswith(f"mokka_nri_{name} "):
-            return int(line.split()[1])
-    return -1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         sender = threading.Thread(target=lambda: sids.extend(
             link.start_call("CreateContainer", p) for p in payloads), daemon=True)
         sender.start()
-        wait_until(lambda: metric(port, "overloaded") == 1, timeout=60)
+        wait_until(lambda: metric(port, "overloaded") == 1, "the plugin to report overloaded",
+                   timeout=60)
         link.resume(read_delay_s=0.001, recv_size=4096)
         health: list[int] = []
         done = threading.Event()
@@ -108,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         link.close()
         again = runtime.wait_link(2, timeout=30)
         again.wait_registered()
-        wait_until(lambda: status_kib(proc.pid, "VmRSS") <= baseline + 12 * 1024, timeout=30)
+        try:        # the figure is reported either way
+            wait_until(lambda: status_kib(proc.pid, "VmRSS") <= baseline + 12 * 1024,
+                       "RSS back within 12 MiB of its baseline", timeout=30)
+        except WaitTimedOut:
+            pass
         after = status_kib(proc.pid, "VmRSS")
         pauses = metric(port, "backpressure_pauses_total")
     finally:

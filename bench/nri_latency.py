@@ -36,13 +36,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GO_DIR = os.path.join(os.path.expanduser("~"), ".cache", "mokka-go-baseline")
 FETCH = os.path.join(ROOT, "bench", "fetch-go-baseline.sh")
 TARGETS = {"p50": 1.3, "p99": 2.0}
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "nri")]
-
-from fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path  # noqa: E402
-from workload import request  # noqa: E402
+sys.path.insert(0, ROOT)
 
 from mokka.core import names  # noqa: E402
 from mokka.nri.codec import ttrpc  # noqa: E402
+from tests.nri.fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path  # noqa: E402
+from tests.nri.workload import request  # noqa: E402
 
 def go_baseline() -> tuple[str | None, str]:
     """(binary, "") or (None, reason). Runs the fetch/build script (fast once built)."""

@@ -31,7 +31,10 @@ sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 from common import build_zipapp  # noqa: E402
 
 from mokka.core import names  # noqa: E402
-from tests.integration import runtime as rt  # noqa: E402
+from tests.integration.containerd import Containerd  # noqa: E402
+from tests.integration.pods import container_spec, create_container, remove_pod, run_pod  # noqa: E402
+from tests.integration.runtime import runtime_paths  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 PLUGIN = ("10", "mokka-bench")
 TARGET_ADDED_MS = 3.0
@@ -58,6 +61,8 @@ def _status(url: str) -> int:
             return resp.status
     except urllib.error.HTTPError as err:
         return err.code
+    except OSError:                 # nothing listening yet
+        return 0
 
 
 def proc_status(pid: int) -> dict[str, int]:
@@ -74,7 +79,7 @@ def proc_status(pid: int) -> dict[str, int]:
 class Plugin:
     """The real nri-plugin on the containerd's socket; ``start`` returns once registered."""
 
-    def __init__(self, zipapp: str, ctrd: rt.Containerd, node_root: str, gate: list[str]) -> None:
+    def __init__(self, zipapp: str, ctrd: Containerd, node_root: str, gate: list[str]) -> None:
         self.ctrd = ctrd
         self.argv = [zipapp, "nri-plugin", "--socket-path", ctrd.nri_socket, *gate,
                      "--plugin-index", PLUGIN[0], "--plugin-name", PLUGIN[1],
@@ -94,11 +99,11 @@ class Plugin:
         before = self._count(registered)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=mokka_env())
-        rt.wait_until(lambda: self._count(registered) > before, timeout=30,
-                      message=lambda: f"plugin never registered; its log:\n{open(self.log_path).read()}")
+        wait_until(lambda: self._count(registered) > before,
+                   lambda: f"the plugin to register; its log:\n{open(self.log_path).read()}", timeout=30)
         # containerd logs "registered" before Configure/Synchronize: wait for "connected".
-        rt.wait_until(lambda: self._count(f'plugin \\"{PLUGIN[0]}-{PLUGIN[1]}\\" connected') > before,
-                      timeout=30, message="plugin never connected")
+        wait_until(lambda: self._count(f'plugin \\"{PLUGIN[0]}-{PLUGIN[1]}\\" connected') > before,
+                   "the plugin to connect", timeout=30)
         self.connected = True
 
     def stop(self) -> None:
@@ -117,8 +122,8 @@ class Plugin:
             return
         self.connected = False
         # The "without" block must not race containerd still holding the plugin.
-        rt.wait_until(lambda: self._count(closed) > before, timeout=10,
-                      message="containerd never noticed the plugin leaving")
+        wait_until(lambda: self._count(closed) > before, "containerd to notice the plugin leaving",
+                   timeout=10)
 
 
 def injected(spec: dict) -> bool:
@@ -133,17 +138,17 @@ def block(cri, label: str, size: int, with_plugin: bool, warm: int) -> tuple[lis
     The first ``warm`` calls are kept apart: a plugin process just (re)started pays
     one-off costs on its first calls (lazy imports, the node view's first build),
     which a long-running DaemonSet pod pays once per node, not per container."""
-    pod_id, pod_config = rt.run_pod(cri, label, annotations={names.ANNOTATION_DEVICES: "true"})
+    pod_id, pod_config = run_pod(cri, label, annotations={names.ANNOTATION_DEVICES: "true"})
     times = []
     try:
         for i in range(warm + size):
             start = time.perf_counter()
-            cid = rt.create_container(cri, pod_id, pod_config, f"app-{i}", None)
+            cid = create_container(cri, pod_id, pod_config, f"app-{i}", None)
             times.append((time.perf_counter() - start) * 1000)
-            if i == 0 and injected(rt.container_spec(cri, cid)) != with_plugin:
+            if i == 0 and injected(container_spec(cri, cid)) != with_plugin:
                 raise RuntimeError(f"{label}: injection {'missing' if with_plugin else 'unexpected'}")
     finally:
-        rt.remove_pod(cri, pod_id)
+        remove_pod(cri, pod_id)
     return times[:warm], times[warm:]
 
 
@@ -156,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="as the DaemonSet runs it: a live agent, and the plugin asking its "
                              "/stagedz under the staging lock before each adjustment")
     args = parser.parse_args(argv)
-    paths = rt.runtime_paths()
+    paths = runtime_paths()
     if paths is None or os.geteuid() != 0:
         print(f"real containerd unavailable: {'run .ci/fetch-runtime.sh' if paths is None else 'needs root'}")
         return 1
@@ -178,9 +183,10 @@ def main(argv: list[str] | None = None) -> int:
              "--health-addr", f"127.0.0.1:{port}", "--staging-lock-path", lock],
             env=mokka_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         gate = ["--agent-staged-url", f"http://127.0.0.1:{port}/stagedz", "--staging-lock-path", lock]
-        rt.wait_until(lambda: _status(f"http://127.0.0.1:{port}/stagedz") == 200, timeout=30)
+        wait_until(lambda: _status(f"http://127.0.0.1:{port}/stagedz") == 200,
+                   "the agent's /stagedz 200", timeout=30)
     try:
-        with rt.Containerd(paths, os.path.join(work, "containerd")) as ctrd:
+        with Containerd(paths, os.path.join(work, "containerd")) as ctrd:
             plugin = Plugin(zipapp, ctrd, node_root, gate)
             cri = ctrd.client()
             try:

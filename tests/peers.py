@@ -10,11 +10,11 @@ import os
 
 import pytest
 
-from tests.integration import runtime as rt
+from tests.integration.runtime import FETCH_SCRIPT, runtime_dir
 
 
 def read_paths_env() -> dict[str, str]:
-    path = rt.runtime_dir() / "paths.env"
+    path = runtime_dir() / "paths.env"
     values: dict[str, str] = {}
     if path.is_file():
         for line in path.read_text().splitlines():
@@ -29,8 +29,8 @@ def peer(key: str) -> str:
     value = read_paths_env().get(key)
     if value and os.path.exists(value):
         return value
-    reason = (f"PEER {key} NOT FETCHED: run `bash {rt.FETCH_SCRIPT}` "
-              f"(it writes {rt.runtime_dir() / 'paths.env'})")
+    reason = (f"PEER {key} NOT FETCHED: run `bash {FETCH_SCRIPT}` "
+              f"(it writes {runtime_dir() / 'paths.env'})")
     if os.environ.get("MOKKA_REQUIRE_RUNTIME") == "1":
         pytest.fail(reason)
     pytest.skip("!" * 20 + " " + reason + " " + "!" * 20)

@@ -16,6 +16,13 @@ unit tests run with ``-x -q`` and a timeout. A failing (or timing-out) run
 kills the mutant; a passing one lets it survive, and every survivor is a
 behaviour no test pins. Standard library only; not run in CI (it takes
 minutes).
+
+C sources (the mock NVML library, the one engine of what a process sees) are
+mutated by tokens, outside comments, strings and preprocessor lines: a
+comparison (``<`` to ``<=``, ``==`` to ``!=``, ...), ``&&`` to ``||``, a
+decimal constant plus one, ``!`` dropped, a binary ``+``/``-`` swapped. The
+library is rebuilt in the copy first; a mutant that does not compile is
+stillborn and not counted.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import argparse
 import ast
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -36,20 +44,30 @@ from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_SMI = ["tests/smi", "--ignore=tests/smi/test_python_versions.py",
-        "--ignore=tests/smi/test_startup.py"]
-_CORE = ["tests/core/test_compile.py", "tests/core/test_cdi.py",
+_CORE = ["tests/core/test_compile_rules.py", "tests/core/test_compile.py", "tests/core/test_cdi.py",
          "tests/core/test_profile_merge.py", "tests/core/test_profile_errors.py"]
-_CODEC = ["tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py", "tests/nri/test_plugin.py"]
+_CODEC = ["tests/nri/test_codec_rules.py", "tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py",
+          "tests/nri/test_plugin.py"]
+
+#: What a process sees, decided in the library: the corpus and the moving-reading vectors.
+_ENGINE = ["tests/native/test_engine_corpus.py", "tests/native/test_dynamic.py",
+           "tests/native/test_overrides_live.py", "tests/native/test_errors.py"]
+#: Which GPUs our nvidia-smi shows, and how it names refused ones, against NVIDIA's.
+_SMI = ["tests/smi/test_list_and_csv.py", "tests/native/test_nvidia_smi_agree.py", "-k",
+        "not corpus_state"]
 
 #: Source file -> the unit tests that cover it, fastest first (-x stops at the first failure).
 TARGETS = {
-    "mokka/core/compile.py": _CORE + _SMI,
+    "mokka/core/compile.py": _CORE,
     "mokka/core/cdi.py": ["tests/core/test_cdi.py"],
-    "mokka/smi/engine.py": _SMI,
     "mokka/nri/codec/conn.py": _CODEC,
     "mokka/nri/codec/mux.py": _CODEC,
     "mokka/nri/codec/ttrpc.py": _CODEC,
+    "native/nvml/node.c": _ENGINE,
+    "native/nvml/lookup.c": _ENGINE,
+    "native/nvml/dynamic.c": _ENGINE,
+    "native/nvml/overrides.c": _ENGINE,
+    "mokka/smi/devices.py": _SMI,
 }
 
 _COMPARE_SWAPS = {
@@ -145,9 +163,45 @@ def _replace(text: str, node: ast.AST, new: ast.AST) -> str:
     return (data[:start] + f"({ast.unparse(new)})".encode() + data[end:]).decode()
 
 
+#: Token swaps of C code; longest first, so '<=' is never read as '<'.
+_C_SWAPS = {"<=": "<", ">=": ">", "==": "!=", "!=": "==", "&&": "||", "||": "&&", "<": "<=", ">": ">="}
+_C_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|/\*.*?\*/|//[^\n]*|^[ \t]*#[^\n]*'
+                      r"|<<=?|>>=?|->|\+\+|--|<=|>=|==|!=|&&|\|\||[<>!+-]|\b\d+[uUlL]*\b|\w+|\S",
+                      re.S | re.M)
+
+
+def c_mutants_of(path: str, text: str) -> list[Mutant]:
+    """Token mutants of a C source (see the module's docstring)."""
+    out = []
+    tokens = [(m.start(), m.group()) for m in _C_TOKEN.finditer(text)]
+    for i, (at, tok) in enumerate(tokens):
+        prev = tokens[i - 1][1] if i else ""
+        new = None
+        if tok in _C_SWAPS and not (tok in "<>" and prev == "#include"):
+            new = _C_SWAPS[tok]
+        elif tok == "!" and i + 1 < len(tokens) and (tokens[i + 1][1] == "(" or tokens[i + 1][1][0].isalpha()):
+            new = ""
+        elif tok in "+-" and (prev[:1].isalnum() or prev in (")", "]")) and text[at - 1:at] == " ":
+            new = "-" if tok == "+" else "+"
+        elif tok == "1" and prev == "return" and tokens[i + 1][1] == ";" if i + 1 < len(tokens) else False:
+            continue                      # "return 1;" -> 2: the same truth to every caller
+        elif tok[0].isdigit() and tok.rstrip("uUlL").isdigit():
+            digits = tok.rstrip("uUlL")
+            new = str(int(digits) + 1) + tok[len(digits):]
+        if new is None:
+            continue
+        line = text.count("\n", 0, at) + 1
+        col = at - (text.rfind("\n", 0, at) + 1)
+        what = f"'{tok}' -> '{new}'" if new else f"drop '{tok}'"
+        out.append(Mutant(path, line, col, what, text[:at] + new + text[at + len(tok):]))
+    return out
+
+
 def mutants_of(path: str) -> list[Mutant]:
     with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         text = f.read()
+    if path.endswith(".c"):
+        return c_mutants_of(path, text)
     tree = ast.parse(text)
     skip = _docstring_lines(tree)
     out, seen = [], set()
@@ -174,8 +228,19 @@ def _copy_tree(dest: str) -> None:
         ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis", "dist", "build"))
 
 
-def _pytest(tree: str, tests: list[str], timeout: float) -> tuple[str, float]:
-    """'passed', 'failed' or 'timeout', and the seconds taken."""
+def _build_library(tree: str) -> bool:
+    """Rebuild the copy's mock NVML library for this machine (where its tests load it)."""
+    done = subprocess.run([sys.executable, os.path.join(tree, "native", "build.py"), "-q", "--lib", "nvml",
+                           "--arch", os.uname().machine, "--out", os.path.join(tree, "build", "native")],
+                          cwd=tree, capture_output=True)
+    return done.returncode == 0
+
+
+def _pytest(tree: str, tests: list[str], timeout: float, native: bool = False) -> tuple[str, float]:
+    """'passed', 'failed', 'timeout' or (native: the library does not build) 'stillborn',
+    and the seconds taken."""
+    if native and not _build_library(tree):
+        return "stillborn", 0.0
     env = dict(os.environ, PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1",
                PYTHONHASHSEED="0")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
@@ -232,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Baselines: every file's tests must pass on the unmutated copy.
         timeouts = {}
+        for t in trees:
+            if any(f.endswith(".c") for f in files) and not _build_library(t):
+                print("baseline: the mock NVML library does not build; stopping")
+                return 2
         for f in files:
             result, took = _pytest(trees[0], TARGETS[f], timeout=600)
             if result != "passed":
@@ -256,13 +325,15 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 with open(target, "w", encoding="utf-8") as f:
                     f.write(m.source)
-                result, took = _pytest(tree, TARGETS[m.path], timeouts[m.path])
+                result, took = _pytest(tree, TARGETS[m.path], timeouts[m.path], native=m.path.endswith(".c"))
             finally:
                 with open(target, "w", encoding="utf-8") as f:
                     f.write(original)
+                if m.path.endswith(".c"):
+                    _build_library(tree)          # the next mutant in this copy starts clean
                 with mu:
                     free.append(tree)
-            verdict = "SURVIVED" if result == "passed" else "killed" + (
+            verdict = {"passed": "SURVIVED", "stillborn": "stillborn"}.get(result) or "killed" + (
                 " (timeout)" if result == "timeout" else "")
             with mu:
                 results[m] = verdict
@@ -280,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
 
     killed = sum(1 for v in results.values() if v.startswith("killed"))
     survivors = [m for m in mutants if results.get(m) == "SURVIVED"]
+    stillborn = sum(1 for v in results.values() if v == "stillborn")
     not_run = len(mutants) - len(results)
     ran = killed + len(survivors)
     score = 100.0 * killed / ran if ran else 0.0
@@ -288,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({ran} run of {total} mutants"
           + (f", sampled with seed {args.seed}" if args.sample and args.sample < total else "")
           + (f", {not_run} not run: budget spent or interrupted" if not_run else "")
+          + (f", {stillborn} stillborn: did not compile" if stillborn else "")
           + f"; {time.monotonic() - started:.0f}s)")
     if survivors:
         print("survivors:")

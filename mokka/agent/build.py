@@ -32,6 +32,7 @@ from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
 from mokka.agent.source import FileSource
+from mokka.core import kmsg
 from mokka.core import log as mlog
 from mokka.core import names
 from mokka.core.overlay import host_overlay, under
@@ -95,9 +96,15 @@ def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
             FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail,
                           enabled=cfg.fabricmanager),
-            KernelLog(host, node_name=cfg.node_name or os.uname().nodename,
-                      kmsg_path=under(cfg.host_root, cfg.kmsg_path)),
+            KernelLog(host, node_name=node_name(cfg), kmsg_path=under(cfg.host_root, cfg.kmsg_path),
+                      record=kmsg.render_record(cfg.kmsg_path, cfg.overlay_host_path)),
             MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]
+
+
+def node_name(cfg: AgentConfig) -> str:
+    """This node's name: ``--node-name``, else the host name (as a kubelet names its node,
+    and as ``mokka ctl`` names it): the one name the profile, mock-ib and kernellog use."""
+    return cfg.node_name or os.uname().nodename
 
 
 def root_lock(cfg: AgentConfig) -> RootLock:
@@ -115,7 +122,8 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
                     daemons=lambda: ((s.name, s.ready()[0]) for s in sims if isinstance(s, Daemon)),
                     simulators=[s.name for s in sims])
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
-    source = FileSource(cfg.profile, cfg.topology, cfg.node_name, log,
+    source = FileSource(cfg.profile, cfg.topology, node_name(cfg), log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
-                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held)
+                 health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held,
+                 runtime_dirs=tuple(host.overlay.join(d) for d in names.NODE_CONFIG_DIRS))

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from mokka.agent.manifest import Manifest, missing_dirs
+from mokka.agent.manifest import Manifest
 from mokka.core.fsutil import FAULT, atomic_symlink, atomic_write
 
 
@@ -66,7 +67,10 @@ class HostFS:
         for path in planned:
             if not self.manifest.owned(path):
                 self._preserve(path)
-        self.manifest.intend(owner, planned, self._dirs_for(planned))
+        dirs = self._dirs_for(planned)
+        self.manifest.intend(owner, planned, dirs)
+        for d in sorted(dirs):                # parents first; recorded before they are made
+            os.makedirs(d, exist_ok=True)
         changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry))
         if writer is not None:
             writer()
@@ -83,6 +87,35 @@ class HostFS:
     def remove_owner(self, owner: str) -> None:
         dropped = self._remove(self.manifest.paths(owner))
         self.manifest.settle(owner, (), dropped)
+
+    def sweep(self, dirs: Iterable[str]) -> int:
+        """Empty each of ``dirs`` the agent created, whoever wrote there; the count removed.
+
+        For the directories others write into (names.NODE_CONFIG_DIRS: ``mokka ctl``,
+        ``nvidia-smi -r``, the mock NVML and containers through their writable bind):
+        what is in them goes with the tree. Nothing is followed: a link is removed, not
+        what it points at, and a directory is emptied through shutil.rmtree's descriptor
+        walk, which never leaves it through a link swapped in while it runs.
+        """
+        created, removed = self.manifest.dirs(), 0
+        for d in dirs:
+            if d not in created or os.path.islink(d):
+                continue
+            try:
+                with os.scandir(d) as listing:
+                    entries = list(listing)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    unlink_quiet(entry.path)
+                removed += 1
+            if entries:
+                self._log.info("removed what others wrote into the staged tree", dir=d,
+                               entries=len(entries))
+        return removed
 
     def clean_temps(self) -> int:
         """Remove temp files a killed writer left in directories the agent created.
@@ -103,11 +136,22 @@ class HostFS:
         return removed
 
     def _dirs_for(self, paths: set[str]) -> set[str]:
-        parents, out = {os.path.dirname(p) for p in paths}, set()
-        for parent in parents:
-            if parent not in out and not os.path.isdir(parent):
-                out.update(missing_dirs(os.path.join(parent, "x")))
-        return out
+        """The directories ``paths`` need that do not exist yet, each one looked at once."""
+        missing: set[str] = set()
+        present: set[str] = set()
+        for parent in {os.path.dirname(p) for p in paths}:
+            chain, d = [], parent
+            while d not in missing and d not in present:
+                if os.path.isdir(d):
+                    present.add(d)
+                    break
+                chain.append(d)
+                up = os.path.dirname(d)
+                if up == d:
+                    break
+                d = up
+            missing.update(chain)
+        return missing
 
     def _remove(self, paths: Iterable[str]) -> set[str]:
         """Unlink paths, then rmdir agent-made parents that emptied; return those removed."""
@@ -125,7 +169,7 @@ class HostFS:
     # --- single entries ----------------------------------------------------
     def write(self, path: str, entry: Entry) -> bool:
         if isinstance(entry, File):
-            return atomic_write(path, entry.data, entry.mode)
+            return atomic_write(path, entry.data, entry.mode, sync=False)   # rebuilt at each start
         if isinstance(entry, Link):
             return atomic_symlink(entry.target, path)
         return self._chardev(path, entry)

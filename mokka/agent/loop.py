@@ -36,6 +36,7 @@ class Agent:
     log: object
     clock: object = time.monotonic
     root_lock: RootLock | None = None       # held by the command before anything else
+    runtime_dirs: tuple[str, ...] = ()      # emptied at teardown (HostFS.sweep)
 
     def __post_init__(self):
         self._pending = None
@@ -92,15 +93,16 @@ class Agent:
             select.select([self.source.fileno(), wake_fd], [], [], self._timeout())
 
     def teardown(self, timeout: float) -> bool:
-        return self.reconciler.teardown(timeout, after=lambda: finish(self.fs))
+        return self.reconciler.teardown(timeout, after=lambda: finish(self.fs, self.runtime_dirs))
 
 
 class Unfinished(Exception):
     """Teardown left something the manifest names: the manifest stays for the next run."""
 
 
-def finish(fs: HostFS) -> None:
-    """After every Discard: whatever the manifest still names, then the manifest itself.
+def finish(fs: HostFS, runtime_dirs: tuple[str, ...] = ()) -> None:
+    """After every Discard: whatever the manifest still names and whatever others wrote
+    into ``runtime_dirs``, then the manifest itself.
 
     The manifest is deleted only once nothing it names is left (every mount undone,
     every owner's paths gone), so a teardown that cannot finish leaves it for the
@@ -113,6 +115,7 @@ def finish(fs: HostFS) -> None:
     for owner in fs.manifest.owners():   # owners no simulator claimed (e.g. the lock file)
         if owner != ROOT_LOCK_OWNER:
             fs.remove_owner(owner)
+    fs.sweep(runtime_dirs)
     fs.clean_temps()
     left = [o for o in fs.manifest.owners() if o != ROOT_LOCK_OWNER]
     if left or fs.manifest.mounts():

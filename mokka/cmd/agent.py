@@ -19,7 +19,8 @@ ENV = "MOKKA_AGENT_"
               help="Built-in profile name (fixed) or profile file path (watched). Env MOKKA_PROFILE.")
 @click.option("--topology", envvar=ENV + "TOPOLOGY", default=None,
               help="ComputeDomain topology document (watched; absent = none). Env MOKKA_AGENT_TOPOLOGY.")
-@click.option("--node-name", envvar="NODE_NAME", default="", help="This node's name. Env NODE_NAME.")
+@click.option("--node-name", envvar="NODE_NAME", default="",
+              help="This node's name (empty: the host name). Env NODE_NAME.")
 @click.option("--host-root", envvar=ENV + "HOST_ROOT", default="/", show_default=True,
               help="Prefix of every host path. Env MOKKA_AGENT_HOST_ROOT.")
 @click.option("--overlay-host-path", envvar=ENV + "OVERLAY_HOST_PATH",
@@ -168,10 +169,11 @@ def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
 
 def effective(cfg, once: bool, teardown: bool) -> dict:
     """The configuration as JSON values, with the host paths it resolves to."""
-    from mokka.agent.build import root_lock
+    from mokka.agent.build import node_name, root_lock
     from mokka.core.overlay import host_overlay, under
     return {"mode": "teardown" if teardown else "once" if once else "serve", **printconfig.plain(cfg),
-            "resolved": {"overlay": host_overlay(cfg.host_root, cfg.overlay_host_path).root,
+            "resolved": {"node_name": node_name(cfg),
+                         "overlay": host_overlay(cfg.host_root, cfg.overlay_host_path).root,
                          "staging_lock": under(cfg.host_root, cfg.staging_lock_path),
                          "root_lock": root_lock(cfg).path,
                          "cdi_spec_dir": under(cfg.host_root, cfg.cdi_spec_dir),

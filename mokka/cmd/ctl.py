@@ -2,7 +2,7 @@
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
     ctl reset [GPU]            drop GPU's overrides, or every override
-    ctl xid GPU CODE           raise Xid CODE on GPU: to nvmlEventSetWait callers and the kernel log
+    ctl xid GPU CODE           raise Xid CODE on GPU: to nvmlEventSetWait callers and the node's kernel log
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
@@ -26,6 +26,9 @@ from mokka.core import names
 PROG = "ctl"
 ENV_KMSG_PATH = "MOKKA_CTL_KMSG_PATH"
 ENV_NODE_NAME = "NODE_NAME"
+DESCRIPTION = "Change a running node's GPUs without a redeploy."
+GPU_HELP = ("the GPU: an index as this process sees it (inside a container that sees a subset, "
+            "its own numbering) or a UUID")
 
 
 class Fail(Exception):
@@ -34,21 +37,28 @@ class Fail(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     from mokka.smi import ctl
-    ap = argparse.ArgumentParser(prog=f"mokka {PROG}", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"mokka {PROG}", description=DESCRIPTION)
     sub = ap.add_subparsers(dest="verb", required=True)
-    s = sub.add_parser("set", help="set readings of one GPU",
+    s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
                        epilog="keys: " + ctl.allowed_keys())
-    s.add_argument("gpu")
-    s.add_argument("assignments", nargs="+", metavar="KEY=VALUE")
-    r = sub.add_parser("reset", help="drop one GPU's overrides, or all of them")
-    r.add_argument("gpu", nargs="?")
-    sub.add_parser("status", help="the visible GPUs and their overrides, as JSON")
-    x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does")
-    x.add_argument("gpu")
-    x.add_argument("code")
-    x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH, names.KMSG_PATH),
-                   help=f"kernel log to append the driver's line to (never created; "
-                        f"default {names.KMSG_PATH}). Env {ENV_KMSG_PATH}.")
+    s.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    s.add_argument("assignments", nargs="+", metavar="KEY=VALUE",
+                   help="a reading and its value, e.g. temperature=85 or power=300W (keys below)")
+    r = sub.add_parser("reset", help="drop one GPU's overrides, or all of them",
+                       description="Drop one GPU's overrides, or all of them.")
+    r.add_argument("gpu", nargs="?", metavar="GPU", help=GPU_HELP + "; none: every GPU")
+    sub.add_parser("status", help="the visible GPUs and their overrides, as JSON",
+                   description="The visible GPUs and their overrides, as JSON.")
+    x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does",
+                       description="Raise an Xid on one GPU: to nvmlEventSetWait callers, and "
+                                   "to the node's kernel log.")
+    x.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    x.add_argument("code", metavar="CODE", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
+    x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH) or None,
+                   help=f"kernel log to append the driver's line to (never created). Default: "
+                        f"the one the node agent announces Xids on, as it recorded it in the "
+                        f"staged driver root ({names.KMSG_RECORD_NAME}, beside config/); none "
+                        f"recorded: no line. Env {ENV_KMSG_PATH}.")
     x.add_argument("--node-name", default=os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
                    help=f"node named on the kernel log line (default: the host name). "
                         f"Env {ENV_NODE_NAME}.")
@@ -156,17 +166,33 @@ def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str,
     line = xid.kmsg_line(injection, node_name)
     print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
                       "code": code, "kmsg": line}))
+    print(f"{PROG}: Xid {code}: {append_kmsg(path, kmsg_path, line)}", file=sys.stderr)
+    return 0
+
+
+def append_kmsg(events_path: str, named: str | None, line: str) -> str:
+    """Append the driver's line to the kernel log ``kmsg.target`` allows (``named``: the
+    one the user named, or None) for the node whose events file this is; the one line
+    saying where it went or why it did not."""
+    from mokka.core import fsutil, kmsg, xid
+
     try:
-        fd = os.open(kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)   # never created
+        record = kmsg.parse_record(fsutil.read_bounded(kmsg.record_path(events_path), kmsg.RECORD_LIMIT))
+    except (OSError, fsutil.ReadRefused):
+        record = None
+    target = kmsg.target(named, record, events_path)
+    if target.path is None:
+        return f"reached the mock NVML only: {target.why}"
+    try:
+        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY)  # never created
     except OSError as exc:
-        print(f"{PROG}: Xid {code} reached the mock NVML only: cannot open the kernel log "
-              f"{kmsg_path}: {exc.strerror} (set --kmsg-path or {ENV_KMSG_PATH})", file=sys.stderr)
-        return 0
+        return (f"reached the mock NVML only: cannot open the kernel log {target.path} "
+                f"({target.why}): {exc.strerror}; name another with --kmsg-path or {ENV_KMSG_PATH}")
     try:
         os.write(fd, (xid.KMSG_PRIORITY + line + "\n").encode())     # one record per write
     finally:
         os.close(fd)
-    return 0
+    return f"kernel log line written to {target.path} ({target.why})"
 
 
 def main(args: list[str], prog_name: str = PROG) -> int:

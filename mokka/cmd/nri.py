@@ -1,16 +1,14 @@
-"""``nri-plugin``: flags and environment -> settings -> the NRI driver.
+"""``nri-plugin``: flags and environment -> Settings -> ``mokka.nri.compose.serve``.
 
 Every flag reads an environment variable (the flag wins). Defaults come from
 ``mokka.core.names``; the three ``<overlay-...>`` paths derive from whatever the
-overlay flags ended up being. The decision (``mokka.nri.inject``) and the gate
-(``mokka.nri.gate``) are imported only when the plugin runs.
+overlay flags ended up being. The plugin itself (``mokka.nri``) is imported
+only when the command runs, so ``--help`` loads no protobuf.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
@@ -19,9 +17,8 @@ from mokka.cmd import common, printconfig
 from mokka.core import names
 from mokka.core.overlay import Overlay
 
-if TYPE_CHECKING:       # protobuf loads only when the plugin runs
-    from mokka.nri.inject.model import Config
-    from mokka.nri.plugin import PluginConfig
+if TYPE_CHECKING:
+    from mokka.nri.compose import Settings
 
 COMMAND = "nri-plugin"
 
@@ -39,32 +36,14 @@ class EmptyEnvOption(click.Option):
         return super().resolve_envvar_value(ctx)
 
 
-@dataclass(frozen=True)
-class HostPaths:
-    """Host-side paths the gate checks before each decision (not the decision's)."""
-    devices: str
-    topology: str
-    cdi_spec: str
-    imex_channels: str
-
-
-@dataclass(frozen=True)
-class Settings:
-    config: "Config"
-    plugin: "PluginConfig"
-    host: HostPaths
-    health_addr: str
-    agent_staged_url: str
-    staging_lock_path: str
-
-
 def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
+def build_settings(opts: dict, gates: dict[str, bool]) -> "Settings":
     """Validate and assemble; raises common.CommandError on a bad combination."""
     from mokka.core import probes
+    from mokka.nri.compose import HostPaths, Settings
     from mokka.nri.inject.model import Config
     from mokka.nri.plugin import PluginConfig, from_environment
 
@@ -115,142 +94,6 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> Settings:
                                            name=opts["plugin_name"], index=index))
     return Settings(config, plugin, paths, opts["health_addr"],
                     opts["agent_staged_url"], opts["staging_lock_path"])
-
-
-class _NoMetrics:
-    def injected(self) -> None: ...
-
-    def skipped(self, reason: str) -> None: ...
-
-    def gate_checked(self, outcome: str) -> None: ...
-
-
-def decision_handler(config: "Config", staged, metrics=_NoMetrics()):
-    """The CreateContainer handler: convert, skip early, decide under the
-    staging gate, encode the reply.
-
-    ``staged()`` is a context manager (the gate, staging lock held shared)
-    yielding ``(view, reason)``: the NodeView to decide against, or None and
-    why the tree is not staged. Containers skipped anyway never reach the gate
-    and are not reported. Returns the serialized CreateContainerResponse (the
-    bytes of recent equal adjustments are reused), or None for no adjustment.
-    Exceptions propagate: the driver fails open and counts them. ``metrics``
-    (mokka.nri.health.Health) counts each container injected or skipped, by reason.
-    """
-    import logging
-
-    from mokka.core import log
-    from mokka.nri import convert, inject
-    from mokka.nri.health import SKIPPED_NOT_STAGED
-    from mokka.nri.inject.skip import LABELS
-    from mokka.nri.memo import DecisionMemo
-    logger = log.get("mokka.nri")
-    encoder = convert.ResponseEncoder()
-    memo = DecisionMemo(config)
-    info_enabled = logging.getLogger("mokka.nri").isEnabledFor
-
-    def handle(pod_pb, container_pb, runtime):
-        pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb)
-        reason, selection = inject.plan(config, pod, ctr)
-        if reason is not None:
-            metrics.skipped(LABELS[reason])
-            return None
-        with staged(runtime) as (view, reason):
-            if view is None:
-                metrics.skipped(SKIPPED_NOT_STAGED)
-                logger.warning("container left unmodified", reason=reason,
-                               namespace=pod.namespace, pod=pod.name, container=ctr.name)
-                return None
-            decision = memo.decide(pod, ctr, view, selection)
-        for warning in decision.warnings:
-            logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
-        if decision.adjustment is None:
-            metrics.skipped(LABELS[decision.reason])
-            return None
-        metrics.injected()
-        if info_enabled(logging.INFO):
-            logger.info("container adjusted", reason=decision.reason,
-                        namespace=pod.namespace, pod=pod.name, container=ctr.name)
-        return encoder.encode(decision.adjustment, runtime.accepts_cdi)
-    return handle
-
-
-def make_handler(settings: Settings, metrics=_NoMetrics()):
-    """(handler, gate_ready): the decision behind the staging gate."""
-    import contextlib
-
-    from mokka.nri.gate import StagingGate, outcome
-    from mokka.nri.nodeview import NodeViewBuilder
-
-    gate = StagingGate(settings.agent_staged_url, settings.staging_lock_path)
-    views = NodeViewBuilder.for_config(
-        settings.config, device_host_path=settings.host.devices,
-        imex_channel_host_path=settings.host.imex_channels,
-        topology_host_path=settings.host.topology, cdi_spec_host_path=settings.host.cdi_spec)
-
-    # Scan the staged tree (and parse its CDI specs) now, not in the first
-    # container's CreateContainer: that first call would otherwise pay ~25 ms.
-    views.build()
-
-    class Open:
-        """The gate is not configured: nothing to hold or ask (and no
-        generator-based context manager to pay for on every request)."""
-        __slots__ = ("accepts",)
-
-        def __init__(self, runtime):
-            self.accepts = runtime.accepts_cdi
-
-        def __enter__(self):
-            return views.build(runtime_accepts_cdi=self.accepts), ""
-
-        def __exit__(self, *exc):
-            return False
-
-    @contextlib.contextmanager
-    def gated(runtime):
-        with gate.hold() as verdict:
-            metrics.gate_checked(outcome(verdict))
-            if not verdict.ok:
-                yield None, verdict.reason
-                return
-            # What the runtime takes is decided once, at Configure (RuntimeInfo).
-            yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
-
-    staged = gated if gate.enabled else Open
-    return decision_handler(settings.config, staged, metrics), lambda: tuple(gate.ready())
-
-
-def serve(settings: Settings) -> int:
-    from mokka.nri import health as healthmod
-    from mokka.nri.plugin import Plugin, keep_large_buffers_out_of_the_heap
-
-    keep_large_buffers_out_of_the_heap()
-
-    from mokka.nri.gate import OUTCOMES
-    from mokka.nri.inject.skip import LABELS
-
-    health = healthmod.Health(
-        skip_reasons=(*LABELS.values(), healthmod.SKIPPED_NOT_STAGED), gate_outcomes=OUTCOMES)
-    handler, gate_ready = make_handler(settings, health)
-    health.gate_ready = gate_ready
-    try:
-        probes = healthmod.serve(settings.health_addr, health)
-    except OSError as exc:
-        raise common.CommandError(f"cannot serve probes on {settings.health_addr!r}: {exc}")
-    plugin = Plugin(settings.plugin, handler, health=health)
-    # Everything loaded so far lives as long as the process: keep it out of
-    # the collector's full passes, which otherwise walk every protobuf and
-    # click object every few hundred requests.
-    import gc
-    gc.freeze()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: plugin.stop())
-    try:
-        plugin.run()
-    finally:
-        if probes is not None:
-            probes.stop()
-    return 0
 
 
 def _opt(flag: str, envvar: str, default, help: str, empty_counts: bool = False):
@@ -327,7 +170,11 @@ def command(gates: dict[str, bool], print_config: bool, **opts) -> int:
     if print_config:
         printconfig.emit(COMMAND, printconfig.plain(settings), gates)
         return 0
-    return serve(settings)
+    from mokka.nri.compose import serve
+    code = serve(settings)
+    if isinstance(code, str):
+        raise common.CommandError(code)
+    return code
 
 
 def main(args: list[str], prog_name: str = COMMAND) -> int:

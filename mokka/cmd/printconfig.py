@@ -38,11 +38,9 @@ def plain(value):
 
 def common(gates: dict[str, bool]) -> dict:
     """What every command shares: logging and the feature gates (defaults filled in)."""
-    import logging
-
     from mokka.core import log
     params = click.get_current_context().params
-    return {"log_level": logging.getLevelName(log.parse_level(params.get("log_level"))).lower(),
+    return {"log_level": log.parse_level(params.get("log_level")).lower(),
             "log_format": log.parse_format(params.get("log_format")),
             "feature_gates": {**names.FEATURE_GATES, **gates}}
 

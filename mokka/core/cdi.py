@@ -1,15 +1,46 @@
-"""CDI specs for a compiled state (facts §4), as plain dicts.
+"""The CDI spec format (facts §4), both ways.
 
-Pure: the node agent's cri simulator and ``mokka render-cdi`` do the writing.
-A spec names only host paths Mokka stages — a missing host path fails every
-container that uses the spec — so there is no ``nvidia-cdi-hook`` hook (we ship
-none) and no NVML library mount unless the caller says a library is staged.
+Writing: the specs of a compiled state as plain dicts (pure; the node agent's
+cri simulator and ``mokka render-cdi`` write the files). A spec names only
+host paths Mokka stages — a missing host path fails every container that uses
+the spec — so there is no ``nvidia-cdi-hook`` hook (we ship none) and no NVML
+library mount unless the caller says a library is staged.
+
+Reading: any spec on the node, ours or another vendor's, into the container
+edits of each fully qualified device (``read_spec``, ``device_edits``), for
+runtimes that cannot take a CDI reference. A spec is host input: whatever it
+holds that is not an edit is skipped, never followed or raised on.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import dataclass
+
 from mokka.core import names
+from mokka.core.edits import Device, Mount
 from mokka.core.overlay import Overlay
+
+#: The file names a CDI spec directory's specs end with.
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True)
+class CDIEdits:
+    """The container edits of one CDI device (or a spec's common edits)."""
+    env: tuple[str, ...] = ()                 # "KEY=value"
+    devices: tuple[Device, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+
+
+class UnreadableSpec(Exception):
+    """A spec file that cannot be read or parsed; the message names why."""
+
+
+def qualified_name(kind: str, name: str) -> str:
+    """A device's fully qualified CDI name, ``vendor.com/class=name``."""
+    return f"{kind}={name}"
 
 
 def _node(host: Overlay, name: str, major: int, minor: int) -> dict:
@@ -78,7 +109,8 @@ def mock_spec(state: dict, host: Overlay) -> dict:
 
 
 def management_spec(state: dict, host: Overlay) -> dict:
-    """``management.nvidia.com/gpu=all``: every GPU and the control nodes (seed 003)."""
+    """``management.nvidia.com/gpu=all``: every GPU and the control nodes, for the
+    container toolkit's management annotations."""
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MANAGEMENT,
             "devices": [{"name": names.CDI_DEVICE_ALL,
                          "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)}}]}
@@ -92,14 +124,98 @@ def specs(state: dict, host: Overlay, **kwargs) -> dict[str, dict]:
 
 def device_names(spec: dict) -> list[str]:
     """Fully qualified names a spec defines (``kind=name``)."""
-    return [f"{spec['kind']}={d['name']}" for d in spec["devices"]]
+    return [qualified_name(spec["kind"], d["name"]) for d in spec["devices"]]
 
 
 def to_yaml(spec: dict) -> str:
     import yaml
 
-    class _Plain(yaml.SafeDumper):
+    from mokka.core.yamlio import SafeDumper
+
+    class _Plain(SafeDumper):
         def ignore_aliases(self, data):   # shared node dicts: no &anchors in a spec
             return True
 
     return yaml.dump(spec, Dumper=_Plain, sort_keys=False, default_flow_style=False)
+
+
+# --- reading ------------------------------------------------------------------------
+
+def read_spec(path: str) -> dict[str, tuple[CDIEdits, ...]]:
+    """``device_edits`` of the spec file at ``path`` (YAML or JSON, bounded as
+    every YAML file Mokka reads); UnreadableSpec if it cannot be had."""
+    from mokka.core import yamlio  # lazily: only a node with CDI specs pays for it
+
+    try:
+        with open(path, "rb") as handle:
+            doc = yamlio.safe_load(handle)
+    except (OSError, ValueError, yamlio.YAMLError) as exc:
+        raise UnreadableSpec(str(exc)) from None
+    return device_edits(doc)
+
+
+def device_edits(doc: object) -> dict[str, tuple[CDIEdits, ...]]:
+    """Fully qualified device name -> (common edits, device edits) of one spec,
+    each left out when empty.
+
+    Device nodes without type/major/minor are completed from their host path,
+    as the runtime would; one that is not a device node there is dropped.
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
+        return {}
+    common = _edits(doc.get("containerEdits"))
+    result: dict[str, tuple[CDIEdits, ...]] = {}
+    for device in _list(doc.get("devices")):
+        if isinstance(device, dict) and isinstance(device.get("name"), str):
+            own = _edits(device.get("containerEdits"))
+            result[qualified_name(doc["kind"], device["name"])] = tuple(
+                e for e in (common, own) if e != CDIEdits())
+    return result
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _edits(raw: object) -> CDIEdits:
+    if not isinstance(raw, dict):
+        return CDIEdits()
+    env = tuple(e for e in _list(raw.get("env")) if isinstance(e, str) and "=" in e)
+    devices = tuple(d for d in map(_device_node, _list(raw.get("deviceNodes"))) if d is not None)
+    mounts = tuple(m for m in map(_mount, _list(raw.get("mounts"))) if m is not None)
+    return CDIEdits(env=env, devices=devices, mounts=mounts)
+
+
+def _device_node(raw: object) -> Device | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+        return None
+    path = raw["path"]
+    kind, major, minor = raw.get("type"), _int(raw.get("major")), _int(raw.get("minor"))
+    mode, uid, gid = _int(raw.get("fileMode")), _int(raw.get("uid")), _int(raw.get("gid"))
+    if not isinstance(kind, str) or major is None or minor is None:
+        host_path = raw.get("hostPath") if isinstance(raw.get("hostPath"), str) else path
+        try:
+            st = os.lstat(host_path)
+        except OSError:
+            return None
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)):
+            return None
+        kind = kind if isinstance(kind, str) else ("c" if stat.S_ISCHR(st.st_mode) else "b")
+        major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
+        mode = stat.S_IMODE(st.st_mode) if mode is None else mode
+    return Device(path=path, type=kind, major=major, minor=minor, file_mode=mode, uid=uid, gid=gid)
+
+
+def _mount(raw: object) -> Mount | None:
+    if not isinstance(raw, dict):
+        return None
+    source, destination = raw.get("hostPath"), raw.get("containerPath")
+    if not isinstance(source, str) or not isinstance(destination, str):
+        return None
+    options = tuple(o for o in _list(raw.get("options")) if isinstance(o, str))
+    kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "bind"
+    return Mount(destination=destination, source=source, type=kind, options=options)

@@ -173,7 +173,7 @@ def _nvlink(block: dict, gpus: list[dict]) -> dict | None:
     defaults = block.get("defaults") or {}
     explicit = {int(d.get("index", -1)): d.get("links") or [] for d in block.get("device_links") or []}
     if block.get("links") and 0 not in explicit:
-        explicit[0] = block["links"]            # legacy: a top-level list belongs to device 0
+        explicit[0] = block["links"]            # a top-level list belongs to device 0
     for g in gpus:
         if g["index"] in explicit:
             links = [_link(l, n) for n, l in enumerate(explicit[g["index"]])]

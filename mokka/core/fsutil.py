@@ -6,7 +6,6 @@ import contextlib
 import fcntl
 import os
 import stat
-import tempfile
 import threading
 
 from mokka.core import names
@@ -38,32 +37,45 @@ class _Fault:
 FAULT = _Fault()
 
 
-def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
+def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = True) -> bool:
     """Write ``data`` to ``path`` through a unique temp file and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly
     ``data`` with ``mode``, so converging an unchanged tree touches nothing.
+
+    The rename keeps every reader from a half-written file, a kill -9 included.
+    ``sync`` also flushes the data to disk before the rename, so the file survives
+    a power cut: what a user or the record of a teardown depends on. The staged
+    tree passes ``sync=False``: the agent rewrites it from the profile at every
+    start (converge compares bytes), and one flush per file made staging a node
+    cost a disk round trip for each of its thousands of small files.
     """
     if isinstance(data, str):
         data = data.encode()
     try:
         st = os.lstat(path)
-        if (st.st_mode & 0o7777) == mode and os.path.isfile(path) and not os.path.islink(path) \
-                and st.st_size == len(data):
+        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data):
             with open(path, "rb") as f:
                 if f.read() == data:
                     return False
     except FileNotFoundError:
         pass
     directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        fd, tmp = _new_temp(directory)
+    except FileNotFoundError:                  # the directory first (not a mkdir per file)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = _new_temp(directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
         FAULT.tick()
         os.replace(tmp, path)
     except BaseException:
@@ -73,6 +85,17 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644) -> bool:
             pass
         raise
     return True
+
+
+def _new_temp(directory: str) -> tuple[int, str]:
+    """A new empty file in ``directory``, open for writing: a dot name no reader takes for
+    a real one, unique even between writers in other hosts or PID namespaces (O_EXCL)."""
+    while True:
+        tmp = os.path.join(directory, f".{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue
 
 
 def atomic_symlink(target: str, path: str) -> bool:
@@ -137,7 +160,7 @@ def dir_locked(path: str):
     """Hold the exclusive lock of ``path``'s directory (flock on a directory fd).
 
     Serializes the read-modify-writes of the runtime files beside config.yaml
-    (overrides.yaml, xid-events.yaml and their companions) between ``mokka ctl``,
+    (the overrides scope files, xid-events.yaml and their companions) between ``mokka ctl``,
     ``nvidia-smi -r`` and the agent's kernellog: no lock file to leave behind on
     the host, and it works inside a container through the writable config bind.
     """

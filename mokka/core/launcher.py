@@ -83,13 +83,13 @@ def stage(overlay_root: str, commands: tuple[str, ...] = SHIM_COMMANDS) -> list[
         dest = os.path.join(lib, rel)
         with open(src, "rb") as f:
             data = f.read()
-        if atomic_write(dest, data, 0o644) or not os.path.exists(_pyc_path(dest)):
+        if atomic_write(dest, data, 0o644, sync=False) or not os.path.exists(_pyc_path(dest)):
             if dest.endswith(".py"):
                 _write_pyc(dest, data)
         written.append(dest)
     for command in commands:
         path = os.path.join(bin_dir, command)
-        atomic_write(path, launcher_script(command), 0o755)
+        atomic_write(path, launcher_script(command), 0o755, sync=False)
         written.append(path)
     return written
 
@@ -106,7 +106,7 @@ def _write_pyc(source_path: str, source: bytes) -> None:
     header = (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
               + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
               + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
-    atomic_write(_pyc_path(source_path), header + marshal.dumps(code), 0o644)
+    atomic_write(_pyc_path(source_path), header + marshal.dumps(code), 0o644, sync=False)
 
 
 def _pyc_path(source: str) -> str:

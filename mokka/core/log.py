@@ -12,27 +12,7 @@ import logging
 import sys
 import time
 
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-          "warning": logging.WARNING, "error": logging.ERROR, "": logging.INFO}
-FORMATS = ("json", "plain")
-
-
-class LogConfigError(ValueError):
-    pass
-
-
-def parse_level(value: str | None) -> int:
-    key = (value or "").strip().lower()
-    if key not in LEVELS:
-        raise LogConfigError(f"invalid --log-level {value!r}: use debug, info, warn or error")
-    return LEVELS[key]
-
-
-def parse_format(value: str | None) -> str:
-    key = (value or "").strip().lower() or "json"
-    if key not in FORMATS:
-        raise LogConfigError(f"invalid --log-format {value!r}: use json or plain")
-    return key
+from mokka.core.logopts import FORMATS, LEVELS, LogConfigError, parse_format, parse_level  # noqa: F401
 
 
 class _JsonFormatter(logging.Formatter):

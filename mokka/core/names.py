@@ -75,6 +75,11 @@ DRIVER_FABRIC_STATE_DIR = f"{DRIVER_DIR}/{DRIVER_FABRIC_STATE_NAME}"
 #: found the same way from the device plugin's ``config/config.yaml``.
 FABRIC_STATE_DIR = "fabric-state"
 
+#: The node's config directories (config.yaml and the runtime files beside it). Others
+#: write into them (``mokka ctl``, ``nvidia-smi -r``, the mock NVML, and containers through
+#: the writable bind of driver/config): their whole content goes with the tree at teardown.
+NODE_CONFIG_DIRS = (DRIVER_CONFIG_DIR, CONFIG_DIR)
+
 # File names inside driver/config (and config/).
 PROFILE_FILE = "config.yaml"          # MOCK_NVML_CONFIG names this one
 #: The runtime overrides: a directory beside config.yaml (MOCK_NVML_OVERRIDES names
@@ -121,6 +126,14 @@ XID_COMPANION_GPU = "gpu"
 XID_COMPANION_CODE = "code"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
+#: The agent records that kernel log and the overlay's place, both as host paths before
+#: --host-root (JSON: ``{"kmsg": "/dev/kmsg", "overlay": "/var/lib/nvml-mock"}``), in this
+#: file of the driver root, so ``mokka ctl xid`` writes its line where the staged node keeps
+#: its kernel log and nowhere else: a scratch root's, never the host's. Not in ``config/``:
+#: workloads mount the driver root read-only but ``config/`` writable, and the record says
+#: where a command run as root may write.
+KMSG_RECORD_NAME = "kernel-log"
+DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
@@ -282,7 +295,7 @@ ANNOTATION_INFINIBAND = "nvml-mock.nvidia.com/infiniband"
 ANNOTATION_IMEX_CHANNELS = "nvml-mock.nvidia.com/imex-channels"
 #: containerd 1.7 passes CDI devices requested through CRI as these annotations.
 CDI_CRI_ANNOTATION_PREFIX = "cdi.k8s.io/"
-#: nvidia-container-toolkit's NRI annotations (seed 003), first present wins.
+#: nvidia-container-toolkit's NRI annotations, first present wins.
 TOOLKIT_CDI_ANNOTATION = "nvidia.cdi.k8s.io"
 TOOLKIT_CDI_ANNOTATION_POD = "nvidia.cdi.k8s.io/pod"
 TOOLKIT_CDI_ANNOTATION_CONTAINER_PREFIX = "nvidia.cdi.k8s.io/container."
@@ -339,7 +352,7 @@ FS_LIB_FILE = "libmockfs.so.1"
 LD_PRELOAD_SHIMS = tuple(f"{PRELOAD_LIB_DIR}/{file}" for file in (
     IB_UMAD_LIB_FILE, IB_VERBS_LIB_FILE, IB_SYS_LIB_FILE, FS_LIB_FILE))
 
-# --- Container runtime setup (the cri simulator's containerd half, seed 004) ----
+# --- Container runtime setup (the cri simulator's containerd half) ----------------
 
 CONTAINER_RUNTIME_CONTAINERD = "containerd"
 CONTAINER_RUNTIME_NONE = "none"

@@ -107,6 +107,11 @@ class Overlay:
         return os.path.join(self.fabric_state, names.FABRICMANAGER_READY)
 
     @property
+    def kmsg_record(self) -> str:
+        """The agent's record of its kernel log (names.DRIVER_KMSG_RECORD)."""
+        return self.join(names.DRIVER_KMSG_RECORD)
+
+    @property
     def topology(self) -> str:
         return self.join(names.TOPOLOGY_DOC)
 

@@ -22,7 +22,8 @@ from mokka.core import names
 
 YAMLError = yaml.YAMLError
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: libyaml's emitter where PyYAML has it: the same bytes as the Python one, ten times faster.
+SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
@@ -136,7 +137,7 @@ def load_profile(data):
     return yaml.load(data, Loader=_ProfileLoader)
 
 
-class _PlainDumper(_Dumper):
+class _PlainDumper(SafeDumper):
     def ignore_aliases(self, data):        # the staged copy is plain: no anchors to follow
         return True
 

@@ -1,6 +1,7 @@
 """The staging gate: adjust only while the node agent reports its tree staged.
 
-Seed 000, "Failing open". Before each adjustment the plugin takes the SHARED
+A container is never failed for it: a closed gate leaves it unmodified (fail
+open). Before each adjustment the plugin takes the SHARED
 side of the staging lock (the agent holds it exclusively while it stages or
 tears down the driver tree) and asks the agent's /stagedz whether the tree is
 staged. Only a 2xx passes. The lock is held while the decision is made, so a

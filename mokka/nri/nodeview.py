@@ -32,14 +32,13 @@ import time
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from mokka.core import log, names
+from mokka.core import cdi, log, names
 from mokka.core.overlay import Overlay, container_overlay
 from mokka.nri import watch
-from mokka.nri.inject.model import CDIEdits, Config, Device, Mount, NodeView
+from mokka.nri.inject.model import Config, Device, NodeView
 
 #: Where device nodes appear inside a container.
 DEV_ROOT = names.CONTAINER_DEV_DIR
-CDI_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 RACY_WINDOW_NS = 2_000_000_000
 #: How long a quiet inotify alone keeps the last view: a mount over a watched
 #: path (or a filesystem without events) is seen within this.
@@ -128,7 +127,7 @@ class NodeViewBuilder:
         self._spec_dirs = [_Cached(d, lambda d=d: _list_specs(d)) for d in cdi_spec_dirs]
         self._spec_files: dict[str, _Cached] = {}
         self._edits_key: tuple = ((), ())
-        self._edits: Mapping[str, tuple[CDIEdits, ...]] = MappingProxyType({})
+        self._edits: Mapping[str, tuple[cdi.CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
         self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
         # Every directory a cache reads (spec files live in the spec dirs).
@@ -164,7 +163,7 @@ class NodeViewBuilder:
                       *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
             # What the fast path compares: each path once, with the signature
             # every cache on it was computed at. Only when all are trusted and
-            # agree; otherwise the next build recomputes (as before).
+            # agree; otherwise the next build recomputes.
             expected: dict[str, Signature] = {}
             consistent = all(cached.trusted for cached in caches)
             for cached in caches:
@@ -200,7 +199,7 @@ class NodeViewBuilder:
                                   hca_count=parts[6], runtime_accepts_cdi=accepts)
         return self._view
 
-    def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[CDIEdits, ...]]:
+    def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
         paths = [path for spec_dir in self._spec_dirs for path in spec_dir.get(now, racy)]
         for path in paths:
             if path not in self._spec_files:
@@ -211,7 +210,7 @@ class NodeViewBuilder:
         # Keyed by the parsed objects themselves (held here, so never recycled).
         key = (tuple(paths), tuple(per_file))
         if not _same(key[0], self._edits_key[0]) or not _same(key[1], self._edits_key[1]):
-            merged: dict[str, tuple[CDIEdits, ...]] = {}
+            merged: dict[str, tuple[cdi.CDIEdits, ...]] = {}
             for path, edits in zip(paths, per_file):
                 for name, value in edits.items():
                     if name in merged:
@@ -312,81 +311,12 @@ def _list_specs(directory: str) -> tuple[str, ...]:
         entries = sorted(os.listdir(directory))
     except OSError:
         return ()
-    return tuple(os.path.join(directory, n) for n in entries if n.endswith(CDI_SPEC_SUFFIXES))
+    return tuple(os.path.join(directory, n) for n in entries if n.endswith(cdi.SPEC_SUFFIXES))
 
 
-def _parse_spec_file(path: str) -> Mapping[str, tuple[CDIEdits, ...]]:
-    from mokka.core import yamlio  # lazily: only a node with CDI specs pays for it
-
+def _parse_spec_file(path: str) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
     try:
-        with open(path, "rb") as handle:
-            doc = yamlio.safe_load(handle)
-    except (OSError, ValueError, yamlio.YAMLError) as exc:
+        return cdi.read_spec(path)
+    except cdi.UnreadableSpec as exc:
         _log.warning("unreadable cdi spec ignored", spec=path, error=str(exc))
         return {}
-    return parse_spec(doc)
-
-
-def parse_spec(doc: object) -> dict[str, tuple[CDIEdits, ...]]:
-    """Fully qualified device name -> (common edits, device edits) of one spec.
-
-    Device nodes without type/major/minor are completed from their host path,
-    as the runtime would; one that is not a device node there is dropped.
-    """
-    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str):
-        return {}
-    common = _edits(doc.get("containerEdits"))
-    result: dict[str, tuple[CDIEdits, ...]] = {}
-    for device in _list(doc.get("devices")):
-        if isinstance(device, dict) and isinstance(device.get("name"), str):
-            own = _edits(device.get("containerEdits"))
-            result[f"{doc['kind']}={device['name']}"] = tuple(e for e in (common, own) if e != CDIEdits())
-    return result
-
-
-def _list(value: object) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _edits(raw: object) -> CDIEdits:
-    if not isinstance(raw, dict):
-        return CDIEdits()
-    env = tuple(e for e in _list(raw.get("env")) if isinstance(e, str) and "=" in e)
-    devices = tuple(d for d in map(_device_node, _list(raw.get("deviceNodes"))) if d is not None)
-    mounts = tuple(m for m in map(_mount, _list(raw.get("mounts"))) if m is not None)
-    return CDIEdits(env=env, devices=devices, mounts=mounts)
-
-
-def _device_node(raw: object) -> Device | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
-        return None
-    path = raw["path"]
-    kind, major, minor = raw.get("type"), _int(raw.get("major")), _int(raw.get("minor"))
-    mode, uid, gid = _int(raw.get("fileMode")), _int(raw.get("uid")), _int(raw.get("gid"))
-    if not isinstance(kind, str) or major is None or minor is None:
-        host_path = raw.get("hostPath") if isinstance(raw.get("hostPath"), str) else path
-        try:
-            st = _lstat(host_path)
-        except OSError:
-            return None
-        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)):
-            return None
-        kind = kind if isinstance(kind, str) else ("c" if stat.S_ISCHR(st.st_mode) else "b")
-        major, minor = os.major(st.st_rdev), os.minor(st.st_rdev)
-        mode = stat.S_IMODE(st.st_mode) if mode is None else mode
-    return Device(path=path, type=kind, major=major, minor=minor, file_mode=mode, uid=uid, gid=gid)
-
-
-def _mount(raw: object) -> Mount | None:
-    if not isinstance(raw, dict):
-        return None
-    source, destination = raw.get("hostPath"), raw.get("containerPath")
-    if not isinstance(source, str) or not isinstance(destination, str):
-        return None
-    options = tuple(o for o in _list(raw.get("options")) if isinstance(o, str))
-    kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "bind"
-    return Mount(destination=destination, source=source, type=kind, options=options)

@@ -250,7 +250,7 @@ class Plugin:
         if isinstance(event, ttrpc.Rejected):
             if event.conn_id == PLUGIN_CONN:
                 # Whatever it was (most likely a CreateContainer), fail open: no
-                # adjustment, never ttrpc's error status (seed 000).
+                # adjustment, never ttrpc's error status: a container is never failed.
                 total = self.health.count("rejected_requests_total")
                 self._log.warning("refused request answered with no adjustment (failed open)",
                                   stream=event.stream_id, code=event.code, reason=event.message,

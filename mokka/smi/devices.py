@@ -64,13 +64,14 @@ def pick(lib: nvml.Library, count: int, ids: str) -> list:
     items = [p.strip() for p in ids.split(",") if p.strip()]
     if items and all(p.isdigit() and int(p) < count for p in items):
         return [open_gpu(lib, i) for i in sorted({int(p) for p in items})]
+    on_bus = {index for index in map(lib.index_by_bus_id, (p for p in items if ":" in p)) if index is not None}
     found = []
     for i in range(count):
         try:
             gpu = Gpu(lib, i, lib.handle(i))
         except nvml.NvmlError as exc:
             raise Refused(f"Problem with GPU {i}: {error_text(exc)}\n\n\n", EXIT_UNKNOWN) from None
-        if any(_names(gpu, item) for item in items):
+        if i in on_bus or any(_names(gpu, item) for item in items):
             found.append(gpu)
     if not found:
         raise Refused(NO_DEVICES + "\n", EXIT_NOT_FOUND)
@@ -78,11 +79,7 @@ def pick(lib: nvml.Library, count: int, ids: str) -> list:
 
 
 def _names(gpu: Gpu, item: str) -> bool:
-    """An index, a UUID or a PCI bus id (``00000000:1A:00.0`` or ``0000:1A:00.0``)."""
+    """An index or a UUID (a PCI bus id is the library's to resolve: Library.index_by_bus_id)."""
     if item.isdigit():
         return int(item) == gpu.index
-    low = item.lower()
-    if low == (gpu.uuid() or "").lower():
-        return True
-    bus = gpu.bus_id().lower()
-    return ":" in low and (low == bus or low == bus[4:])
+    return item.lower() == (gpu.uuid() or "").lower()

@@ -135,6 +135,13 @@ class Library:
         self.call("nvmlDeviceGetHandleByIndex_v2", ctypes.c_uint(index), ctypes.byref(h))
         return h
 
+    def index_by_bus_id(self, bus_id: str) -> int | None:
+        """The visible index of the GPU at a PCI bus id, as NVML resolves one; None if none."""
+        h, index = ctypes.c_void_p(), ctypes.c_uint(0)
+        if self.ask("nvmlDeviceGetHandleByPciBusId_v2", bus_id.encode(), ctypes.byref(h)) != SUCCESS:
+            return None
+        return index.value if self.ask("nvmlDeviceGetIndex", h, ctypes.byref(index)) == SUCCESS else None
+
     def string(self, name: str, *args, size: int = STRING_SIZE) -> str:
         buf = ctypes.create_string_buffer(size)
         self.call(name, *args, buf, ctypes.c_uint(size))

@@ -1,4 +1,4 @@
-"""Shared test helpers: bounded waits, probes, profiles, and a real agent process."""
+"""Shared test helpers: probes, profiles, and a real agent process."""
 
 from __future__ import annotations
 
@@ -13,20 +13,9 @@ from mokka.agent import desired as ds
 from mokka.agent.simulators.publish import is_mountpoint, unmount
 from mokka.core import profile as prof
 from tests.netutil import free_port, http_get  # noqa: F401 (free_port is re-exported)
+from tests.waiting import wait_until  # noqa: F401 (tests/native imports it from here)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.02, what: str = "condition"):
-    """Poll a predicate until it returns a truthy value (bounded; not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def probe(port: int, path: str) -> tuple[int, dict]:
@@ -87,7 +76,7 @@ class AgentProcess:
             self.assert_alive()
             code, body = self.probe("/stagedz")
             return body if code == 200 and (digest is None or body.get("digest") == digest) else None
-        return wait_until(ok, timeout, what=f"/stagedz 200 (digest {digest})")
+        return wait_until(ok, f"/stagedz 200 (digest {digest})", timeout=timeout)
 
     def assert_alive(self) -> None:
         if self.proc.poll() is not None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 
 from mokka.agent import desired as ds
-from tests.core.test_profile_errors import ISSUE_CASES
+from tests.core.test_profile_errors import HOSTILE_CASES
 
 #: Resident memory, KiB, the agent may reach after refusing all of them (it idles near 60 MiB).
 CEILING_KIB = 250 * 1024
@@ -17,7 +18,7 @@ CEILING_KIB = 250 * 1024
 HOSTILE = [
     ("a FIFO", "fifo", "it is a FIFO, not a regular file", ""),
     ("a link to /dev/zero", "/dev/zero", "it is a character device", ""),
-] + [(name, text.encode(), words, field) for name, text, field, words in ISSUE_CASES]
+] + [(name, text.encode(), words, field) for name, text, field, words in HOSTILE_CASES]
 
 
 def put(path: str, what) -> None:
@@ -45,7 +46,7 @@ def test_hostile_profiles_keep_the_last_good_state(scratch):
     put(path, good_a)
     agent = AgentProcess(root, "--profile", path, "--resync-interval", "0", log_dir=outside)
     procs.append(agent)
-    digest_a = ds.build(0, path, path, good_a).digest
+    digest_a = ds.build(0, path, path, good_a, node_name=os.uname().nodename).digest
     agent.wait_staged(digest_a)
     for name, what, words, field in HOSTILE:
         put(path, what)
@@ -64,7 +65,7 @@ def test_hostile_profiles_keep_the_last_good_state(scratch):
         put(path, good_a)                    # back to the good bytes: accepted again, no new pass
         wait_until(lambda: "rejected" not in agent.probe("/healthz")[1], what="accepted again")
     put(path, good_b)
-    agent.wait_staged(ds.build(0, path, path, good_b).digest)
+    agent.wait_staged(ds.build(0, path, path, good_b, node_name=os.uname().nodename).digest)
     assert agent.probe("/healthz")[0] == 200
     assert not any("crashed" in str(line.get("msg")) for line in agent.log_lines())
     assert agent.terminate() == 0

@@ -7,7 +7,8 @@ import json
 import os
 import stat
 
-from helpers import AgentProcess, configmap_dir, profile_bytes, wait_until
+from helpers import AgentProcess, configmap_dir, profile_bytes
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.agent import desired as ds
@@ -25,7 +26,8 @@ domains:
 
 
 def expected(path: str, data: bytes, topology: bytes | None = None, node: str = "") -> ds.Desired:
-    return ds.build(0, path, path, data, topology, "", node)
+    """What the agent stages; with no --node-name it names the node as the host is named."""
+    return ds.build(0, path, path, data, topology, "", node or os.uname().nodename)
 
 
 def gpu_nodes(root: str) -> list[str]:

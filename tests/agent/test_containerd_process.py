@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import tomllib
 
-from helpers import AgentProcess, profile_bytes, run_agent, wait_until
+from helpers import AgentProcess, profile_bytes, run_agent
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.core import names

@@ -207,7 +207,10 @@ def test_a_failing_systemctl_fails_apply_naming_the_command_and_is_retried(host)
 
 
 @pytest.mark.parametrize("prepare,why", [
-    (lambda root: (root / "usr/bin/containerd").unlink(), "no containerd on the host's PATH"),
+    (lambda root: (root / "usr/bin/containerd").unlink(),
+     "no containerd in {root}/usr/local/sbin:{root}/usr/local/bin:{root}/usr/sbin:{root}/usr/bin:"
+     "{root}/sbin:{root}/bin (the host's PATH under --host-root {root}): no container runtime, or "
+     "another one (CRI-O, or the containerd k3s and rke2 embed); container runtime left alone"),
     (lambda root: executable(str(root / "usr/bin/nvidia-ctk")),
      "/usr/bin/nvidia-ctk is not a link Mokka made"),
     (lambda root: (root / "etc/nvidia-container-runtime").mkdir(parents=True)
@@ -224,7 +227,7 @@ def test_leave_alone_writes_nothing_restarts_nothing_and_says_why_once(host, pre
     setup.revoke()
     assert tree(host) == before
     assert runner.calls == []
-    assert log.said(why) == 1
+    assert log.said(why.format(root=host)) == 1
 
 
 # --- the toolkit path, with a stand-in nvidia-ctk --------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import signal
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.core import names
@@ -96,3 +97,22 @@ def test_fabricmanager_disabled_leaves_auto_in_progress_and_the_node_ready(scrat
     assert not any(line.get("logger") == "mokka.fabricmanager" for line in agent.log_lines())
     assert agent.terminate() == 0
     assert diff(before, listing(root)) == ""
+
+
+def test_without_a_node_name_every_part_of_the_node_names_the_host(scratch):
+    """mock-ib, the staged HCAs and the compiled state name the node as ``mokka ctl`` and
+    kernellog do: the host name."""
+    root, outside, procs = scratch
+    host = os.uname().nodename
+    agent = AgentProcess(root, "--profile", "h100", "--resync-interval", "0", log_dir=outside)
+    procs.append(agent)
+    ov = host_overlay(root)
+    agent.wait_staged()
+    serving = wait_until(lambda: [line for line in agent.log_lines() if line.get("msg") == "mock-ib serving"],
+                         what="mock-ib serving")
+    assert serving[0]["node"] == host
+    with open(os.path.join(ov.ib, "sys/class/infiniband/mlx5_0/node_desc")) as f:
+        assert f.read() == f"{host} mlx5_0\n"
+    assert engine.load({names.ENV_NVML_CONFIG: ov.profile, names.ENV_DEV_ROOT: "/nonexistent"}) \
+        .state["node_name"] == host
+    assert agent.terminate() == 0

@@ -7,7 +7,8 @@ import signal
 import subprocess
 import sys
 
-from helpers import REPO, wait_until
+from helpers import REPO
+from tests.waiting import wait_until
 
 from mokka.core import names
 

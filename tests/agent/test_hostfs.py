@@ -66,3 +66,26 @@ def test_killed_writers_temp_files_are_cleaned(tmp_path):
     (tmp_path / "ov" / "d" / ".f.abc.tmp").write_bytes(b"half")
     assert fs.clean_temps() == 1
     assert os.listdir(tmp_path / "ov" / "d") == ["f"]
+
+
+def test_sweep_empties_only_directories_the_agent_made_and_follows_no_link(tmp_path):
+    (tmp_path / "ov" / "hosts").mkdir(parents=True)              # the host's own directory
+    (tmp_path / "ov" / "hosts" / "theirs").write_text("kept")
+    outside = tmp_path / "outside"
+    (outside / "d").mkdir(parents=True)
+    (outside / "f").write_text("kept")
+    fs = fs_at(tmp_path)
+    made = tmp_path / "ov" / "made"
+    fs.converge("o", {str(made / "config.yaml"): File(b"1"),
+                      str(tmp_path / "ov" / "hosts" / "ours"): File(b"2")})
+    (made / "dir" / "deep").mkdir(parents=True)
+    (made / "dir" / "deep" / "x").write_text("workload")
+    (made / "link-dir").symlink_to(outside / "d")
+    (made / "link-file").symlink_to(outside / "f")
+    os.mkfifo(made / "fifo")
+    fs.remove_owner("o")
+    assert sorted(os.listdir(made)) == ["dir", "fifo", "link-dir", "link-file"]   # not the owner's
+    assert fs.sweep([str(made), str(tmp_path / "ov" / "hosts"), str(tmp_path / "ov" / "gone")]) == 4
+    assert os.listdir(made) == []
+    assert os.listdir(tmp_path / "ov" / "hosts") == ["theirs"]                   # not agent-made
+    assert sorted(os.listdir(outside)) == ["d", "f"] and (outside / "f").read_text() == "kept"

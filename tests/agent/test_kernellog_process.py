@@ -9,7 +9,8 @@ import os
 
 import yaml
 
-from helpers import AgentProcess, profile_bytes, wait_until
+from helpers import AgentProcess, profile_bytes
+from tests.waiting import wait_until
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay

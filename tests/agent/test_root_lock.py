@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import AgentProcess, profile_bytes, run_agent, wait_until
+from helpers import AgentProcess, profile_bytes, run_agent
+from tests.waiting import wait_until
 from treelist import diff, listing
 
 from mokka.core import names
@@ -80,7 +81,7 @@ def mounts_under(root: str) -> list[str]:
 
 
 def test_two_once_runs_at_the_same_time_stage_one_tree(scratch):
-    """Issue 11's reproduction: two --once started together. At most one stages; the other,
+    """Two --once started together: at most one stages; the other,
     if it overlapped, refuses with the lock line; one bind mount; teardown leaves the root."""
     import subprocess
     import sys

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from helpers import wait_until
+from tests.waiting import wait_until
 
 from mokka.agent.supervisor import ProcessChild, Supervisor, ThreadChild, describe_status
 from mokka.core import log as mlog

@@ -50,7 +50,7 @@ def test_value_defaults_are_the_facts_of_names():
     assert v["nri"]["healthPort"] == port(names.NRI_HEALTH_ADDR)
     assert v["nri"]["socketPath"] == names.NRI_SOCKET_PATH
     assert v["nri"]["pluginIndex"] == names.NRI_PLUGIN_INDEX
-    assert v["nri"]["pluginName"] == "nvml-mock"          # seed 001: the chart's name, not the binary's
+    assert v["nri"]["pluginName"] == "nvml-mock"          # the chart's name, not the binary's
     assert v["nri"]["overlay"] == {"hostPath": names.OVERLAY_HOST_PATH,
                                    "mountPath": names.OVERLAY_MOUNT_PATH}
     assert v["nri"]["cdiSpecDir"] == names.CDI_SPEC_DIR

@@ -5,10 +5,12 @@ import yaml
 
 from mokka.core import cdi, names
 from mokka.core.compile import compile_profile
+from mokka.core.edits import Device, Mount
 from mokka.core.overlay import host_overlay
 from mokka.core.profile import load, parse
 from tests.conftest import run_mokka
-from tests.integration.runtime import runtime_paths, validate_cdi_spec
+from tests.integration.cdischema import validate_cdi_spec
+from tests.integration.runtime import runtime_paths
 
 
 def rendered(profile, host_root="/"):
@@ -129,3 +131,139 @@ def test_device_nodes_are_character_devices_opened_read_write():
     # toolkit: by index, by UUID, all, control; mock: by index, all + control; management: all + control
     assert len(every) == (4 + 4 + 4 + 3) + (4 + 7) + 7
     assert {n["permissions"] for n in every} == {"rw"}
+
+
+# --- reading: what a runtime without CDI support gets of a spec ----------------------
+
+def test_what_the_writer_writes_the_reader_reads_back():
+    state = compile_profile(load("t4"))
+    edits = cdi.device_edits(cdi.mock_spec(state, host_overlay("/node")))
+    assert list(edits) == [f"nvml-mock.nvidia.com/gpu={n}" for n in ("0", "1", "2", "3", "all")]
+    common, own = edits["nvml-mock.nvidia.com/gpu=3"]
+    assert common == cdi.CDIEdits(env=("NVML_MOCK_DEVICE_SOURCE=cdi",))
+    assert own == cdi.CDIEdits(devices=(Device("/dev/nvidia3", "c", 195, 3),))
+    assert [(d.path, d.major, d.minor) for d in edits["nvml-mock.nvidia.com/gpu=all"][1].devices] == [
+        ("/dev/nvidia0", 195, 0), ("/dev/nvidia1", 195, 1), ("/dev/nvidia2", 195, 2),
+        ("/dev/nvidia3", 195, 3), ("/dev/nvidiactl", 195, 255), ("/dev/nvidia-uvm", 510, 0),
+        ("/dev/nvidia-uvm-tools", 510, 1)]
+
+
+def test_the_toolkit_specs_common_edits_come_with_every_device():
+    state = compile_profile(load("t4"))
+    spec = cdi.toolkit_spec(state, host_overlay("/node"), fabricmanager_state_dir="/run/fm")
+    common, own = cdi.device_edits(spec)["nvidia.com/gpu=GPU-00000074-0000-0000-0000-000000000002"]
+    assert common.env == ("NVIDIA_VISIBLE_DEVICES=void", "MOCK_NVML_CONFIG=/etc/nvml-mock/config.yaml",
+                          "MOCK_NVML_OVERRIDES=/etc/nvml-mock/overrides",
+                          "MOCK_FABRICMANAGER_STATE_DIR=/run/fm")
+    assert [(m.destination, m.source, m.type, m.options) for m in common.mounts] == [
+        ("/usr/bin/nvidia-smi", "/node/var/lib/nvml-mock/driver/usr/bin/nvidia-smi", "bind",
+         ("ro", "nosuid", "nodev", "bind")),
+        ("/usr/lib/mokka", "/node/var/lib/nvml-mock/driver/usr/lib/mokka", "bind",
+         ("ro", "nosuid", "nodev", "bind")),
+        ("/etc/nvml-mock", "/node/var/lib/nvml-mock/driver/config", "bind",
+         ("ro", "nosuid", "nodev", "bind")),
+        ("/run/fm", "/run/fm", "bind", ("ro", "nosuid", "nodev", "bind"))]
+    assert [d.path for d in common.devices] == ["/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                "/dev/nvidia-uvm-tools"]
+    assert own.devices == (Device("/dev/nvidia2", "c", 195, 2),)
+
+
+@pytest.mark.parametrize("doc", [
+    None, [], "kind: x", {"devices": [{"name": "a"}]}, {"kind": 7, "devices": [{"name": "a"}]},
+], ids=["empty file", "a list", "a string", "no kind", "kind not a string"])
+def test_a_document_that_is_no_spec_defines_no_device(doc):
+    assert cdi.device_edits(doc) == {}
+
+
+def test_entries_that_are_not_edits_are_skipped_and_the_rest_kept():
+    doc = {"kind": "example.com/x", "containerEdits": "not a mapping", "devices": [
+        "not a device", {"name": 3}, {"name": "empty"}, {"name": "none", "containerEdits": None},
+        {"name": "mixed", "containerEdits": {
+            "env": ["A=1", "no-equals", 5, "B="],
+            "deviceNodes": [{"path": "/dev/x", "type": "c", "major": 1, "minor": 2, "fileMode": 0o640,
+                             "uid": 7, "gid": 8},
+                            {"path": "/dev/bool", "type": "c", "major": True, "minor": 0,
+                             "hostPath": "/nonexistent/bool"},
+                            {"type": "c", "major": 1, "minor": 3}, "not a node",
+                            {"path": "/dev/strnum", "type": "c", "major": "1", "minor": 2}],
+            "mounts": [{"hostPath": "/h", "containerPath": "/c"},
+                       {"hostPath": "/h2", "containerPath": "/c2", "type": "tmpfs",
+                        "options": ["ro", 1, "nosuid"]},
+                       {"hostPath": "/h3", "containerPath": "/c3", "type": ""},
+                       {"hostPath": "/h4", "containerPath": "/c4", "type": 5},
+                       {"hostPath": "/h"}, {"containerPath": "/c"}, [], "m"]}}]}
+    edits = cdi.device_edits(doc)
+    assert list(edits) == ["example.com/x=empty", "example.com/x=none", "example.com/x=mixed"]
+    assert edits["example.com/x=empty"] == () and edits["example.com/x=none"] == ()
+    with pytest.raises(AttributeError):               # a value, shared by every view
+        edits["example.com/x=mixed"][0].env = ()
+    (mixed,) = edits["example.com/x=mixed"]
+    assert mixed.env == ("A=1", "B=")
+    assert mixed.devices == (Device("/dev/x", "c", 1, 2, 0o640, 7, 8),)
+    assert mixed.mounts == (Mount("/c", "/h", "bind", ()),
+                            Mount("/c2", "/h2", "tmpfs", ("ro", "nosuid")),
+                            Mount("/c3", "/h3", "bind", ()),
+                            Mount("/c4", "/h4", "bind", ()))
+
+
+def test_a_node_without_numbers_is_completed_from_its_host_path_or_dropped(tmp_path):
+    import os
+    import stat
+    char, block, plain = tmp_path / "char", tmp_path / "block", tmp_path / "plain"
+    try:
+        os.mknod(char, stat.S_IFCHR | 0o620, os.makedev(195, 7))
+        os.mknod(block, stat.S_IFBLK | 0o600, os.makedev(8, 1))
+    except PermissionError:
+        pytest.skip("mknod not permitted")
+    os.chmod(char, 0o620)                    # not as the umask left it
+    plain.write_text("")
+    doc = {"kind": "example.com/x", "devices": [{"name": "d", "containerEdits": {"deviceNodes": [
+        {"path": "/dev/c", "hostPath": str(char)},
+        {"path": "/dev/c-typed", "hostPath": str(char), "type": "b", "fileMode": 0o444},
+        {"path": str(block)},
+        {"path": "/dev/plain", "hostPath": str(plain)},
+        {"path": "/dev/missing", "hostPath": str(tmp_path / "missing")},
+        {"path": "/dev/half", "hostPath": str(char), "type": "c", "major": 3},
+        {"path": "/dev/untyped", "hostPath": str(char), "major": 1, "minor": 1}]}}]}
+    (edits,) = cdi.device_edits(doc)["example.com/x=d"]
+    assert edits.devices == (Device("/dev/c", "c", 195, 7, 0o620),
+                             Device("/dev/c-typed", "b", 195, 7, 0o444),
+                             Device(str(block), "b", 8, 1, 0o600),
+                             Device("/dev/half", "c", 195, 7, 0o620),
+                             Device("/dev/untyped", "c", 195, 7, 0o620))
+
+
+def test_a_spec_file_is_read_as_yaml_or_json_and_a_bad_one_named(tmp_path):
+    (tmp_path / "a.json").write_text('{"kind": "example.com/x", "devices": [{"name": "j", '
+                                     '"containerEdits": {"env": ["J=1"]}}]}')
+    (tmp_path / "b.yaml").write_text("kind: example.com/x\ndevices:\n- name: y\n"
+                                     "  containerEdits: {env: [Y=1]}\n")
+    (tmp_path / "c.yaml").write_text("kind: [unclosed\n")
+    assert cdi.read_spec(str(tmp_path / "a.json")) == {
+        "example.com/x=j": (cdi.CDIEdits(env=("J=1",)),)}
+    assert cdi.read_spec(str(tmp_path / "b.yaml")) == {
+        "example.com/x=y": (cdi.CDIEdits(env=("Y=1",)),)}
+    for bad in ("c.yaml", "missing.yaml"):
+        with pytest.raises(cdi.UnreadableSpec):
+            cdi.read_spec(str(tmp_path / bad))
+    assert cdi.SPEC_SUFFIXES == (".yaml", ".yml", ".json")
+
+
+def test_imex_channels_join_the_toolkit_specs_common_nodes():
+    state = compile_profile(load("t4"))
+    channel = {"path": "/dev/nvidia-caps-imex-channels/channel0", "type": "c", "major": 234,
+               "minor": 0, "permissions": "rw"}
+    spec = cdi.toolkit_spec(state, host_overlay("/node"), imex_nodes=[channel])
+    assert [n["path"] for n in spec["containerEdits"]["deviceNodes"]] == [
+        "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+        "/dev/nvidia-caps-imex-channels/channel0"]
+
+
+def test_specs_are_written_as_block_yaml_without_anchors():
+    node = {"path": "/dev/x"}
+    text = cdi.to_yaml({"kind": "example.com/x", "devices": [
+        {"name": "a", "containerEdits": {"deviceNodes": [node]}},
+        {"name": "b", "containerEdits": {"deviceNodes": [node]}}]})
+    assert text == ("kind: example.com/x\ndevices:\n"
+                    "- name: a\n  containerEdits:\n    deviceNodes:\n    - path: /dev/x\n"
+                    "- name: b\n  containerEdits:\n    deviceNodes:\n    - path: /dev/x\n")

@@ -91,9 +91,22 @@ def test_every_option_of_every_mokka_command_reads_an_environment_variable():
     """The convention: each flag has an env fallback (the NVIDIA-imitating shims excepted)."""
     import importlib
     missing = []
-    for name in ("profiles", "render-cdi", "compile", "node-agent", "nri-plugin"):
+    for name in ("render-cdi", "compile", "node-agent", "nri-plugin"):
         module = importlib.import_module(COMMANDS[name][0].split(":")[0])
         for param in module.command.params:
             if param.param_type_name == "option" and param.name != "help" and not param.envvar:
                 missing.append(f"{name} --{param.name.replace('_', '-')}")
+    from mokka.cmd import profiles                # argparse, to start as fast as --help
+    for action in profiles.parser("mokka profiles")._actions:
+        if action.option_strings and action.dest != "help" and action.dest not in profiles.ENV:
+            missing.append(f"profiles {action.option_strings[-1]}")
     assert missing == []
+
+
+def test_profiles_variables_are_read_and_the_flag_wins():
+    assert run_mokka("profiles", env={"MOKKA_OUTPUT": "json"}).stdout.startswith("[")
+    assert run_mokka("profiles", "-o", "table", env={"MOKKA_OUTPUT": "json"}).stdout.startswith("PROFILE")
+    bad = run_mokka("profiles", env={"MOKKA_OUTPUT": "xml"})
+    assert (bad.returncode, bad.stderr) == (1, "profiles: invalid MOKKA_OUTPUT 'xml': use table or json\n")
+    bad = run_mokka("profiles", env={"MOKKA_LOG_LEVEL": "loud"})
+    assert bad.returncode == 1 and "invalid --log-level 'loud'" in bad.stderr

@@ -101,12 +101,12 @@ CASES = [
      "device_defaults.dynamic_metrics.memory", "must be a mapping"),
 ]
 
-# Issue 11's reproductions, each as it was filed: one line naming file and field, never a traceback.
+# Hostile profiles, as users write them: one line naming file and field, never a traceback.
 HEAD = 'version: "1.0"\nsystem:\n  driver_version: "550.1.1"\n'
 BOMB = HEAD + "device_defaults:\n  mig:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"    a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10))
 NESTED = HEAD + "x: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n"
-ISSUE_CASES = [
+HOSTILE_CASES = [
     ("switch entry is a string", HEAD + "nvlink: {switches: [a]}\n", "nvlink.switches[0]",
      "must be a mapping, not a string"),
     ("nvlink links is a string", HEAD + "nvlink: {links: abc}\n", "nvlink.links", "must be a list"),
@@ -184,7 +184,7 @@ ISSUE_CASES = [
     ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
      "device_defaults.future", "key 'a\\nb' may not contain control characters"),
 ]
-CASES += ISSUE_CASES
+CASES += HOSTILE_CASES
 
 # Valid profiles the Go loader takes: accepted here too (a positive control per form).
 VALID = [

@@ -12,7 +12,7 @@ import pytest
 
 from mokka.core import names
 from tests.conftest import REPO, run_mokka
-from tests.core.test_profile_errors import BOMB, ISSUE_CASES, NESTED
+from tests.core.test_profile_errors import BOMB, HOSTILE_CASES, NESTED
 
 LIMIT_MIB = names.MAX_DOCUMENT_BYTES // (1024 * 1024)
 
@@ -87,8 +87,8 @@ def test_special_files_are_refused_without_blocking(tmp_path, command, kind, wor
         assert sorted(os.listdir(root)) == []         # refused before staging anything
 
 
-@pytest.mark.parametrize("text,field,words", [c[1:] for c in ISSUE_CASES],
-                         ids=[c[0] for c in ISSUE_CASES])
+@pytest.mark.parametrize("text,field,words", [c[1:] for c in HOSTILE_CASES],
+                         ids=[c[0] for c in HOSTILE_CASES])
 def test_issue_cases_through_compile(tmp_path, text, field, words):
     path = tmp_path / "p.yaml"
     path.write_text(text)
@@ -104,7 +104,7 @@ SOME = ["switch entry is a string", "alias inside the node it names", "10 000 ne
 @pytest.mark.parametrize("command", ["render-cdi", "node-agent"])
 @pytest.mark.parametrize("case", SOME)
 def test_issue_cases_through_render_cdi_and_the_agent(tmp_path, command, case):
-    _, text, field, words = next(c for c in ISSUE_CASES if c[0] == case)
+    _, text, field, words = next(c for c in HOSTILE_CASES if c[0] == case)
     root = tmp_path / "root"
     root.mkdir()
     path = tmp_path / "p.yaml"

@@ -68,3 +68,4 @@ def test_ctl_injection_takes_the_next_number_even_for_a_listed_pair():
     assert (event.seq, last) == (7, 7)
     assert [e.seq for e in events] == [4, 7]
     assert inject([], gpu1)[1:] == (Event(1, gpu1), 1)
+

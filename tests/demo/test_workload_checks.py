@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.native.staged import nvml_build  # noqa: F401  (fixture)
+from tests.corpus.engine_cases import write_topology
 from tests.smi.conftest import stage_overlay
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "node-wide-injection"
@@ -43,15 +44,15 @@ def manifest_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def nodes(tmp_path_factory):
+def nodes(tmp_path_factory, nvml_build):
     """Staged gb200 and t4 overlays, each with the demo's topology document in it."""
     topo = yaml.safe_load((DEMO / "values.yaml").read_text())["topology"]
     staged = {}
     for profile in ("gb200", "t4"):
-        overlay = stage_overlay(tmp_path_factory.mktemp(f"demo-{profile}"), profile)
+        overlay = stage_overlay(tmp_path_factory.mktemp(f"demo-{profile}"), profile, nvml_build)
         (overlay.root / "topology").mkdir()
-        (overlay.root / "topology" / "topology.yaml").write_text(
-            yaml.safe_dump({"version": 1, "domains": topo["domains"]}))
+        write_topology(str(overlay.root / "topology" / "topology.yaml"),
+                       yaml.safe_dump({"version": 1, "domains": topo["domains"]}))
         staged[profile] = overlay
     return staged
 
@@ -159,13 +160,13 @@ def test_without_the_compute_domain_only_injection_is_checked(nodes, tmp_path):
     assert lines[-1] == f"gpu-agent: OK node={NODE} gpus={gpus}"
 
 
-def test_a_fabric_that_never_completes_fails(nodes, tmp_path):
+def test_a_fabric_that_never_completes_fails(nodes, tmp_path, nvml_build):
     # A fabric-state folder without fabricmanager's marker reads IN_PROGRESS.
-    overlay = stage_overlay(tmp_path / "overlay", "gb200")
+    overlay = stage_overlay(tmp_path / "overlay", "gb200", nvml_build)
     (overlay.root / "driver" / "fabric-state").mkdir()
     (overlay.root / "topology").mkdir()
-    (overlay.root / "topology" / "topology.yaml").write_text(
-        (nodes["gb200"].root / "topology" / "topology.yaml").read_text())
+    write_topology(str(overlay.root / "topology" / "topology.yaml"),
+                   (nodes["gb200"].root / "topology" / "topology.yaml").read_text())
     proc = Agent(overlay, tmp_path, NODE, FABRIC_WAIT_SECONDS="0").run_to_failure()
     assert proc.returncode == 1
     assert "fabric not COMPLETED after 0s: " in proc.stderr and "IN_PROGRESS" in proc.stderr

@@ -9,11 +9,12 @@ from mokka.agent import desired as ds
 from mokka.core.overlay import host_overlay
 from mokka.ib import mad as m
 from mokka.ib import wire
+from tests.agent.helpers import configmap_dir, profile_bytes
 from tests.ib.test_server import Client
 from tests.ib.tools import start_agent
-from tests.agent.helpers import configmap_dir, profile_bytes, wait_until
 
 # node-a: h100 with 4 GPUs has 4 HCAs from LID 8780; a100 with 2 has 2 from LID 28966.
+from tests.waiting import wait_until
 H100_MLX5_1, A100_MLX5_1 = 8781, 28967
 
 

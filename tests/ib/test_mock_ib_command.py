@@ -10,9 +10,9 @@ import sys
 from mokka.core import names
 from mokka.core.overlay import host_overlay
 from tests.conftest import REPO, run_mokka
-from tests.ib.test_server import Client
-from tests.agent.helpers import wait_until
 from tests.ib.test_agent_reload import hca_names, node_desc
+from tests.ib.test_server import Client
+from tests.waiting import wait_until
 
 # node-a on h100 (8 HCAs) then on a100 (8 HCAs, prefix a288c2...): mlx5_1's LIDs.
 H100_MLX5_1 = 17305

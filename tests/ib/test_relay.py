@@ -11,10 +11,10 @@ from mokka.ib import mad as m
 from mokka.ib import relay as rl
 from mokka.ib import wire
 from mokka.ib.daemon import MockIb
-from tests.agent.helpers import wait_until
 from tests.ib.helpers import LID_A1, LID_B1, NODE_A, NODE_B, ping
 from tests.ib.test_relay_two_nodes import free_port_on_both
 from tests.ib.test_server import Client
+from tests.waiting import wait_until
 
 
 @pytest.mark.parametrize("text, expected", [

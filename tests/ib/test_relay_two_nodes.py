@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from tests.ib.tools import node_env, run_tool, start_agent, umad_shim  # noqa: F401 (fixture)
-from tests.agent.helpers import wait_until
+from tests.waiting import wait_until
 
 # h100, 8 HCAs a node (mokka.core.infiniband): node-b's mlx5_2.
 LID_B2, GUID_B2 = 18738, "0xa088c203876e4c05"

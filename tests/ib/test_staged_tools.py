@@ -1,5 +1,5 @@
 """The zipapp's node agent stages the IB tools and the four shims; the staged tools, run
-with exactly the environment seed 000 gives an InfiniBand-selected container (and no
+with exactly the environment the plugin gives an InfiniBand-selected container (and no
 other), reach the agent's mock-ib: sminfo, ibping by LID and GUID, iblinkinfo,
 ibnetdiscover."""
 
@@ -15,9 +15,10 @@ import pytest
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay, ib_env
-from tests.agent.helpers import probe, wait_until
+from tests.agent.helpers import probe
 from tests.netutil import free_port
 from tests.peers import peer
+from tests.waiting import wait_until
 
 NODE = "node-a"
 SM_LID, LID_3, GUID_3 = 17304, 17307, "0xa088c203876b2607"      # h100, node-a
@@ -45,7 +46,7 @@ def staged(zipapp, tmp_path_factory):
 
 
 def run(ov, tool: str, *args: str) -> subprocess.CompletedProcess:
-    """A staged tool with seed 000's InfiniBand environment and nothing else."""
+    """A staged tool with the plugin's InfiniBand environment and nothing else."""
     env = {"PATH": f"{ov.bin}:/usr/bin:/bin", "LD_LIBRARY_PATH": ov.lib,
            "LD_PRELOAD": ":".join(ov.shim(s) for s in names.LD_PRELOAD_SHIMS),
            names.ENV_NVML_VISIBLE_DEVICES: names.VISIBLE_NONE, **ib_env(ov)}

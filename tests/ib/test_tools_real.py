@@ -1,5 +1,5 @@
 """sminfo and ibping from Debian bookworm, in the environment of an InfiniBand-selected
-container (seed 000), against a node agent serving on a scratch root."""
+container, against a node agent serving on a scratch root."""
 
 from __future__ import annotations
 

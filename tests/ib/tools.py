@@ -4,7 +4,7 @@
                            (MOKKA_SHIM_LIB_DIR: a prebuilt one, e.g. the sanitizer build)
     IbAgent     a node agent serving on a scratch root (its mock-ib daemon included)
     run_tool(tool_key, env, *args)  the tool from paths.env with the bookworm libraries,
-                           the shim preloaded and only the given variables (seed 000)
+                           the shim preloaded and only the given variables
 """
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ import importlib.util
 import os
 import platform
 import subprocess
-import sys
 
 import pytest
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay, ib_env
+from tests.agent.helpers import AgentProcess
 from tests.conftest import REPO
 from tests.native.conftest import SANITIZER_PRELOAD
 from tests.peers import peer
+from tests.waiting import wait_until
 
 _STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
-sys.path.insert(0, os.path.join(REPO, "tests", "agent"))
-
-from helpers import AgentProcess, wait_until  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -58,7 +56,7 @@ def sys_shim(tmp_path_factory) -> str:
 
 
 def node_env(root: str) -> dict:
-    """Seed 000's InfiniBand variables for the node staged under ``root``."""
+    """The InfiniBand variables the plugin gives a container on the node staged under ``root``."""
     return ib_env(host_overlay(root))
 
 

@@ -75,7 +75,9 @@ def _cannot_build() -> str | None:
     return None
 
 
-def _unavailable(reason: str):
+def unavailable(reason: str):
+    """What the image tests need is missing: a failure under MOKKA_REQUIRE_RUNTIME=1,
+    else a loud skip."""
     if os.environ.get("MOKKA_REQUIRE_RUNTIME") == "1":
         pytest.fail(f"the image cannot be built: {reason}")
     pytest.skip(f"!!!!! IMAGE NOT BUILT: {reason} !!!!!")
@@ -85,7 +87,7 @@ def build(arch: str) -> MokkaImage:
     """The cached archive for this tree and arch, building it first if needed."""
     why = _cannot_build()
     if why:
-        _unavailable(why)
+        unavailable(why)
     os.makedirs(cache_dir(), exist_ok=True)
     name = f"mokka-image-{arch}-"
     path = os.path.join(cache_dir(), f"{name}{inputs_key()}.tar")
@@ -97,7 +99,7 @@ def build(arch: str) -> MokkaImage:
             if done.returncode != 0:
                 tail = (done.stdout + done.stderr)[-4000:]
                 if "Could not resolve" in tail or "Failed to fetch" in tail or "Temporary failure" in tail:
-                    _unavailable(f"no network to the Debian mirror:\n{tail}")
+                    unavailable(f"no network to the Debian mirror:\n{tail}")
                 raise AssertionError(f"image/build.sh {arch} failed ({done.returncode}):\n{tail}")
             for old in glob.glob(os.path.join(cache_dir(), f"{name}*.tar")):
                 if old != path:

@@ -25,7 +25,7 @@ import pytest
 
 from mokka.core import names
 from tests.compiled import state_of
-from tests.image.fixtures import _unavailable
+from tests.image.fixtures import unavailable
 
 QEMU = "/usr/bin/qemu-aarch64-static"
 BINFMT = "/proc/sys/fs/binfmt_misc"
@@ -51,13 +51,13 @@ def aarch64_handled() -> bool:
 @contextlib.contextmanager
 def aarch64_emulation():
     if not os.path.exists(QEMU):
-        _unavailable(f"{QEMU} is missing: apt-get install qemu-user-static (.ci/run does)")
+        unavailable(f"{QEMU} is missing: apt-get install qemu-user-static (.ci/run does)")
     mounted = False
     if not os.path.exists(os.path.join(BINFMT, "register")):
         done = subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            _unavailable(f"binfmt_misc cannot be mounted here: {done.stderr.strip()}")
+            unavailable(f"binfmt_misc cannot be mounted here: {done.stderr.strip()}")
         mounted = True
     registered = False
     try:

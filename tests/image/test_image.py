@@ -8,13 +8,16 @@ import uuid
 
 import pytest
 
-from tests.integration import runtime as rt
+from tests.integration.containerd import Containerd
+from tests.integration.pods import (container_state, container_status, exec_sync, run_pod,
+                                    start_container)
+from tests.waiting import wait_until
 
 GB300 = [f"GPU {i}: NVIDIA GB300 NVL (UUID: GPU-b300b300-0000-0000-0000-00000000000{i})" for i in range(8)]
 #: Every command of `mokka --help`, and a phrase only its own --help prints.
 COMMANDS = {
     "node-agent": "--host-root", "nri-plugin": "--socket-path", "render-cdi": "CDI specs",
-    "profiles": "List the built-in GPU profiles", "compile": "engine state",
+    "profiles": "List the built-in GPU profiles", "compile": "the mock NVML library reads",
     "nvidia-smi": "NVIDIA System Management Interface", "check-fabric": "NVLink fabric state",
     "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "{set,reset,status,xid}",
 }
@@ -25,7 +28,7 @@ LINKS = {"nri-plugin": "Usage: nri-plugin", "nvidia-smi": "NVIDIA System Managem
 
 @pytest.fixture(scope="module")
 def image_containerd(runtime, cri_api, container_support, mokka_image, tmp_path_factory):
-    instance = rt.Containerd(runtime, tmp_path_factory.mktemp("image-containerd"))
+    instance = Containerd(runtime, tmp_path_factory.mktemp("image-containerd"))
     try:
         instance.import_image(mokka_image.path, mokka_image.ref)
         yield instance
@@ -44,7 +47,7 @@ def run(cri, ref, *, command=("sleep", "3600"), args=(), user=None, privileged=F
         mounts=()) -> str:
     """Start a container of the image with a read-only root filesystem; its id."""
     name = f"img-{uuid.uuid4().hex[:8]}"
-    pod_id, pod_config = rt.run_pod(cri, name, privileged=privileged)
+    pod_id, pod_config = run_pod(cri, name, privileged=privileged)
     pb = cri.pb
     security = pb.LinuxContainerSecurityContext(
         privileged=privileged, readonly_rootfs=True,
@@ -58,12 +61,12 @@ def run(cri, ref, *, command=("sleep", "3600"), args=(), user=None, privileged=F
         linux=pb.LinuxContainerConfig(security_context=security))
     cid = cri.call("CreateContainer", pod_sandbox_id=pod_id, config=config,
                    sandbox_config=pod_config).container_id
-    rt.start_container(cri, cid)
+    start_container(cri, cid)
     return cid
 
 
 def ok(cri, cid, cmd, timeout=60) -> str:
-    result = rt.exec_sync(cri, cid, cmd, timeout=timeout)
+    result = exec_sync(cri, cid, cmd, timeout=timeout)
     assert result.exit_code == 0, (cmd, result)
     return result.stdout
 
@@ -89,8 +92,9 @@ def test_the_agent_stages_a_gb300_node_that_nvidias_nvidia_smi_lists(cri, mokka_
 
 def test_the_default_entrypoint_is_mokka(cri, mokka_image, image_containerd):
     cid = run(cri, mokka_image.ref, command=(), args=("profiles",))
-    rt.wait_until(lambda: rt.container_state(cri, cid) == "CONTAINER_EXITED", timeout=60)
-    status = rt.container_status(cri, cid).status
+    wait_until(lambda: container_state(cri, cid) == "CONTAINER_EXITED", "the container to exit",
+               timeout=60)
+    status = container_status(cri, cid).status
     assert status.exit_code == 0, status
     with open(status.log_path) as f:
         assert "gb300" in f.read()
@@ -124,4 +128,4 @@ def test_the_tools_the_agent_runs_start(cri, mokka_image):
     cid = run(cri, mokka_image.ref)
     assert ok(cri, cid, ["systemctl", "--version"]).startswith("systemd 252 ")
     assert ok(cri, cid, ["patchelf", "--version"]).startswith("patchelf ")
-    assert rt.exec_sync(cri, cid, ["ibstat", "-V"]).stderr.startswith("ibstat BUILD VERSION: 44.0")
+    assert exec_sync(cri, cid, ["ibstat", "-V"]).stderr.startswith("ibstat BUILD VERSION: 44.0")

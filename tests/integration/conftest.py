@@ -14,18 +14,22 @@ Set MOKKA_REQUIRE_RUNTIME=1 to turn the "runtime not fetched" skip into a failur
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mokka.core import names
 from mokka.core.overlay import Overlay
-from tests.conftest import REPO
-from tests.integration import runtime as rt
+from tests.integration.busybox import build_busybox_image
+from tests.integration.containerd import Containerd
+from tests.integration.cri import CRIClient, CriApi, load_cri_api
+from tests.integration.kernel import KernelRefusal, kernel_refusal_reason
+from tests.integration.nodes import GLIBC_IMAGE, IMEX_CHANNELS, PROFILE, agent_argv, mokka_env
+from tests.integration.pods import create_container, remove_pod, run_pod, start_and_exec
+from tests.integration.runtime import (FETCH_SCRIPT, HarnessError, RuntimePaths, runtime_dir,
+                                       runtime_paths)
 
 _HERE = Path(__file__).resolve().parent
 
@@ -36,12 +40,12 @@ def _loud(reason: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def runtime() -> rt.RuntimePaths:
-    paths = rt.runtime_paths()
+def runtime() -> RuntimePaths:
+    paths = runtime_paths()
     if paths is None:
         reason = (
-            f"REAL CONTAINERD NOT FETCHED: no complete paths.env in {rt.runtime_dir()}. "
-            f"Run `bash {rt.FETCH_SCRIPT}` (as root; or set MOKKA_RUNTIME_DIR) to test "
+            f"REAL CONTAINERD NOT FETCHED: no complete paths.env in {runtime_dir()}. "
+            f"Run `bash {FETCH_SCRIPT}` (as root; or set MOKKA_RUNTIME_DIR) to test "
             f"against containerd 1.7 + NRI"
         )
         if os.environ.get("MOKKA_REQUIRE_RUNTIME") == "1":
@@ -53,8 +57,8 @@ def runtime() -> rt.RuntimePaths:
 
 
 @pytest.fixture(scope="session")
-def cri_api(runtime, tmp_path_factory) -> rt.CriApi:
-    return rt.load_cri_api(tmp_path_factory.mktemp("cri-api"), runtime.cri_api_proto)
+def cri_api(runtime, tmp_path_factory) -> CriApi:
+    return load_cri_api(tmp_path_factory.mktemp("cri-api"), runtime.cri_api_proto)
 
 
 def _grpc_details(exc: BaseException) -> str:
@@ -72,35 +76,35 @@ def container_support(runtime, cri_api, tmp_path_factory) -> str:
     """Run one plain host-network pod + container + ExecSync once per session.
 
     Skips everything that needs containers only when the failure text is a known
-    kernel/sandbox refusal (rt.KERNEL_REFUSAL_PATTERNS); any other failure is raised,
+    kernel/sandbox refusal (KERNEL_REFUSAL_PATTERNS); any other failure is raised,
     so a harness bug fails the tests instead of hiding behind a skip."""
     workdir = tmp_path_factory.mktemp("probe")
     instance = None
     step = "starting containerd"
     try:
-        instance = rt.Containerd(runtime, workdir)
+        instance = Containerd(runtime, workdir)
         client = instance.cri
         step = f"RunPodSandbox (snapshotter {instance.snapshotter})"
-        pod_id, pod_config = rt.run_pod(client, "probe")
+        pod_id, pod_config = run_pod(client, "probe")
         step = "CreateContainer"
-        cid = rt.create_container(client, pod_id, pod_config, "probe", ["sleep", "3600"])
+        cid = create_container(client, pod_id, pod_config, "probe", ["sleep", "3600"])
         step = "StartContainer/ExecSync"
-        result = rt.start_and_exec(client, cid, ["echo", "probe-ok"])
+        result = start_and_exec(client, cid, ["echo", "probe-ok"])
         if result.exit_code != 0 or result.stdout.strip() != "probe-ok":
-            raise rt.HarnessError(f"probe exec returned {result}")
+            raise HarnessError(f"probe exec returned {result}")
         step = "cleanup"
-        rt.remove_pod(client, pod_id)
+        remove_pod(client, pod_id)
         return instance.snapshotter
-    except rt.KernelRefusal as exc:
+    except KernelRefusal as exc:
         pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS ({step}): {exc}"))
     except Exception as exc:
         text = _grpc_details(exc)
         if step != "starting containerd" and step != "cleanup":
-            why = rt.kernel_refusal_reason(text)
+            why = kernel_refusal_reason(text)
             if why:
                 pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS at {step}: {why!r} (full: {text[:600]})"))
         log = instance.log_text()[-3000:] if instance else ""
-        raise rt.HarnessError(f"container probe failed at {step}: {text}\ncontainerd log tail:\n{log}") from exc
+        raise HarnessError(f"container probe failed at {step}: {text}\ncontainerd log tail:\n{log}") from exc
     finally:
         if instance is not None:
             instance.stop()
@@ -112,13 +116,13 @@ def containerd_factory(runtime, cri_api, container_support, tmp_path, request):
 
     All instances are stopped at teardown; their log tails are attached to the report
     of a failed test."""
-    instances: list[rt.Containerd] = []
+    instances: list[Containerd] = []
 
-    def factory(**kwargs) -> rt.Containerd:
+    def factory(**kwargs) -> Containerd:
         workdir = tmp_path / f"containerd-{len(instances)}"
         try:
-            instance = rt.Containerd(runtime, workdir, **kwargs)
-        except rt.KernelRefusal as exc:
+            instance = Containerd(runtime, workdir, **kwargs)
+        except KernelRefusal as exc:
             pytest.skip(_loud(f"KERNEL REFUSES CONTAINERS: {exc}"))
         instances.append(instance)
         return instance
@@ -137,16 +141,16 @@ def containerd_factory(runtime, cri_api, container_support, tmp_path, request):
             request.node.add_report_section(
                 "teardown", f"containerd log ({instance.workdir.name})", instance.log_text()[-6000:])
     if errors:
-        raise rt.HarnessError("stopping containerd failed: " + "; ".join(errors))
+        raise HarnessError("stopping containerd failed: " + "; ".join(errors))
 
 
 @pytest.fixture
-def containerd(containerd_factory) -> rt.Containerd:
+def containerd(containerd_factory) -> Containerd:
     return containerd_factory()
 
 
 @pytest.fixture
-def cri(containerd) -> rt.CRIClient:
+def cri(containerd) -> CRIClient:
     return containerd.client()
 
 
@@ -159,57 +163,23 @@ def pytest_runtest_makereport(item, call):
 
 # --- a node staged by the real agent, shared by the NRI and CDI tests ----------
 
-PROFILE = "t4"          # 4 GPUs: small specs, quick staging
-IMEX_CHANNELS = 4
-
-
-def mokka_env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     """A node staged by the real agent (--once); torn down by --teardown after the module."""
     root = str(tmp_path_factory.mktemp("node"))
-    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", PROFILE,
-             "--imex-channels", str(IMEX_CHANNELS), "--health-addr", "", "--log-format", "plain"]
+    agent = agent_argv(root, PROFILE, "--imex-channels", str(IMEX_CHANNELS))
     subprocess.run(agent + ["--once"], check=True, env=mokka_env(), capture_output=True)
     yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
     subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
 
 
-
-
-# --- nodes staged with the native layer, and a glibc image without Python ---------
-
-GLIBC_IMAGE = "docker.io/library/mokka-glibc:test"
-
-
-@contextlib.contextmanager
-def native_node(tmp_path_factory, name: str, profile: str, *agent_args: str):
-    """A node staged by the real agent (--once) with this machine's native libraries
-    built first (the agent stages what native/build.py wrote); torn down after."""
-    build = subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"),
-                            "--arch", os.uname().machine, "-q"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    root = str(tmp_path_factory.mktemp(name))
-    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", profile,
-             "--health-addr", "", "--log-format", "plain", *agent_args]
-    done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    try:
-        yield root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
-    finally:
-        subprocess.run(agent + ["--teardown"], check=True, env=mokka_env(), capture_output=True)
-
+# --- a glibc image without Python ------------------------------------------------
 
 @pytest.fixture
 def glibc_containerd(containerd, tmp_path):
     """containerd with an image of Debian's libc6 and busybox-static: glibc, no Python."""
     from tests.peers import peer
-    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
-                                   extra_root=peer("LIBC6_ROOT"))
+    image = build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
+                                extra_root=peer("LIBC6_ROOT"))
     containerd.import_image(image, GLIBC_IMAGE)
     return containerd

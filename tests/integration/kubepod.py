@@ -33,7 +33,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import runtime as rt
+from tests.integration.cri import CRIClient
+from tests.integration.pods import ExecResult, container_state, exec_sync, start_container
+from tests.waiting import wait_until
 
 PROPAGATION = {None: "PROPAGATION_PRIVATE", "None": "PROPAGATION_PRIVATE",
                "HostToContainer": "PROPAGATION_HOST_TO_CONTAINER",
@@ -124,7 +126,7 @@ def container_env(container: Mapping[str, Any], ident: PodIdentity) -> list[tupl
 
 
 class KubePod:
-    def __init__(self, client: rt.CRIClient, template: Mapping[str, Any], *,
+    def __init__(self, client: CRIClient, template: Mapping[str, Any], *,
                  host_path: Callable[[str], str], scratch: str | os.PathLike,
                  configmaps: Mapping[str, Mapping[str, str]] | None = None,
                  name: str = "pod", namespace: str = "default", node_name: str = "test-node"):
@@ -318,7 +320,7 @@ class KubePod:
             created = self.client.call("CreateContainer", pod_sandbox_id=self.pod_id, config=config,
                                        sandbox_config=self.pod_config, timeout=60)
             self.container_ids[container["name"]] = created.container_id
-            rt.start_container(self.client, created.container_id)
+            start_container(self.client, created.container_id)
 
     def volume_path(self, name: str) -> str:
         """Where volume ``name`` lives on this host (a ConfigMap's directory, say)."""
@@ -331,14 +333,14 @@ class KubePod:
         raise KeyError(name)
 
     def state(self, name: str) -> str:
-        return rt.container_state(self.client, self.container_ids[name])
+        return container_state(self.client, self.container_ids[name])
 
     def logs(self, name: str) -> str:
         path = Path(self.pod_config.log_directory) / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def exec(self, name: str, cmd: list[str], timeout: int = 30) -> rt.ExecResult:
-        return rt.exec_sync(self.client, self.container_ids[name], cmd, timeout=timeout)
+    def exec(self, name: str, cmd: list[str], timeout: int = 30) -> ExecResult:
+        return exec_sync(self.client, self.container_ids[name], cmd, timeout=timeout)
 
     # ------------------------------------------------------------------ probes and hooks
 
@@ -405,7 +407,8 @@ class KubePod:
                         return False
             return True
         try:
-            rt.wait_until(ready, timeout=timeout, interval=0.5)
+            wait_until(ready, f"every container of pod {self.ident.name} ready", timeout=timeout,
+                       interval=0.5)
         except Exception as exc:
             logs = "\n".join(f"--- {c['name']}: {last.get(c['name'])}\n{self.logs(c['name'])[-3000:]}"
                              for c in self.spec["containers"])

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from mokka.core import names
-from tests.integration import runtime as rt
+from tests.integration.pods import (container_spec, create_container, exec_sync, run_pod,
+                                    start_container)
 
 
 @pytest.fixture
@@ -48,9 +49,9 @@ def test_containerd_resolves_each_device_name(cdi_containerd, device, expect):
         kind, _, ref = device.partition("=")
         device = f"{kind}={gpu_uuid(spec_dir, int(ref.split(':')[1]))}"
     cri = containerd.client()
-    pod_id, pod_config = rt.run_pod(cri, "cdi", "default")
-    cid = rt.create_container(cri, pod_id, pod_config, "app", None, cdi_devices=[device])
-    spec = rt.container_spec(cri, cid)
+    pod_id, pod_config = run_pod(cri, "cdi", "default")
+    cid = create_container(cri, pod_id, pod_config, "app", None, cdi_devices=[device])
+    spec = container_spec(cri, cid)
     gpus = [d for d in devices(spec) if d.startswith("/dev/nvidia") and d[11:].isdigit()]
     assert gpus == sorted(expect)
     if device.startswith(names.CDI_KIND_GPU) or device.endswith("=all") and "mock" in device:
@@ -60,11 +61,11 @@ def test_containerd_resolves_each_device_name(cdi_containerd, device, expect):
 def test_toolkit_spec_gives_a_working_container(cdi_containerd):
     containerd, _ = cdi_containerd
     cri = containerd.client()
-    pod_id, pod_config = rt.run_pod(cri, "cdi-run", "default")
-    cid = rt.create_container(cri, pod_id, pod_config, "app", None,
+    pod_id, pod_config = run_pod(cri, "cdi-run", "default")
+    cid = create_container(cri, pod_id, pod_config, "app", None,
                               cdi_devices=[f"{names.CDI_KIND_GPU}=0"])
-    rt.start_container(cri, cid)
-    result = rt.exec_sync(cri, cid, ["sh", "-c",
+    start_container(cri, cid)
+    result = exec_sync(cri, cid, ["sh", "-c",
                                      "test -c /dev/nvidia0 && test -c /dev/nvidiactl && "
                                      f"head -c 7 {names.CDI_CONFIG_MOUNT}/{names.PROFILE_FILE} && "
                                      f"test -x {names.CDI_NVIDIA_SMI_MOUNT} && echo $MOCK_NVML_CONFIG"])

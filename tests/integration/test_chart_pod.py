@@ -23,9 +23,12 @@ from tests.compiled import state_of
 from tests import peers
 from tests.agent.treelist import listing
 from tests.integration import kubepod
-from tests.integration import runtime as rt
-from tests.integration.conftest import GLIBC_IMAGE
-from tests.netutil import free_port
+from tests.integration.busybox import build_busybox_image
+from tests.integration.nodes import GLIBC_IMAGE
+from tests.integration.pods import (container_spec, create_container, exec_sync, remove_pod,
+                                    run_pod, start_container)
+from tests.netutil import free_port, http_get
+from tests.waiting import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHART = os.path.join(ROOT, "chart")
@@ -79,7 +82,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
                                     cdi_spec_dirs=[scratch_host + "/var/run/cdi"])
     archive, ref = mokka_image.path, mokka_image.ref
     containerd.import_image(archive, ref)
-    image = rt.build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
+    image = build_busybox_image(tmp_path / "glibc-image.tar", ref=GLIBC_IMAGE,
                                    extra_root=peers.peer("LIBC6_ROOT"))
     containerd.import_image(image, GLIBC_IMAGE)
 
@@ -169,15 +172,15 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
 
         # A workload that opts in with the devices annotation is injected.
         cri = containerd.client()
-        pod_id, pod_config = rt.run_pod(cri, "workload", "default", {names.ANNOTATION_DEVICES: "true"})
-        cid = rt.create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
-        devices = [d["path"] for d in rt.container_spec(cri, cid)["linux"].get("devices", [])]
+        pod_id, pod_config = run_pod(cri, "workload", "default", {names.ANNOTATION_DEVICES: "true"})
+        cid = create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
+        devices = [d["path"] for d in container_spec(cri, cid)["linux"].get("devices", [])]
         assert [f"/dev/nvidia{i}" for i in range(GPUS)] == [d for d in devices if d[11:].isdigit()]
         # Each mode as chosen: cdi found the agent's spec through the plugin's read-only
         # CDI mount (else it warns and falls back to raw device nodes).
         assert "falling back" not in pod.logs("nri-plugin")
-        rt.start_container(cri, cid)
-        listed = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+        start_container(cri, cid)
+        listed = exec_sync(cri, cid, ["nvidia-smi", "-L"])
         assert listed.exit_code == 0, listed
         want = [f"GPU {i}: " for i in range(GPUS)]
         lines = listed.stdout.splitlines()
@@ -185,12 +188,12 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         uuids = [g["uuid"] for g in state["gpus"]]
         assert [line.rsplit("(UUID: ", 1)[1].rstrip(")") for line in lines] == uuids
         # A pod in the release namespace is excluded (the chart prepends it).
-        ex_id, ex_config = rt.run_pod(cri, "excluded", "mokka", {names.ANNOTATION_DEVICES: "true"})
-        ex_cid = rt.create_container(cri, ex_id, ex_config, "app", None, image=GLIBC_IMAGE)
-        spec = rt.container_spec(cri, ex_cid)
+        ex_id, ex_config = run_pod(cri, "excluded", "mokka", {names.ANNOTATION_DEVICES: "true"})
+        ex_cid = create_container(cri, ex_id, ex_config, "app", None, image=GLIBC_IMAGE)
+        spec = container_spec(cri, ex_cid)
         assert not any(m["destination"].startswith("/opt/nvml-mock") for m in spec.get("mounts", []))
-        rt.remove_pod(cri, ex_id)
-        rt.remove_pod(cri, pod_id)
+        remove_pod(cri, ex_id)
+        remove_pod(cri, pod_id)
 
         if mode == "raw":
             # helm upgrade --set gpu.count=2: the ConfigMap changes, the pod template does
@@ -201,20 +204,26 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
             assert new_ds["spec"]["template"] == template
             new_maps = {d["metadata"]["name"]: d["data"] for d in upgraded if d["kind"] == "ConfigMap"}
             assert new_maps["nvml-mock-config"] != configmaps["nvml-mock-config"]
+            generation = json.loads(http_get(agent_port, "/stagedz")[1])["generation"]
             kubepod.KubePod.update_configmap_dir(Path(pod.volume_path("profile")),
                                                  new_maps["nvml-mock-config"])
 
-            def gpus_staged() -> int:
-                with open(state_file) as f:
-                    return len(json.load(f)["gpus"])
-            rt.wait_until(lambda: gpus_staged() == 2, timeout=60,
-                          message="the agent did not restage after the ConfigMap changed")
-            pod_id, pod_config = rt.run_pod(cri, "after", "default", {names.ANNOTATION_DEVICES: "true"})
-            cid = rt.create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
-            rt.start_container(cri, cid)
-            listed = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+            def restaged() -> bool:
+                # Staged, not merely started: the state file is written before the rest
+                # of the tree, and a container created in between is left alone.
+                status, body = http_get(agent_port, "/stagedz")
+                if status != 200 or json.loads(body).get("generation", 0) <= generation:
+                    return False
+                staged_config = os.path.join(overlay, "driver", "config", names.PROFILE_FILE)
+                return len(state_of(staged_config)["gpus"]) == 2
+            wait_until(restaged, "the agent to restage 2 GPUs after the ConfigMap changed",
+                       timeout=60)
+            pod_id, pod_config = run_pod(cri, "after", "default", {names.ANNOTATION_DEVICES: "true"})
+            cid = create_container(cri, pod_id, pod_config, "app", None, image=GLIBC_IMAGE)
+            start_container(cri, cid)
+            listed = exec_sync(cri, cid, ["nvidia-smi", "-L"])
             assert [line[:7] for line in listed.stdout.splitlines()] == ["GPU 0: ", "GPU 1: "], listed
-            rt.remove_pod(cri, pod_id)
+            remove_pod(cri, pod_id)
     finally:
         pod.stop()
 

@@ -26,8 +26,11 @@ from mokka.agent.hostfs import HostFS
 from mokka.agent.manifest import Manifest
 from mokka.core import log as mlog
 from mokka.core import names
-from tests.integration import runtime as rt
-from tests.integration.test_nri_plugin import PluginProcess, registrations
+from tests.integration.busybox import IMAGE_REF
+from tests.integration.containerd import Containerd
+from tests.integration.nriplugin import PluginProcess, registrations
+from tests.integration.pods import container_spec, create_container, run_pod
+from tests.waiting import wait_until
 
 CRI, NRI = names.CONTAINERD_CRI_PLUGIN_V2, names.CONTAINERD_NRI_PLUGIN
 COMMENT = "# The host's own note: Mokka must keep it.\n"
@@ -40,11 +43,11 @@ OURS = {("imports",), ("plugins", CRI, "enable_cdi"), ("plugins", CRI, "cdi_spec
         ("plugins", NRI, "disable"), ("plugins", NRI, "socket_path")}
 
 
-def host_config(instance: rt.Containerd) -> str:
+def host_config(instance: Containerd) -> str:
     return COMMENT + instance.config_text() + MIRROR
 
 
-def make_setup(instance: rt.Containerd, runtime, spec_dir: str, nri_socket: str,
+def make_setup(instance: Containerd, runtime, spec_dir: str, nri_socket: str,
                which=lambda _: None, runner=None):
     folder = instance.workdir
     settings = Settings(config=str(instance.config_path), config_dir=str(folder / "conf.d"),
@@ -77,7 +80,7 @@ def without(doc: dict, paths) -> dict:
 
 def test_dump_has_cdi_and_nri_on_every_host_setting_unchanged_and_revoke_restores_it(
         runtime, tmp_path):
-    instance = rt.Containerd(runtime, tmp_path / "host", nri=False, start=False)
+    instance = Containerd(runtime, tmp_path / "host", nri=False, start=False)
     try:
         original = host_config(instance)
         instance.config_path.write_text(original)
@@ -97,7 +100,7 @@ def test_dump_has_cdi_and_nri_on_every_host_setting_unchanged_and_revoke_restore
                                                           "/var/run/mokka-cdi"]
         assert after["plugins"][NRI]["disable"] is False
         assert after["plugins"][NRI]["socket_path"] == "/run/mokka-nri.sock"
-        assert after["plugins"][CRI]["sandbox_image"] == rt.IMAGE_REF
+        assert after["plugins"][CRI]["sandbox_image"] == IMAGE_REF
         assert after["plugins"][CRI]["registry"]["mirrors"]["mirror.example"]["endpoint"] == \
             ["https://mirror.example"]
         assert without(after, OURS) == without(old, OURS)
@@ -121,19 +124,19 @@ def test_containerd_started_with_the_setup_runs_nri_and_cdi(containerd_factory, 
     setup.apply()
 
     instance.start()
-    rt.wait_until(lambda: os.path.exists(nri_socket), timeout=10,
-                  message=lambda: f"containerd opened no NRI socket; log:\n{instance.log_text()[-3000:]}")
+    wait_until(lambda: os.path.exists(nri_socket),
+               lambda: f"containerd's NRI socket; log:\n{instance.log_text()[-3000:]}", timeout=10)
     plugin = PluginProcess("", nri_socket, overlay, root)
     plugin.argv[:1] = [sys.executable, "-m", "mokka"]
     plugin.start()
     try:
-        rt.wait_until(lambda: registrations(instance) == 1, timeout=10,
-                      message="containerd never logged the plugin's registration")
+        wait_until(lambda: registrations(instance) == 1,
+                   "containerd to log the plugin's registration", timeout=10)
         cri = instance.client()
-        pod_id, pod_config = rt.run_pod(cri, "setup", "default")
-        cid = rt.create_container(cri, pod_id, pod_config, "app", None,
+        pod_id, pod_config = run_pod(cri, "setup", "default")
+        cid = create_container(cri, pod_id, pod_config, "app", None,
                                   cdi_devices=[names.CDI_MOCK_DEVICE_ALL])
-        spec = rt.container_spec(cri, cid)
+        spec = container_spec(cri, cid)
         paths = {d["path"] for d in (spec.get("linux") or {}).get("devices") or []}
         assert {f"/dev/nvidia{i}" for i in range(4)} <= paths
     finally:
@@ -142,7 +145,7 @@ def test_containerd_started_with_the_setup_runs_nri_and_cdi(containerd_factory, 
 
 def test_a_version_1_host_config_keeps_its_cri_settings(runtime, tmp_path):
     """containerd 1.7 still reads version 1 (plugins under short names): copied across."""
-    instance = rt.Containerd(runtime, tmp_path / "host", start=False)
+    instance = Containerd(runtime, tmp_path / "host", start=False)
     try:
         original = COMMENT + '[plugins.cri]\n  sandbox_image = "registry.example/pause:1"\n'
         instance.config_path.write_text(original)
@@ -182,7 +185,7 @@ def test_the_toolkit_handler_from_a_stand_in_nvidia_ctk_is_what_containerd_reads
             f.write(HANDLER)
         return 0, ""
 
-    instance = rt.Containerd(runtime, tmp_path / "host", nri=False, start=False)
+    instance = Containerd(runtime, tmp_path / "host", nri=False, start=False)
     try:
         instance.config_path.write_text(host_config(instance))
         setup, _ = make_setup(instance, runtime, "/var/run/mokka-cdi", "/run/mokka-nri.sock",

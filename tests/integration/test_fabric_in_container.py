@@ -14,12 +14,12 @@ import sys
 import pytest
 
 from mokka.core import names
-from tests.integration import runtime as rt
-from tests.integration.conftest import mokka_env, native_node
-from tests.integration.test_nri_plugin import PluginProcess, make
-from tests.integration.conftest import GLIBC_IMAGE as IMAGE
+from tests.integration.nodes import mokka_env, native_node
+from tests.integration.nodes import GLIBC_IMAGE as IMAGE
+from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.pods import exec_sync, start_container
 from tests.peers import peer
-from tests.agent.helpers import wait_until
+from tests.waiting import wait_until
 
 PROFILE = "gb300"
 
@@ -37,7 +37,7 @@ def fabricmanager(state_dir: str, *args: str) -> subprocess.Popen:
 
 
 def fabric_states(cri, cid) -> list:
-    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-q"])
+    result = exec_sync(cri, cid, ["nvidia-smi", "-q"])
     assert result.exit_code == 0, result
     lines = result.stdout.splitlines()
     return [lines[i + 1].split(":")[1].strip() for i, line in enumerate(lines) if line.strip() == "Fabric"]
@@ -52,8 +52,8 @@ def test_auto_follows_the_marker_inside_an_injected_container(glibc_containerd, 
         wait_until(lambda: os.path.isdir(overlay.fabric_state), what="the state dir")
         cri = glibc_containerd.client()
         _, cid, _ = make(cri, "fabric", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE)
-        rt.start_container(cri, cid)
-        env = rt.exec_sync(cri, cid, ["env"]).stdout
+        start_container(cri, cid)
+        env = exec_sync(cri, cid, ["env"]).stdout
         assert names.ENV_FABRICMANAGER_STATE_DIR not in env
         assert fabric_states(cri, cid) == ["In Progress"] * 8
         procs[0].send_signal(signal.SIGTERM)

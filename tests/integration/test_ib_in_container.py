@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from mokka.core import names
-from tests.integration import runtime as rt
-from tests.integration.conftest import GLIBC_IMAGE, native_node
-from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.integration.nodes import GLIBC_IMAGE, native_node
+from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.pods import exec_sync, start_container
 from tests.peers import peer
 
 IMAGE = GLIBC_IMAGE
@@ -39,8 +39,8 @@ def plugin(glibc_containerd, zipapp, ib_node):
 def run_in(containerd, name: str, annotations: dict, cmd: list[str]):
     cri = containerd.client()
     _, cid, _ = make(cri, name, annotations, image=IMAGE)
-    rt.start_container(cri, cid)
-    return rt.exec_sync(cri, cid, cmd)
+    start_container(cri, cid)
+    return exec_sync(cri, cid, cmd)
 
 
 def test_infiniband_pod_runs_ibstat_from_the_overlay_and_sees_the_hcas(glibc_containerd, plugin):

@@ -9,9 +9,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mokka.core import names
 
-from tests.integration import runtime as rt
-from tests.integration.test_nri_plugin import gated_node, make, mounts_at
+from tests.integration.nriplugin import gated_node, make, mounts_at
 from tests.netutil import http_get
+from tests.waiting import wait_until
 
 
 def scrape(port: int) -> dict:
@@ -25,8 +25,9 @@ def test_agent_and_plugin_metrics_move_with_containers(containerd, zipapp, tmp_p
     with gated_node(containerd, zipapp, tmp_path) as (_, agent_port, plugin):
         passes_ok = ("mokka_agent_reconcile_passes_total", (("result", "ok"),))
         # /stagedz opens after Stage; the pass is counted once Apply is done too.
-        rt.wait_until(lambda: http_get(agent_port, "/stagedz")[0] == 200
-                      and scrape(agent_port)[passes_ok] == 1, timeout=20)
+        wait_until(lambda: http_get(agent_port, "/stagedz")[0] == 200
+                   and scrape(agent_port)[passes_ok] == 1,
+                   "the agent staged and one reconcile pass counted ok", timeout=20)
         agent_metrics = scrape(agent_port)
         assert agent_metrics[("mokka_agent_reconcile_duration_seconds_count", ())] >= 1
         assert agent_metrics[("mokka_agent_generation", ())] >= 1

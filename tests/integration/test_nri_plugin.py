@@ -9,67 +9,21 @@ stored OCI spec and from inside the started container.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
 from mokka.core import names
-from mokka.core.overlay import Overlay, container_overlay
-
-from tests.integration import runtime as rt
+from tests.integration.nodes import IMEX_CHANNELS
+from tests.integration.nriplugin import (MOUNT, PluginProcess, device_paths, env_of, gated_node,
+                                         make, mounts_at, registrations)
+from tests.integration.pods import exec_sync, start_container
 from tests.netutil import free_port, http_get
-
-PLUGIN_NAME = "mokka-test"
-PLUGIN_INDEX = "10"
-from tests.integration.conftest import IMEX_CHANNELS
-MOUNT = container_overlay()
-
-
-probe = http_get
-
-
-class PluginProcess:
-    def __init__(self, zipapp: str, socket_path: str, overlay: Overlay, node_root: str, *extra: str):
-        self.port = free_port()
-        self.log_path = os.path.join(os.path.dirname(socket_path), f"plugin-{self.port}.log")
-        self.argv = [zipapp, "nri-plugin", "--socket-path", socket_path,
-                     "--plugin-name", PLUGIN_NAME, "--plugin-index", PLUGIN_INDEX,
-                     "--overlay-host-path", overlay.root,
-                     "--cdi-spec-host-path",
-                     os.path.join(node_root, names.CDI_SPEC_DIR.lstrip("/"), names.CDI_SPEC_MOCK_FILE),
-                     "--health-addr", f"127.0.0.1:{self.port}", "--log-format", "plain", *extra]
-        self.proc = None
-
-    def start(self) -> "PluginProcess":
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready()
-        return self
-
-    def wait_ready(self, timeout: float = 15.0) -> None:
-        rt.wait_until(lambda: probe(self.port, "/readyz")[0] == 200, timeout=timeout,
-                      message=f"plugin never became ready; log:\n{self.log_text()}")
-
-    def log_text(self) -> str:
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self, sig=signal.SIGTERM) -> int | None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode if self.proc else None
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -87,41 +41,14 @@ def start_plugin(zipapp, node):
         plugin.stop()
 
 
-def env_of(spec: dict) -> dict:
-    env = {}
-    for item in spec["process"].get("env", []):
-        key, _, value = item.partition("=")
-        env[key] = value          # the last duplicate is what the process sees
-    return env
-
-
-def mounts_at(spec: dict, destination_prefix: str) -> list[dict]:
-    return [m for m in spec.get("mounts", []) if m["destination"].startswith(destination_prefix)]
-
-
-def device_paths(spec: dict) -> list[str]:
-    return sorted(d["path"] for d in (spec.get("linux") or {}).get("devices") or [])
-
-
-def registrations(containerd) -> int:
-    """How often containerd logged our registration (its log quotes with backslashes)."""
-    return containerd.log_text().count(f'registered as \\"{PLUGIN_INDEX}-{PLUGIN_NAME}\\"')
-
-
-def make(cri, name, annotations=None, namespace="default", **kwargs):
-    pod_id, pod_config = rt.run_pod(cri, name, namespace, annotations)
-    cid = rt.create_container(cri, pod_id, pod_config, "app", None, **kwargs)
-    return pod_id, cid, rt.container_spec(cri, cid)
-
-
 GPU_NODES = [f"/dev/nvidia{i}" for i in range(4)]
 CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
 
 
 def test_plugin_registers_under_its_name_and_index(containerd, start_plugin):
     start_plugin(containerd)
-    rt.wait_until(lambda: registrations(containerd) == 1, timeout=10,
-                  message="containerd never logged the registration")
+    wait_until(lambda: registrations(containerd) == 1, "containerd to log the registration",
+               timeout=10)
 
 
 def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_plugin, node):
@@ -142,19 +69,19 @@ def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_
     assert env["PATH"].startswith(MOUNT.bin + ":")
     assert device_paths(spec) == sorted(GPU_NODES + CONTROL)
 
-    rt.start_container(cri, cid)
-    seen = rt.exec_sync(cri, cid, ["sh", "-c",
+    start_container(cri, cid)
+    seen = exec_sync(cri, cid, ["sh", "-c",
                                    f"test -c /dev/nvidia3 && cat {MOUNT.machine_type} && "
                                    f"ls {MOUNT.driver_config} && echo $MOCK_NVML_CONFIG"])
     assert seen.exit_code == 0, seen
     assert "NVIDIA T4" in seen.stdout and "config.nvml" in seen.stdout
     assert MOUNT.profile in seen.stdout
     # The tree is read-only, its config directory writable (nvidia-smi -r writes there).
-    assert rt.exec_sync(cri, cid, ["touch", f"{MOUNT.root}/x"]).exit_code != 0
+    assert exec_sync(cri, cid, ["touch", f"{MOUNT.root}/x"]).exit_code != 0
     probe_file = f"{MOUNT.driver_config}/.mokka-write-probe"
-    assert rt.exec_sync(cri, cid, ["sh", "-c", f"touch {probe_file} && rm {probe_file}"]).exit_code == 0
+    assert exec_sync(cri, cid, ["sh", "-c", f"touch {probe_file} && rm {probe_file}"]).exit_code == 0
     # busybox has no python3: the staged nvidia-smi says so in one line.
-    smi = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    smi = exec_sync(cri, cid, ["nvidia-smi", "-L"])
     assert smi.exit_code == 127
     assert "nvidia-smi: this mock needs python3" in smi.stderr
 
@@ -164,7 +91,8 @@ def test_plain_pod_is_left_exactly_as_authored(containerd, start_plugin):
     cri = containerd.client()
     _, _, injected_run = make(cri, "plain-a")
     plugin.stop()
-    rt.wait_until(lambda: "closed" in containerd.log_text(), timeout=10)
+    wait_until(lambda: "closed" in containerd.log_text(),
+               "containerd to log the plugin's connection closed", timeout=10)
     _, _, bare_run = make(cri, "plain-b")
     for spec in (injected_run, bare_run):
         assert not mounts_at(spec, MOUNT.root)
@@ -208,8 +136,8 @@ def test_imex_only_pod_gets_channels_and_no_overlay(containerd, start_plugin):
     assert device_paths(spec) == sorted(channels)
     assert not mounts_at(spec, MOUNT.root)
     assert not any(k.startswith("MOCK_") for k in env_of(spec))
-    rt.start_container(cri, cid)
-    assert rt.exec_sync(cri, cid, ["test", "-c", channels[-1]]).exit_code == 0
+    start_container(cri, cid)
+    assert exec_sync(cri, cid, ["test", "-c", channels[-1]]).exit_code == 0
 
 
 def test_cdi_mode_on_nri_v061_applies_the_spec_edits_itself(containerd, start_plugin):
@@ -224,17 +152,19 @@ def test_cdi_mode_on_nri_v061_applies_the_spec_edits_itself(containerd, start_pl
 def test_killed_plugin_leaves_containerd_creating_containers(containerd, start_plugin):
     plugin = start_plugin(containerd)
     plugin.stop(signal.SIGKILL)
-    rt.wait_until(lambda: "closed" in containerd.log_text(), timeout=10)
+    wait_until(lambda: "closed" in containerd.log_text(),
+               "containerd to log the plugin's connection closed", timeout=10)
     _, cid, spec = make(containerd.client(), "after-kill", {names.ANNOTATION_DEVICES: "true"})
     assert not mounts_at(spec, MOUNT.root)
 
 
 def test_containerd_restart_plugin_registers_again_and_injects(containerd, start_plugin):
     plugin = start_plugin(containerd)
-    rt.wait_until(lambda: registrations(containerd) == 1, timeout=10)
+    wait_until(lambda: registrations(containerd) == 1, "containerd to log the registration",
+               timeout=10)
     containerd.restart()
-    rt.wait_until(lambda: registrations(containerd) >= 2 and probe(plugin.port, "/readyz")[0] == 200,
-        timeout=20, message=f"plugin did not re-register; log:\n{plugin.log_text()}")
+    wait_until(lambda: registrations(containerd) >= 2 and http_get(plugin.port, "/readyz")[0] == 200,
+               lambda: f"the plugin to register again; log:\n{plugin.log_text()}", timeout=20)
     _, _, spec = make(containerd.client(), "after-restart", {names.ANNOTATION_DEVICES: "true"})
     assert mounts_at(spec, MOUNT.root)
     assert plugin.proc.poll() is None
@@ -257,14 +187,16 @@ def test_slow_handler_turns_healthz_503(containerd):
     runner = threading.Thread(target=plugin.run, daemon=True)
     runner.start()
     try:
-        rt.wait_until(lambda: probe(server.port, "/readyz")[0] == 200, timeout=10)
-        assert probe(server.port, "/healthz")[0] == 200
+        wait_until(lambda: http_get(server.port, "/readyz")[0] == 200, "the plugin's /readyz 200",
+                   timeout=10)
+        assert http_get(server.port, "/healthz")[0] == 200
         cri = containerd.client()
         start = time.monotonic()
         _, _, spec = make(cri, "slow")           # containerd gives up on the plugin after ~2 s
         assert not mounts_at(spec, MOUNT.root)
-        rt.wait_until(lambda: probe(server.port, "/healthz")[0] == 503, timeout=15)
-        status, body = probe(server.port, "/healthz")
+        wait_until(lambda: http_get(server.port, "/healthz")[0] == 503,
+                   "the wedged plugin's /healthz 503", timeout=15)
+        status, body = http_get(server.port, "/healthz")
         assert status == 503 and "4" in body     # names the threshold: 2 x the 2 s timeout
         assert time.monotonic() - start >= 4.0
     finally:
@@ -274,46 +206,13 @@ def test_slow_handler_turns_healthz_503(containerd):
         server.stop()
 
 
-@contextlib.contextmanager
-def gated_node(containerd, zipapp, tmp_path):
-    """A t4 node's agent (serving /stagedz, holding the staging lock) and a plugin gated on
-    it, as the DaemonSet pairs them: yields (agent Popen, agent port, PluginProcess not yet
-    started). Both are stopped after: the agent by SIGTERM (its teardown), killed if stuck."""
-    from tests.integration.conftest import mokka_env
-
-    root = str(tmp_path / "node")
-    os.makedirs(root)
-    agent_port = free_port()
-    lock = os.path.join(str(tmp_path), "staging.lock")     # outside the overlay, as the seed says
-    agent = subprocess.Popen(
-        [sys.executable, "-m", "mokka", "node-agent", "--host-root", root, "--profile", "t4",
-         "--health-addr", f"127.0.0.1:{agent_port}", "--staging-lock-path", lock,
-         "--log-format", "plain"], env=mokka_env(), stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    overlay = Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/")))
-    plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root,
-                           "--agent-staged-url", f"http://127.0.0.1:{agent_port}/stagedz",
-                           "--staging-lock-path", lock)
-    try:
-        yield agent, agent_port, plugin
-    finally:
-        if agent.poll() is None:
-            agent.terminate()
-            try:
-                agent.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait()
-        if plugin.proc is not None:
-            plugin.stop()
-
-
 def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
     """Agent and plugin as the DaemonSet runs them: the plugin injects only while the
     agent reports its tree staged; once the agent tears down, containers are left
     as authored, each is logged, and /readyz names the reason."""
     with gated_node(containerd, zipapp, tmp_path) as (agent, agent_port, plugin):
-        rt.wait_until(lambda: probe(agent_port, "/stagedz")[0] == 200, timeout=20)
+        wait_until(lambda: http_get(agent_port, "/stagedz")[0] == 200, "the agent's /stagedz 200",
+                   timeout=20)
         plugin.start()
         cri = containerd.client()
         _, _, spec = make(cri, "gated-open", {names.ANNOTATION_DEVICES: "true"})
@@ -323,7 +222,7 @@ def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
         assert agent.wait(timeout=30) == 0
         _, _, spec = make(cri, "gated-closed", {names.ANNOTATION_DEVICES: "true"})
         assert not mounts_at(spec, MOUNT.root) and device_paths(spec) == []
-        status, body = probe(plugin.port, "/readyz")
+        status, body = http_get(plugin.port, "/readyz")
         assert status == 503, body
         assert f"127.0.0.1:{agent_port}/stagedz" in body, body   # names what failed
         log = [line for line in plugin.log_text().splitlines() if "gated-closed" in line]
@@ -341,8 +240,8 @@ def test_forced_values_win_over_the_containers_own(containerd, start_plugin):
     assert env[names.ENV_IB] == names.IB_OFF
     assert env["KEEP"] == "mine"
     assert env[names.ENV_NVML_CONFIG] == "/my/own.yaml"          # the container's own value wins
-    rt.start_container(cri, cid)
-    seen = rt.exec_sync(cri, cid, ["sh", "-c", f"echo ${names.ENV_IB}"])
+    start_container(cri, cid)
+    seen = exec_sync(cri, cid, ["sh", "-c", f"echo ${names.ENV_IB}"])
     assert seen.stdout.strip() == names.IB_OFF
 
 
@@ -373,9 +272,11 @@ def test_prelaunched_by_containerd_from_its_plugin_directory(containerd, zipapp,
     wrapper.chmod(0o755)
     try:
         containerd.restart()                    # plugins in plugin_path start with containerd
-        rt.wait_until(lambda: 'registered as \\"10-mokka\\"' in containerd.log_text(), timeout=20)
-        rt.wait_until(lambda: probe(port, "/readyz")[0] == 200, timeout=10,
-                      message=lambda: err.read_text() if err.exists() else "no plugin output")
+        wait_until(lambda: 'registered as \\"10-mokka\\"' in containerd.log_text(),
+                   "containerd to log the pre-launched plugin's registration", timeout=20)
+        wait_until(lambda: http_get(port, "/readyz")[0] == 200,
+                   lambda: "the plugin's /readyz 200; its output:\n"
+                           + (err.read_text() if err.exists() else "none"), timeout=10)
         _, _, spec = make(containerd.client(), "prelaunched", {names.ANNOTATION_DEVICES: "true"})
         assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL)
     finally:

@@ -12,9 +12,9 @@ import pytest
 from mokka.core import names
 from mokka.core.overlay import Overlay
 from tests.compiled import state_of
-from tests.integration import runtime as rt
-from tests.integration.conftest import GLIBC_IMAGE, native_node
-from tests.integration.test_nri_plugin import PluginProcess, make
+from tests.integration.nodes import GLIBC_IMAGE, native_node
+from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.pods import exec_sync, start_container
 from tests.peers import peer
 
 IMAGE = GLIBC_IMAGE
@@ -44,9 +44,9 @@ def test_no_python_image_lists_every_gpu(glibc_containerd, plugin, nvml_node):
     _, overlay = nvml_node
     cri = glibc_containerd.client()
     _, cid, _ = make(cri, "glibc-all", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE)
-    rt.start_container(cri, cid)
-    assert rt.exec_sync(cri, cid, ["sh", "-c", "command -v python3"]).exit_code != 0
-    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    start_container(cri, cid)
+    assert exec_sync(cri, cid, ["sh", "-c", "command -v python3"]).exit_code != 0
+    result = exec_sync(cri, cid, ["nvidia-smi", "-L"])
     assert result.exit_code == 0, result
     want = [f"GPU {i}: NVIDIA T4 (UUID: {u})" for i, u in enumerate(uuids(overlay))]
     assert result.stdout.splitlines() == want
@@ -60,7 +60,7 @@ def test_a_container_given_only_nvidia2_lists_only_that_gpu(glibc_containerd, pl
     _, cid, _ = make(cri, "glibc-one", {names.ANNOTATION_DEVICES: "true"}, image=IMAGE,
                      devices=[{"host_path": overlay.gpu_node(2), "container_path": "/dev/nvidia2",
                                "permissions": "rw"}])
-    rt.start_container(cri, cid)
-    result = rt.exec_sync(cri, cid, ["nvidia-smi", "-L"])
+    start_container(cri, cid)
+    result = exec_sync(cri, cid, ["nvidia-smi", "-L"])
     assert result.exit_code == 0, result
     assert result.stdout.splitlines() == [f"GPU 0: NVIDIA T4 (UUID: {uuids(overlay)[2]})"]

@@ -14,7 +14,7 @@ from mokka.core import names
 from tests.native.conftest import run_probe
 from tests.native.staged import clean_env, nvml_build, staged_node  # noqa: F401 (fixtures)
 from tests.conftest import REPO
-from tests.agent.helpers import wait_until
+from tests.waiting import wait_until
 
 
 def fabric_states(node) -> dict:

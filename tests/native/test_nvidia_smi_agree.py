@@ -67,6 +67,9 @@ def test_both_agree_over_every_corpus_state(case, nvml_build, tmp_path):
     theirs, ours = run_both(nvml_build, env, ["-q", "-x"])
     assert ours.returncode == theirs.returncode == 0, ours.stderr
     assert_values_agree(xml_leaves(theirs.stdout), xml_leaves(ours.stdout), 40 * count)
+    theirs, ours = run_both(nvml_build, env, ["-q"])
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert_values_agree(parse_q(theirs.stdout), parse_q(ours.stdout), 40 * count)
     for args in (["topo", "-m"], ["nvlink", "-s"]):
         theirs, ours = run_both(nvml_build, env, args)
         assert ours.returncode == theirs.returncode == 0, args

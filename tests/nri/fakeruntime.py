@@ -25,17 +25,6 @@ from mokka.nri.proto import nri_pb2
 WAIT_S = 5.0
 
 
-def wait_until(predicate, timeout: float = WAIT_S, interval: float = 0.005) -> bool:
-    """Poll ``predicate`` until true or ``timeout``; never an unbounded wait."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
-
-
 def short_socket_path(name: str = "nri.sock") -> str:
     """A socket path well under the 108-byte sun_path limit."""
     return os.path.join(tempfile.mkdtemp(prefix="nri-", dir="/tmp"), name)
@@ -132,6 +121,10 @@ class PluginLink:
             return self._cond.wait_for(lambda: self.closed, timeout)
 
     # --- Calls on the plugin connection -------------------------------------------
+
+    def skip_stream_id(self) -> int:
+        """Take the next stream id for a request the test writes itself."""
+        return next(self._stream_ids)
 
     def start_call(self, method: str, payload: bytes = b"", service: str = PLUGIN_SERVICE,
                    timeout_nano: int = 2_000_000_000) -> int:

@@ -302,3 +302,14 @@ def test_checks_reuse_one_connection_and_redial_after_an_agent_restart(lock_path
         assert server.connections == 1
     finally:
         stop(server)
+
+
+@pytest.mark.parametrize("verdict, outcome", [
+    ((True, "node agent reports the tree staged"), "open"),
+    ((False, "node agent is staging (staging lock held)"), "staging"),
+    ((False, "node agent unreachable at http://x/stagedz: refused"), "unreachable"),
+    ((False, "staging lock unavailable: EACCES"), "lock_unavailable"),
+    ((False, "node agent not staged (HTTP 503): tearing down"), "not_staged"),
+])
+def test_gate_outcome_is_a_bounded_label(verdict, outcome):
+    assert gate.outcome(gate.Verdict(*verdict)) == outcome

@@ -3,91 +3,18 @@ bounded waits on conditions."""
 
 from __future__ import annotations
 
-import http.client
 import logging
-import os
 import socket
-import sys
 import threading
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fakeruntime import (FakeRuntime, PluginLink, remove_socket_dir,  # noqa: E402
-                         short_socket_path, wait_until)
-
-from mokka.nri.codec import mux, ttrpc  # noqa: E402
-from mokka.nri.health import Health, ProbeServer  # noqa: E402
-from mokka.nri.plugin import Plugin, PluginConfig, from_environment  # noqa: E402
-from mokka.nri.proto import nri_pb2  # noqa: E402
-
-NAME, INDEX = "mokka-test", "42"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-class Harness:
-    def __init__(self, handler=None, clock=None, **runtime_kwargs) -> None:
-        self.path = short_socket_path()
-        self.runtime = FakeRuntime(self.path, **runtime_kwargs)
-        self.calls: list[tuple] = []
-        self.handler = handler or self.record
-        self.health = Health(now=clock) if clock else Health()
-        self.plugin = Plugin(PluginConfig(socket_path=self.path, name=NAME, index=INDEX,
-                                          backoff_initial_s=0.01, backoff_max_s=0.05),
-                             lambda *a: self.handler(*a), health=self.health)
-        self.thread = threading.Thread(target=self.plugin.run, daemon=True)
-        self.thread.start()
-        self.probes = ProbeServer("127.0.0.1", 0, self.health).start()
-
-    def record(self, pod, container, runtime):
-        self.calls.append((pod, container, runtime))
-        return nri_pb2.ContainerAdjustment(env=[nri_pb2.KeyValue(key="SEEN", value=container.name)])
-
-    def get(self, path: str) -> tuple[int, str]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.probes.port, timeout=5)
-        try:
-            conn.request("GET", path)
-            resp = conn.getresponse()
-            return resp.status, resp.read().decode()
-        finally:
-            conn.close()
-
-    def link(self, count: int = 1) -> PluginLink:
-        return self.runtime.wait_link(count)
-
-    def close(self) -> None:
-        self.plugin.stop()
-        self.thread.join(5)
-        assert not self.thread.is_alive()
-        self.probes.stop()
-        self.runtime.close()
-        remove_socket_dir(self.path)
-
-
-@pytest.fixture
-def harness():
-    made = []
-
-    def make(**kwargs) -> Harness:
-        made.append(Harness(**kwargs))
-        return made[-1]
-    yield make
-    for h in made:
-        h.close()
-
-
-def pod_and_container(i: int = 0):
-    pod = nri_pb2.PodSandbox(id=f"pod{i}", name=f"web-{i}", namespace="default", uid="u",
-                             annotations={"a": "b"})
-    ctr = nri_pb2.Container(id=f"c{i}", name=f"app-{i}", env=["PATH=/bin"])
-    return pod, ctr
+from mokka.nri.codec import mux, ttrpc
+from mokka.nri.plugin import Plugin, PluginConfig, from_environment
+from mokka.nri.proto import nri_pb2
+from tests.nri.fakeruntime import FakeRuntime, PluginLink, remove_socket_dir, short_socket_path
+from tests.nri.harness import INDEX, NAME, Clock, pod_and_container
+from tests.waiting import wait_until
 
 
 def test_registers_under_its_name_and_index(harness):
@@ -244,7 +171,7 @@ def test_connection_loss_unreadies_then_reregisters_on_a_new_socket(harness):
     h.link().handshake()
     assert h.get("/readyz")[0] == 200
     h.runtime.close()                       # containerd restarts: socket gone
-    assert wait_until(lambda: h.get("/readyz")[0] == 503)
+    wait_until(lambda: h.get("/readyz")[0] == 503, "/readyz 503 once the connection is lost")
     assert "not registered" in h.get("/readyz")[1]
     h.runtime = FakeRuntime(h.path)         # ... and comes back
     link = h.link()

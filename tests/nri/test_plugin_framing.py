@@ -1,24 +1,19 @@
 """One test per framing error class, against the driver over a real socket:
-each asserts the reply (always OK with no adjustment: seed 000 forbids failing
+each asserts the reply (always OK with no adjustment: the plugin never fails
 a container's creation) or the closed connection, and that the next
 CreateContainer - on the same connection or on the one the plugin opens next -
 is injected."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from test_plugin import harness, pod_and_container  # noqa: E402,F401  (fixture)
-
-from mokka.nri.codec import mux, ttrpc  # noqa: E402
-from mokka.nri.codec.conn import Connection  # noqa: E402
-from mokka.nri.codec.mux import PLUGIN_CONN  # noqa: E402
-from mokka.nri.plugin import PLUGIN_SERVICE  # noqa: E402
-from mokka.nri.proto import nri_pb2, ttrpc_pb2  # noqa: E402
+from mokka.nri.codec import mux, ttrpc
+from mokka.nri.codec.conn import Connection
+from mokka.nri.codec.mux import PLUGIN_CONN
+from mokka.nri.plugin import PLUGIN_SERVICE
+from mokka.nri.proto import nri_pb2, ttrpc_pb2
+from tests.nri.harness import pod_and_container
 
 MIB = 1024 * 1024
 
@@ -55,7 +50,7 @@ def test_oversize_request_is_answered_no_adjustment_unbuffered_and_the_next_is_i
     no_adjustment(link, 5)                             # not RESOURCE_EXHAUSTED
     assert h.calls == []                               # never decoded, never decided
     assert h.health.counter("rejected_requests_total") == 1
-    next(link._stream_ids)                             # 5 was ours
+    link.skip_stream_id()                              # 5 was ours
     assert_injected(link)
     assert not link.closed
 
@@ -122,5 +117,5 @@ def test_garbage_envelope_in_valid_framing_is_answered_no_adjustment(harness):
     link.send(mux.encode_frames(PLUGIN_CONN, ttrpc.encode_message(
         5, ttrpc.TYPE_REQUEST, b"\xff\xff\xff\xff")))
     no_adjustment(link, 5)                             # not INVALID_ARGUMENT
-    next(link._stream_ids)
+    link.skip_stream_id()
     assert_injected(link)

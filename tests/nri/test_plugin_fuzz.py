@@ -3,18 +3,14 @@ a corrupt connection is closed and re-established, and it registers again."""
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path  # noqa: E402
-
-from mokka.nri.codec import mux, ttrpc  # noqa: E402
-from mokka.nri.plugin import PLUGIN_SERVICE, Plugin, PluginConfig  # noqa: E402
+from mokka.nri.codec import mux, ttrpc
+from mokka.nri.plugin import PLUGIN_SERVICE, Plugin, PluginConfig
+from tests.nri.fakeruntime import FakeRuntime, remove_socket_dir, short_socket_path
 
 garbage = st.one_of(
     st.binary(min_size=1, max_size=3000),

@@ -8,20 +8,16 @@ the real containerd.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, os.path.dirname(__file__))
-from fakeruntime import FakeRuntime, wait_until  # noqa: E402
-from test_plugin_load import Plugin  # noqa: E402
-
-from mokka.core import names  # noqa: E402
-from mokka.nri.codec import ttrpc  # noqa: E402
-from mokka.nri.proto import nri_pb2  # noqa: E402
-from tests.netutil import http_get  # noqa: E402
+from mokka.core import names
+from mokka.nri.codec import ttrpc
+from mokka.nri.proto import nri_pb2
+from tests.netutil import http_get
+from tests.nri.fakeruntime import FakeRuntime
+from tests.nri.pluginproc import PluginProcess
+from tests.waiting import wait_until
 
 
 def scrape(port: int) -> dict:
@@ -38,7 +34,7 @@ def pod(name: str, namespace: str = "default", **annotations) -> nri_pb2.PodSand
 
 @pytest.fixture
 def plugin(tmp_path):
-    p = Plugin(tmp_path)
+    p = PluginProcess(tmp_path)
     yield p
     p.close()
 
@@ -71,7 +67,8 @@ def test_a_reconnect_is_counted(plugin):
     plugin.link()
     assert scrape(plugin.port)[("mokka_nri_reconnects_total", ())] == 0
     plugin.runtime.close()                   # containerd restarts: the socket goes ...
-    assert wait_until(lambda: scrape(plugin.port)[("mokka_nri_registered", ())] == 0, timeout=10)
+    wait_until(lambda: scrape(plugin.port)[("mokka_nri_registered", ())] == 0,
+               "mokka_nri_registered 0 once the runtime is gone", timeout=10)
     plugin.runtime = FakeRuntime(plugin.path)          # ... and comes back
     plugin.link()
     assert scrape(plugin.port)[("mokka_nri_reconnects_total", ())] == 1

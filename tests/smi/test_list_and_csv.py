@@ -98,6 +98,18 @@ def test_id_selects_for_queries(staged, dev_root):
     assert res.stdout.splitlines() == ["5"]
 
 
+@pytest.mark.parametrize("bus_id", ["00000000:B1:00.0", "0000:b1:00.0", "B1:00.0", "00000000:b1:00.0"])
+def test_id_may_be_a_pci_bus_id_in_any_form_nvml_takes(staged, dev_root, bus_id):
+    res = staged("l40s").run(["-i", f"{bus_id},7", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"],
+                             str(dev_root))
+    assert (res.returncode, res.stdout) == (0, "2, 00000000:B1:00.0\n7, 00000000:CB:00.0\n"), res.stderr
+
+
+def test_a_bus_id_no_gpu_sits_at_finds_nothing(staged, dev_root):
+    res = staged("l40s").run(["-i", "00000000:05:00.0", "--query-gpu=index", "--format=csv"], str(dev_root))
+    assert (res.returncode, res.stdout) == (6, "No devices were found\n")
+
+
 def test_list_takes_no_id_as_nvidia_smi_550(staged, dev_root):
     res = staged("l40s").run(["-i", "2", "-L"], str(dev_root))
     assert (res.returncode, res.stdout) == (

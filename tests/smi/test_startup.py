@@ -32,7 +32,7 @@ def test_fast_paths_import_nothing_heavy(staged, dev_root, args, exe):
     assert heavy == set()
 
 
-def test_positive_control_ctl_status_reads_the_overrides_yaml(fresh, dev_root):
+def test_positive_control_ctl_status_reads_an_overrides_scope_file(fresh, dev_root):
     ov = fresh("gb300")
     write_overrides(str(ov.config_dir), {1: "thermal: {temperature_gpu_c: 50}\n"})
     res = ov.run(["status"], str(dev_root), exe=str(ov.bin / "nvml-mock-ctl"), PYTHONPROFILEIMPORTTIME="1")

@@ -34,6 +34,11 @@ def _read(path: str) -> str | None:
         return None
 
 
+def searched_path(root: str) -> str:
+    """What the directories searched for containerd are, in a message."""
+    return "the host's PATH" if root in ("", "/") else f"the host's PATH under --host-root {root}"
+
+
 class ContainerdSetup:
     def __init__(self, root: str, settings: cc.Settings, fs: HostFS, log, restarter: Restarter,
                  toolkit: Toolkit | None = None,
@@ -55,9 +60,11 @@ class ContainerdSetup:
     def leave_alone(self) -> str | None:
         """Why this node's runtime is not Mokka's to set up, or None."""
         binary = names.CONTAINERD_BINARY
-        if not any(os.access(self.host(os.path.join(d, binary)), os.X_OK) for d in self.path_dirs):
-            return (f"no {binary} on the host's PATH ({names.DEFAULT_PATH}): another runtime "
-                    "(CRI-O, or the containerd k3s and rke2 embed); container runtime left alone")
+        searched = [self.host(d) for d in self.path_dirs]
+        if not any(os.access(os.path.join(d, binary), os.X_OK) for d in searched):
+            return (f"no {binary} in {':'.join(searched)} ({searched_path(self.root)}): no container "
+                    "runtime, or another one (CRI-O, or the containerd k3s and rke2 embed); "
+                    "container runtime left alone")
         foreign = self.toolkit.foreign()
         if foreign is not None:
             return (f"{foreign} is not a link Mokka made: another installer prepared the node "

@@ -11,6 +11,9 @@ once and skipped (fail open); the NVML channel still gets the event.
 
 The events file is also the memory of what was announced: an agent restarted
 over an existing one announces only what is new.
+
+Stage records the kernel log in the staged tree (``driver/kernel-log``, also with
+``--once``; mokka.core.kmsg), so ``mokka ctl xid`` writes its line there and nowhere else.
 """
 
 from __future__ import annotations
@@ -26,15 +29,18 @@ from mokka.agent.supervisor import Supervisor, ThreadChild
 from mokka.core import flatstate, fsutil, names, xid
 
 OWNER = "kernellog"
+RECORD_OWNER = "kernellog:record"      # the kernel log's record, staged apart from the events
 
 
 class KernelLog:
     name = OWNER
 
-    def __init__(self, host: Host, node_name: str, kmsg_path: str, **supervisor_options):
+    def __init__(self, host: Host, node_name: str, kmsg_path: str, record: bytes,
+                 **supervisor_options):
         self.host = host
         self.node_name = node_name
-        self.kmsg_path = kmsg_path
+        self.kmsg_path = kmsg_path                  # under the host root
+        self.record = record                        # mokka.core.kmsg.render_record's, for ctl xid
         self.events_path = os.path.join(host.overlay.driver_config, names.XID_EVENTS_FILE)
         self.supervisor = Supervisor(OWNER, self._spawn, host.log, **supervisor_options)
         self._mu = threading.Lock()
@@ -45,7 +51,7 @@ class KernelLog:
 
     # --- the Daemon verbs ----------------------------------------------------
     def stage(self, desired: Desired) -> None:
-        pass
+        self.host.fs.converge(RECORD_OWNER, {self.host.overlay.kmsg_record: File(self.record)})
 
     def run(self, desired: Desired, stop: threading.Event) -> None:
         self._hand(desired)
@@ -57,6 +63,7 @@ class KernelLog:
     def discard(self) -> None:
         self.supervisor.stop()
         self.host.fs.remove_owner(OWNER)
+        self.host.fs.remove_owner(RECORD_OWNER)
 
     def ready(self) -> tuple[bool, str]:
         return self.supervisor.ready()

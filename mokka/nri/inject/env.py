@@ -1,4 +1,4 @@
-"""The container environment: the env table of seed 000 and its precedence.
+"""The container environment: the env table and its precedence.
 
 Precedence, in one place:
 

@@ -1,6 +1,6 @@
 """Management CDI devices named by the container toolkit's NRI annotations.
 
-Seed 003 / facts §11, behind the ToolkitCDIAnnotations feature gate. The key
+Facts §11, behind the ToolkitCDIAnnotations feature gate. The key
 is resolved like containerd/nri's GetEffectiveAnnotation: the container-scoped
 ``nvidia.cdi.k8s.io/container.<name>``, else ``nvidia.cdi.k8s.io/pod``, else
 the bare ``nvidia.cdi.k8s.io``; the first PRESENT key wins, even when empty.

@@ -1,10 +1,11 @@
 """Plain data the NRI decision takes and returns.
 
-Mounts, devices and cgroup rules are NamedTuples, not dataclasses: a request
-carries dozens of them and a frozen dataclass costs ~3x more to build, on
-every CreateContainer. No protobuf, socket or containerd type appears here: ``mokka.nri.convert``
-translates the runtime's messages into these and the adjustment back, so every
-rule of the decision is testable as a table of plain values.
+Mounts, devices (``mokka.core.edits``) and cgroup rules are NamedTuples, not
+dataclasses: a request carries dozens of them and a frozen dataclass costs ~3x
+more to build, on every CreateContainer. No protobuf, socket or containerd type
+appears here: ``mokka.nri.convert`` translates the runtime's messages into
+these and the adjustment back, so every rule of the decision is testable as a
+table of plain values.
 """
 
 from __future__ import annotations
@@ -13,24 +14,11 @@ from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
 from mokka.core import names
+from mokka.core.cdi import CDIEdits
+from mokka.core.edits import Device, Mount
 
-
-class Mount(NamedTuple):
-    destination: str
-    source: str
-    type: str = "bind"
-    options: tuple[str, ...] = ()
-
-
-class Device(NamedTuple):
-    """A device node as the container sees it (NRI LinuxDevice)."""
-    path: str
-    type: str            # "c", "b", "u", "p"
-    major: int
-    minor: int
-    file_mode: int | None = None
-    uid: int | None = None
-    gid: int | None = None
+__all__ = ["Adjustment", "CDIEdits", "Config", "Container", "Decision", "Device", "DeviceRule",
+           "Mount", "NodeView", "Pod"]
 
 
 class DeviceRule(NamedTuple):
@@ -62,14 +50,6 @@ class Container:
     devices: tuple[Device, ...] = ()
     device_rules: tuple[DeviceRule, ...] = ()
     cdi_devices: tuple[str, ...] = ()         # fully qualified names (newer NRI carries them)
-
-
-@dataclass(frozen=True)
-class CDIEdits:
-    """The container edits of one CDI device (or a spec's common edits)."""
-    env: tuple[str, ...] = ()                 # "KEY=value"
-    devices: tuple[Device, ...] = ()
-    mounts: tuple[Mount, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ READ_ONLY = "ro"
 
 
 # The paths below depend on the configuration alone: computed once, not per
-# container (path joins were a fifth of the decision's time).
+# container (the path joins would be a fifth of the decision's time).
 @functools.lru_cache(maxsize=16)
 def mounts(config: Config) -> tuple[Mount, Mount]:
     host = Overlay(config.overlay_host_path)

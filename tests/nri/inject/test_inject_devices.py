@@ -1,6 +1,6 @@
 """Every mock GPU for a devices-annotated container, and an allocation is never widened.
 
-Seed 000, "Device injection modes" and MEP-0002.
+The device injection modes, raw and cdi (MEP-0002).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, devices
-from inject_builders import (MOCK_DEVICE_EDITS, allocated, config, device_paths, env_of, full_view,
-                             gpu_node, plain, pod)
+from tests.nri.inject.builders import (MOCK_DEVICE_EDITS, allocated, config, device_paths, env_of,
+                                       full_view, gpu_node, plain, pod)
 
 DEVICES = names.ANNOTATION_DEVICES
 VIEW = full_view()

@@ -1,4 +1,4 @@
-"""The env table and its precedence (seed 000 / facts §0)."""
+"""The env table and its precedence (facts §0)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from mokka.core import names
 from mokka.core.overlay import gpu_env, ib_env, topology_env
 from mokka.nri.inject import adjust
-from inject_builders import MOUNT, allocated, config, env_of, full_view, plain, pod
+from tests.nri.inject.builders import MOUNT, allocated, config, env_of, full_view, plain, pod
 
 IB = names.ANNOTATION_INFINIBAND
 NODE = "node-a"

@@ -1,4 +1,4 @@
-"""Recognising a GPU allocation: only the three kinds of evidence count (seed 000).
+"""Recognising a GPU allocation: only the three kinds of evidence count.
 
 Each negative row sits beside the positive control it differs from.
 """
@@ -9,8 +9,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import Container, Device, adjust, gpu, skip
-from inject_builders import (allocated, config, control_nodes, full_view, gpu_node, plain, pod,
-                             pod_with, rule)
+from tests.nri.inject.builders import (allocated, config, control_nodes, full_view, gpu_node, plain,
+                                       pod, pod_with, rule)
 
 DP = names.CDI_KIND_DEVICE_PLUGIN
 DRA = names.CDI_KIND_DRA_CLAIM

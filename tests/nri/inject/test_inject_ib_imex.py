@@ -1,4 +1,4 @@
-"""InfiniBand and IMEX: each selected only by its own annotation (seed 000)."""
+"""InfiniBand and IMEX: each selected only by its own annotation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import Device, adjust, ib, imex, skip
-from inject_builders import allocated, config, device_paths, env_of, full_view, plain, pod, rule
+from tests.nri.inject.builders import (allocated, config, device_paths, env_of, full_view, plain,
+                                       pod, rule)
 
 IB = names.ANNOTATION_INFINIBAND
 IMEX = names.ANNOTATION_IMEX_CHANNELS

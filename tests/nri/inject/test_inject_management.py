@@ -1,4 +1,4 @@
-"""Management CDI devices from the container toolkit's annotations (seed 003 / facts §11)."""
+"""Management CDI devices from the container toolkit's annotations (facts §11)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, management, skip
-from inject_builders import (MANAGEMENT_ALL, MANAGEMENT_EDITS, allocated, config, device_paths, full_view,
-                             plain, pod_with)
+from tests.nri.inject.builders import (MANAGEMENT_ALL, MANAGEMENT_EDITS, allocated, config,
+                                       device_paths, full_view, plain, pod_with)
 
 NS = "gpu-operator"
 ON = config(toolkit_cdi_annotations=True, cdi_annotation_namespaces=frozenset({NS}))

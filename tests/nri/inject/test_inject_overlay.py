@@ -9,7 +9,7 @@ from mokka.core.overlay import Overlay, container_overlay
 from mokka.nri.inject import Mount, adjust
 
 from mokka.nri.inject.overlay import BIND_OPTIONS, READ_ONLY
-from inject_builders import MOUNT, allocated, config, env_of, full_view, plain, pod
+from tests.nri.inject.builders import MOUNT, allocated, config, env_of, full_view, plain, pod
 
 IB = names.ANNOTATION_INFINIBAND
 SHIMS = [MOUNT.shim(s) for s in names.LD_PRELOAD_SHIMS]

@@ -1,4 +1,4 @@
-"""Three independent selections: GPU, InfiniBand, IMEX (seed 000, "Which containers are injected").
+"""Three independent selections, GPU, InfiniBand and IMEX: which containers are injected.
 
 All eight combinations, with GPU selected both by allocation and by the
 devices annotation: each selection adds only its own surfaces.
@@ -12,8 +12,8 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, skip
-from inject_builders import (allocated, config, device_paths, full_view, plain, pod,
-                             pod_with)
+from tests.nri.inject.builders import (allocated, config, device_paths, full_view, plain, pod,
+                                       pod_with)
 
 GPU_VIA = ("allocation", "devices annotation")
 COMBINATIONS = [(gpu, ib, imex, via) for gpu, ib, imex in itertools.product((False, True), repeat=3)

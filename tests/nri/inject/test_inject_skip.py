@@ -1,4 +1,4 @@
-"""When a container is left exactly as authored (seed 000, "When a container is left alone")."""
+"""When a container is left exactly as authored."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from mokka.core import names
 from mokka.nri.inject import adjust, skip, skip_reason
-from inject_builders import MOUNT, allocated, config, full_view, plain, pod, pod_with
+from tests.nri.inject.builders import MOUNT, allocated, config, full_view, plain, pod, pod_with
 
 GPU = names.ANNOTATION_DEVICES
 OPT_OUT = names.ANNOTATION_OPT_OUT

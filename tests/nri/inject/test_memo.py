@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from mokka.core import names
 from mokka.nri import memo as memomod
 from mokka.nri.inject import Config, Container, Pod, adjust, plan
-from inject_builders import MOUNT, full_view
-from test_inject_property import EXAMPLES, SETTINGS, configs, containers, env_entries, pods, views
+from tests.nri.inject.builders import MOUNT, full_view
+from tests.nri.inject.strategies import (EXAMPLES, SETTINGS, configs, containers, env_entries, pods,
+                                         views)
 
 #: A quarter of the decision's own examples: each runs several decisions.
 FEWER = settings(parent=SETTINGS, max_examples=max(50, EXAMPLES // 4))

@@ -1,0 +1,37 @@
+"""The README's set-up commands, as a user copies them."""
+
+from __future__ import annotations
+
+import os
+import re
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+README = os.path.join(REPO, "README.md")
+SET_UP = "## Set up on a fresh machine"
+
+
+def section(title: str = SET_UP) -> str:
+    with open(README) as f:
+        text = f.read()
+    start = text.index(title + "\n")
+    end = text.find("\n## ", start + len(title))
+    return text[start:] if end < 0 else text[start:end]
+
+
+def sh_blocks(title: str = SET_UP) -> list[str]:
+    """Each ```sh block of the section, as its text."""
+    return [m.group(1).strip() for m in re.finditer(r"```sh\n(.*?)\n```", section(title), re.S)]
+
+
+def first_command() -> str:
+    return sh_blocks()[0]
+
+
+def install_packages() -> list[str]:
+    """The packages the tests' install line names."""
+    (line,) = [b for b in sh_blocks() if b.startswith("apt-get install")]
+    return [w for w in line.split()[2:] if not w.startswith("-")]
+
+
+def test_command() -> str:
+    return sh_blocks()[-1]
