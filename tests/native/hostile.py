@@ -10,13 +10,18 @@ tests (test_hostile_files.py, test_fuzz_hostile.py) share.
     measured(argv, env)         a consumer's Run: exit status, output, peak RSS (wait4),
                                 None when it did not end within TIMEOUT_S of starting its work
     answered(argv, env)         measured, once more when it timed out: a busy machine is no hang
+    Surveys(env)                probe.py serve started once with ``env`` (the library's
+                                directory, the sanitizer's preload): .answered(env, scratch) is
+                                a forked consumer's Run, with answered's one retry
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
+import sys
 import threading
 import zlib
 from dataclasses import dataclass
@@ -131,8 +136,35 @@ def measured(argv: list[str], env: dict) -> Run:
     return Run(proc.returncode, *text, usage.ru_maxrss * 1024)
 
 
-
-
 def answered(argv: list[str], env: dict) -> Run:
     run = measured(argv, env)
     return measured(argv, env) if run.returncode is None else run
+
+
+class Surveys:
+    """pynvml consumers forked from one interpreter that has imported pynvml and never
+    loaded the library (probe.py serve): each is a fresh process whose first nvmlInit
+    reads the node, at a fraction of an interpreter's start."""
+
+    def __init__(self, env: dict):
+        self.proc = subprocess.Popen([sys.executable, PROBE, "serve"], env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def measured(self, env: dict, scratch: str) -> Run:
+        files = {"stdout": os.path.join(scratch, "survey.out"), "stderr": os.path.join(scratch, "survey.err")}
+        self.proc.stdin.write(json.dumps({"env": env, "timeout": TIMEOUT_S, **files}) + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        assert reply, f"probe.py serve ended (exit {self.proc.poll()})"
+        done = json.loads(reply)
+        text = [open(path, "rb").read().decode(errors="replace") for path in files.values()]
+        return Run(done["exit"], *text, done["max_rss"] if done["exit"] is not None else 0)
+
+    def answered(self, env: dict, scratch: str) -> Run:
+        run = self.measured(env, scratch)
+        return self.measured(env, scratch) if run.returncode is None else run
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()

@@ -16,6 +16,13 @@
                                 dump's queries of every GPU, P2P and topology sets, process
                                 names, an Xid wait; never raises (a query that fails is its
                                 error or its exception's name)
+    probe.py serve              a consumer per request: reads one JSON request a line
+                                ({"env", "stdout", "stderr", "timeout"}), forks a
+                                fresh process that sets env, runs survey (loading the library
+                                itself) into those files and exits; prints one JSON line a
+                                request: {"exit": status or null past the timeout, "max_rss"}.
+                                This process never loads the library: each child is a
+                                consumer's first load, without an interpreter's start each
 
 Prints one JSON document (watch: one line per change). An NVML error is
 ["err", code]. pynvml's own fabric struct (12.550.89) has a 80-byte UUID and is
@@ -26,9 +33,13 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import select
+import signal
 import sys
 import threading
 import time
+import traceback
 
 import pynvml as n
 
@@ -443,6 +454,36 @@ def reset(indices):
     return out
 
 
+def serve_one(request):
+    """One forked consumer of the survey; (exit status or None past the timeout, peak RSS bytes)."""
+    pid = os.fork()
+    if pid == 0:                                  # the consumer: its own files, env and library load
+        try:
+            for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+            sys.stdout = os.fdopen(1, "w")
+            os.environ.update(request["env"])
+            print(json.dumps(survey()), flush=True)
+            os._exit(0)
+        except BaseException:                     # noqa: BLE001 - a child never returns into the server
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+    pidfd = os.pidfd_open(pid)
+    ended = bool(select.select([pidfd], [], [], request["timeout"])[0])
+    os.close(pidfd)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    return (os.waitstatus_to_exitcode(status) if ended else None), usage.ru_maxrss * 1024
+
+
+def serve():
+    for line in sys.stdin:
+        status, max_rss = serve_one(json.loads(line))
+        print(json.dumps({"exit": status, "max_rss": max_rss}), flush=True)
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "visible":
@@ -465,6 +506,8 @@ def main(argv):
         n._LoadNvmlLibrary()                      # the interpreter's start is not the library's time
         print(json.dumps(["ready"]), flush=True)
         print(json.dumps(survey()))
+    elif cmd == "serve":
+        serve()
     elif cmd == "xid":
         xid(int(argv[2]))
     elif cmd == "reset":

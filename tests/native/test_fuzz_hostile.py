@@ -1,6 +1,7 @@
 """A seeded, bounded fuzz of every file a workload can write in driver/config, against real
-consumers on the ASan + UBSan build: pynvml (tests/native/probe.py survey) for every case,
-NVIDIA's nvidia-smi 550 for a sample.
+consumers on the ASan + UBSan build: pynvml (tests/native/probe.py survey, each case a process
+forked from an interpreter that has pynvml imported and no library loaded: hostile.Surveys) for
+every case, NVIDIA's nvidia-smi 550 for a sample.
 
 Each case copies a staged node's config directory (the profile, two overrides scopes,
 the topology copy, the Xid events; each YAML with its companion), spoils one file with
@@ -20,9 +21,11 @@ overrides directory replaced, and flocks held on everything while the consumer r
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fcntl
 import json
 import os
+import queue
 import random
 import re
 import shutil
@@ -32,8 +35,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.native.conftest import PROBE, REPO, clean_env
-from tests.native.hostile import OVERRIDDEN, TIMEOUT_S, Run, answered, node_env, restated, stage_node
+from tests.native.conftest import REPO, clean_env
+from tests.native.hostile import (OVERRIDDEN, TIMEOUT_S, Run, Surveys, answered, node_env, restated,
+                                 stage_node)
 from tests.native.sanitized import runtime
 from tests.peers import peer
 
@@ -44,6 +48,7 @@ RSS_GROWTH = 48 << 20
 DRIVER_NOT_LOADED = 9
 GPUS = 2
 NVIDIA_SMI_SAMPLE = 12
+WORKERS = 2
 
 COMPANIONS = ("config.nvml", "overrides/all.nvml", "overrides/gpu1.nvml", "topology.nvml", "xid-events.nvml")
 YAMLS = tuple(c[:-len(".nvml")] + ".yaml" for c in COMPANIONS)
@@ -211,28 +216,63 @@ def _hold_flocks(config_dir: str) -> list[int]:
 
 # --- running a consumer ---------------------------------------------------------------
 
-def consumer_env(lib_dir: str, config_dir: str) -> dict:
-    env = clean_env(lib_dir, node_env(config_dir))
+def sanitized_env(lib_dir: str) -> dict:
+    env = clean_env(lib_dir, {})
     env["LD_PRELOAD"] = runtime("libasan.so")
     env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
     env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
     return env
 
 
-def run_case(lib_dir: str, template: str, scratch: str, case: Case, argv: list[str]) -> Run:
-    run_dir = os.path.join(scratch, re.sub(r"[^\w.-]+", "_", case.id) + "_" + os.path.basename(argv[0]))
+@pytest.fixture
+def surveys(sanitized_nvml):
+    """One forking pynvml consumer per worker (hostile.Surveys)."""
+    servers = [Surveys(sanitized_env(sanitized_nvml)) for _ in range(WORKERS)]
+    pool = queue.SimpleQueue()
+    for server in servers:
+        pool.put(server)
+    yield pool
+    for server in servers:
+        server.close()
+
+
+def spoilt_node(template: str, scratch: str, case: Case, consumer: str) -> str:
+    """A copy of the template in its own directory with ``case`` done to it; its config dir."""
+    run_dir = os.path.join(scratch, re.sub(r"[^\w.-]+", "_", case.id) + "_" + consumer)
     config_dir = os.path.join(run_dir, "config")
     shutil.rmtree(run_dir, ignore_errors=True)
     shutil.copytree(template, config_dir, symlinks=True)
     os.symlink(os.path.join(os.path.dirname(template), "devroot"), os.path.join(run_dir, "devroot"))
     if case.spoil != "flocks held":
         spoil(config_dir, case)
+    return config_dir
+
+
+@contextlib.contextmanager
+def held(config_dir: str, case: Case):
     fds = _hold_flocks(config_dir) if case.spoil == "flocks held" else []
     try:
-        return answered(argv, consumer_env(lib_dir, config_dir))
+        yield
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def surveyed(surveys, template: str, scratch: str, case: Case) -> Run:
+    config_dir = spoilt_node(template, scratch, case, "survey")
+    server = surveys.get()
+    try:
+        with held(config_dir, case):
+            return server.answered(node_env(config_dir), os.path.dirname(config_dir))
+    finally:
+        surveys.put(server)
+
+
+def run_nvidia_smi(lib_dir: str, template: str, scratch: str, case: Case, smi: str) -> Run:
+    config_dir = spoilt_node(template, scratch, case, "nvidia-smi")
+    env = dict(sanitized_env(lib_dir), **node_env(config_dir))
+    with held(config_dir, case):
+        return answered([smi, "-q"], env)
 
 
 def must_be_refused(case: Case) -> bool:
@@ -266,17 +306,16 @@ def problems(case: Case, run: Run, baseline_rss: int, nvidia: bool = False) -> l
     return found
 
 
-def test_every_spoilt_file_leaves_pynvml_answering_within_bounds(sanitized_nvml, template, tmp_path):
-    argv = [sys.executable, PROBE, "survey"]
+def test_every_spoilt_file_leaves_pynvml_answering_within_bounds(surveys, template, tmp_path):
     clean = Case("nothing", "unspoilt", 0)
-    baseline = [run_case(sanitized_nvml, template, str(tmp_path), clean, argv) for _ in range(2)]
+    baseline = [surveyed(surveys, template, str(tmp_path), clean) for _ in range(2)]
     assert all(r.returncode == 0 and r.stderr == "" for r in baseline), baseline[0].stderr
     assert json.loads(baseline[0].stdout.splitlines()[-1])["gpus"][1]["Name"] == OVERRIDDEN
     base_rss = max(r.max_rss for r in baseline)
     all_cases = cases()
     assert len(all_cases) > 120
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda c: (c, run_case(sanitized_nvml, template, str(tmp_path), c, argv)), all_cases))
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        runs = list(pool.map(lambda c: (c, surveyed(surveys, template, str(tmp_path), c)), all_cases))
     found = [p for case, run in runs for p in problems(case, run, base_rss)]
     found += [f"{case.id}: used without a word" for case, run in runs if must_be_refused(case) and not run.stderr]
     assert not found, "\n".join(found[:20])
@@ -285,10 +324,10 @@ def test_every_spoilt_file_leaves_pynvml_answering_within_bounds(sanitized_nvml,
 def test_a_sample_leaves_nvidia_smi_550_answering(sanitized_nvml, template, tmp_path):
     smi = peer("NVIDIA_SMI")
     sample = random.Random(SEED).sample(cases(), NVIDIA_SMI_SAMPLE)
-    clean = run_case(sanitized_nvml, template, str(tmp_path), Case("nothing", "unspoilt", 0), [smi, "-q"])
+    clean = run_nvidia_smi(sanitized_nvml, template, str(tmp_path), Case("nothing", "unspoilt", 0), smi)
     assert clean.returncode == 0 and OVERRIDDEN in clean.stdout, clean.stderr
     found = []
     for case in sample:
-        run = run_case(sanitized_nvml, template, str(tmp_path), case, [smi, "-q"])
+        run = run_nvidia_smi(sanitized_nvml, template, str(tmp_path), case, smi)
         found += problems(case, run, clean.max_rss, nvidia=True)
     assert not found, "\n".join(found)
