@@ -22,6 +22,7 @@ from tests.peers import peer
 
 DRIVER_NOT_LOADED = 9
 NOT_SUPPORTED = 3
+NO_PERMISSION = 4
 XID_CRITICAL = 8
 PROFILE_NAME = "NVIDIA H100 80GB HBM3"
 RACK_A_CLIQUE = 7                                 # corpus.TOPOLOGY: worker-3's clique
@@ -300,6 +301,34 @@ def test_an_overrides_directory_linked_elsewhere_is_ignored_and_never_reset_thro
                       "(it holds all.yaml and gpu<N>.yaml)\n")
     seen, stderr = run_probe(nvml_lib, node_env(node), "reset", "1")     # what nvidia-smi -r calls
     assert sorted(os.listdir(elsewhere)) == ["all.nvml", "all.yaml", "gpu1.nvml", "gpu1.yaml"]
+
+
+def test_a_reset_removes_a_linked_or_setuid_document_without_touching_what_it_names(nvml_lib, node, tmp_path):
+    target = tmp_path / "setuid-tool"
+    target.write_bytes(b"name: Secret\n")
+    os.chmod(target, 0o4755)
+    overrides = _path(node, "overrides")
+    yaml = os.path.join(overrides, "gpu1.yaml")
+    _swap(yaml, lambda p: os.symlink(target, p))
+    os.chmod(os.path.join(overrides, "gpu1.nvml"), 0o6777)
+    seen, stderr = run_probe(nvml_lib, node_env(node), "reset", "1")     # what nvidia-smi -r calls
+    assert seen["reset"] == 0
+    assert stderr == f"mock NVML: ignoring overrides {yaml}: a symbolic link, not followed\n"
+    assert sorted(os.listdir(overrides)) == ["all.nvml", "all.yaml"]
+    assert (os.stat(target).st_mode & 0o7777, target.read_bytes()) == (0o4755, b"name: Secret\n")
+    assert survey(nvml_lib, node)[0]["gpus"][1]["Name"] == PROFILE_NAME
+
+
+def test_a_directory_in_place_of_a_document_fails_its_reset_in_one_line(nvml_lib, node):
+    yaml = os.path.join(_path(node, "overrides"), "gpu1.yaml")
+    _swap(yaml, os.mkdir)
+    seen, stderr = run_probe(nvml_lib, node_env(node), "reset", "1")
+    assert seen["reset"] == NO_PERMISSION
+    assert stderr == (f"mock NVML: ignoring overrides {yaml}: a directory, not a regular file\n"
+                      f"mock NVML: cannot reset: removing {yaml}: Is a directory "
+                      "(try 'mokka ctl reset' as the file's owner)\n")
+    seen, stderr = survey(nvml_lib, node)
+    assert seen["gpus"][1]["Name"] == PROFILE_NAME and stderr.count("\n") == 1 and yaml in stderr
 
 
 def _kubelet_layout(directory: str, files: dict) -> None:
