@@ -383,10 +383,13 @@ def check(doc, spec: Spec = PROFILE) -> list[str]:
 
 def _check_keys(doc) -> None:
     """No key anywhere, known or not, may hold a control character: keys become the
-    ``gpu.0.<key>`` lines of the companion the C library scans, one per line."""
+    ``gpu.0.<key>`` lines of the companion the C library scans, one per line; and no
+    value, known or not, a NUL, which ends a value there (the companion holds none)."""
     todo = [("", doc)]
     while todo:
         path, item = todo.pop()
+        if isinstance(item, str) and "\0" in item:
+            raise Invalid(path, f"{_show(item)} may not contain a NUL")
         if isinstance(item, dict):
             for key, value in item.items():
                 if _CONTROL.search(key):

@@ -183,6 +183,8 @@ HOSTILE_CASES = [
         f"{{index: {i}}}" for i in range(65)) + "]\n", "devices", "lists 65 entries; at most 64"),
     ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
      "device_defaults.future", "key 'a\\nb' may not contain control characters"),
+    ("an unknown value with a NUL", HEAD + 'devices: [{index: 0, dynamic_metrics: {"": "a\\0b"}}]\n',
+     "devices[0].dynamic_metrics.", "'a\\x00b' may not contain a NUL"),
 ]
 CASES += HOSTILE_CASES
 
