@@ -184,6 +184,15 @@ def test_its_lists_at_their_bounds_are_taken(flatprobe, tmp_path):
     assert load(flatprobe, "overrides", yaml, companion).status == "ok"
 
 
+@pytest.mark.parametrize("lines, status, reason", [(2048, "ok", ""), (2049, "invalid", "more than 2048 lines")])
+def test_an_overrides_companion_of_its_most_lines_is_taken_and_one_more_refused(flatprobe, tmp_path, lines,
+                                                                               status, reason):
+    yaml, companion = _documents(tmp_path)["overrides"]
+    data = open(companion, "rb").read()
+    open(companion, "wb").write(restated(data, b"".join(b"x.%04d 1\n" % i for i in range(lines))))
+    assert load(flatprobe, "overrides", yaml, companion)[:3] == (status, "companion" if reason else "", reason)
+
+
 @pytest.mark.parametrize("header, reason", [
     (b"# mokka-nvml overrides 1", "written in another format version, not 2"),
     (b"# mokka-nvml overrides 3", "written in another format version, not 2"),
