@@ -370,7 +370,7 @@ DEVICE_FIELDS = {
                                   "partition_assigned": Bool()})}),
     "mig": MIG,
     "processes": List(Map({"pid": Int(maximum=2**32 - 1), "name": Str(max_len=1024),
-                           "type": Str(), "used_memory_mib": Int()}), max_len=1024),
+                           "type": Str(), "used_memory_mib": Int()}), max_len=names.MAX_GPU_PROCESSES),
     "accounting": Map({"buffer_size": Int(), "mode": Str()}),
     "compute_capability": Map(ints("major minor", maximum=99)),
     # What the CUDA driver reports of the board beyond NVML (native/cuda: cuDeviceGetAttribute);
@@ -422,14 +422,14 @@ PROFILE = Map({
                   required=("driver_version",), hints={"driver_version": "550.163.01"}),
     "device_defaults": DEVICE_DEFAULTS,
     "devices": List(DEVICE_ENTRY, max_len=names.MAX_GPUS),
-    "nvlink": Map({"version": Int(maximum=99), "links_per_gpu": Int(maximum=64),
+    "nvlink": Map({"version": Int(maximum=99), "links_per_gpu": Int(maximum=names.MAX_NVLINK_LINKS),
                    "bandwidth_per_link_mbps": Int(), "c2c_enabled": Bool(),
                    "switches": List(Map({"bdf": Str(max_len=32), "uuid": Str(max_len=96)}),
                                     max_len=256),
                    "defaults": Map({"state": Str()}),
-                   "links": List(LINK, max_len=64),
+                   "links": List(LINK, max_len=names.MAX_NVLINK_LINKS),
                    "device_links": List(Map({"index": Int(maximum=names.MAX_GPUS - 1),
-                                             "links": List(LINK, max_len=64)},
+                                             "links": List(LINK, max_len=names.MAX_NVLINK_LINKS)},
                                             required=("index",)),
                                         max_len=names.MAX_GPUS)}),
     "infiniband": Map({"enabled": Bool(), "hcas_per_gpu": Int(maximum=16),
@@ -460,10 +460,13 @@ def check(doc, spec: Spec = PROFILE) -> list[str]:
 
 def _check_keys(doc) -> None:
     """No key anywhere, known or not, may hold a control character: keys become the
-    ``gpu.0.<key>`` lines of the companion the C library scans, one per line."""
+    ``gpu.0.<key>`` lines of the companion the C library scans, one per line; and no
+    value, known or not, a NUL, which ends a value there (the companion holds none)."""
     todo = [("", doc)]
     while todo:
         path, item = todo.pop()
+        if isinstance(item, str) and "\0" in item:
+            raise Invalid(path, f"{_show(item)} may not contain a NUL")
         if isinstance(item, dict):
             for key, value in item.items():
                 if _CONTROL.search(key):

@@ -17,6 +17,7 @@
 
 #include "flat.h"
 #include "hooks.h"
+#include "kinds.h"
 #include "mokka_keys.h"
 #include "mokka_names.h"
 
@@ -73,10 +74,11 @@ void config_overrides_dir(const char *config_yaml, char *out, size_t size);
 void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, but a line already printed by this process is not repeated. */
 void mock_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The one wording of "this YAML has no usable companion": for the profile
- * (ignoring NULL: nvmlInit fails), or a document that is ignored ("overrides",
- * "topology document": a warning, printed once). */
-void mock_say_no_companion(const char *ignoring, const char *yaml, const char *companion);
+/* The one line of a document that cannot be used (flat_load failed): the file and the
+ * reason, never a value read from it. For the profile (ignoring NULL: nvmlInit fails),
+ * or a document that is ignored ("overrides", "topology document", "Xid events": a
+ * warning, printed once); `compilable`: 'mokka compile --companion' writes its companion. */
+void mock_say_unusable(const char *ignoring, const char *yaml, const struct flat_why *why, int compilable);
 
 /* --- node.c -------------------------------------------------------------- */
 

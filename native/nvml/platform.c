@@ -24,9 +24,10 @@ enum { PEER_DIRECT_CONNECTED = 0, PEER_SWITCH_CONNECTED = 1 };
 /* The serial is NUL-terminated inside its 16 bytes (Blackwell's are 13). */
 #define SERIAL_MAX (sizeof ((nvmlPlatformInfo_v2_t *)0)->chassisSerialNumber - 1)
 
-static int unusable(const struct mock_gpu *g, const char *key, const char *value, const char *fix)
+/* The key, never its value: the state is written by whoever can write driver/config. */
+static int unusable(const struct mock_gpu *g, const char *key, const char *fix)
 {
-    mock_warn_once("GPU %u: %s %s cannot be given by nvmlDeviceGetPlatformInfo: %s", g->phys, key, value, fix);
+    mock_warn_once("GPU %u: %s cannot be given by nvmlDeviceGetPlatformInfo: %s", g->phys, key, fix);
     return 0;
 }
 
@@ -39,7 +40,7 @@ static int byte_of(const struct mock_gpu *g, const char *key, unsigned char *out
     if (gpu_str(g, key, text, sizeof text) != 1)
         return 1;
     if (!gpu_u64(g, key, &x) || x > 255)
-        return unusable(g, key, text, "set it to a whole number from 0 to 255");
+        return unusable(g, key, "set it to a whole number from 0 to 255");
     *out = (unsigned char)x;
     return 1;
 }
@@ -52,7 +53,7 @@ static int serial_of(const struct mock_gpu *g, unsigned char out[16])
         return 1;
     size_t len = strlen(text);
     if (len > SERIAL_MAX)
-        return unusable(g, K_PLATFORM_CHASSIS_SERIAL_NUMBER, text, "give at most 15 characters");
+        return unusable(g, K_PLATFORM_CHASSIS_SERIAL_NUMBER, "give at most 15 characters");
     memcpy(out, text, len);
     return 1;
 }
@@ -66,7 +67,7 @@ static int peer_of(const struct mock_gpu *g, unsigned char *out)
     if (strcasecmp(text, MOKKA_PLATFORM_PEER_SWITCH_CONNECTED) == 0)
         *out = PEER_SWITCH_CONNECTED;
     else if (strcasecmp(text, MOKKA_PLATFORM_PEER_DIRECT_CONNECTED) != 0)
-        return unusable(g, K_PLATFORM_PEER_TYPE, text,
+        return unusable(g, K_PLATFORM_PEER_TYPE,
                         "set it to " MOKKA_PLATFORM_PEER_SWITCH_CONNECTED " or " MOKKA_PLATFORM_PEER_DIRECT_CONNECTED);
     return 1;
 }
@@ -81,7 +82,7 @@ static int guid_of(const struct mock_gpu *g, unsigned char out[16])
     if (gpu_str(g, K_PLATFORM_GPU_FABRIC_GUID, text, sizeof text) != 1)
         return 1;
     if (!gpu_u64(g, K_PLATFORM_GPU_FABRIC_GUID, &guid))
-        return unusable(g, K_PLATFORM_GPU_FABRIC_GUID, text, "set it to a 64-bit number");
+        return unusable(g, K_PLATFORM_GPU_FABRIC_GUID, "set it to a 64-bit number");
     for (int i = 0; i < 8; i++)
         out[i] = (unsigned char)(guid >> (56 - 8 * i));
     return 1;

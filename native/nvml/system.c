@@ -137,10 +137,10 @@ static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *
     return found;
 }
 
-#define MAX_PROCS 256
-
-/* NVML's contract: too small an array -> INSUFFICIENT_SIZE and the count needed. */
-static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, struct proc *procs,
+/* NVML's contract: too small an array -> INSUFFICIENT_SIZE and the count needed. On
+ * NVML_SUCCESS *procs holds *n processes (at most MOKKA_MAX_GPU_PROCESSES: kinds.c
+ * refuses a longer list) for the caller to free. */
+static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, struct proc **procs,
                          unsigned int *n)
 {
     const struct mock_gpu *g;
@@ -151,49 +151,55 @@ static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, st
         return ret;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *n = kind && !mig ? processes(g, kind, procs, MAX_PROCS) : 0;   /* none runs in a MIG device */
-    if (*n > MAX_PROCS)
-        *n = MAX_PROCS;
-    if (*count < *n) {
-        *count = *n;
-        return NVML_ERROR_INSUFFICIENT_SIZE;
-    }
+    *procs = malloc(MOKKA_MAX_GPU_PROCESSES * sizeof **procs);
+    if (!*procs)
+        return NVML_ERROR_MEMORY;
+    *n = kind && !mig ? processes(g, kind, *procs, MOKKA_MAX_GPU_PROCESSES) : 0;   /* none runs in a MIG device */
+    if (*n > MOKKA_MAX_GPU_PROCESSES)
+        *n = MOKKA_MAX_GPU_PROCESSES;
+    ret = *count < *n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
     *count = *n;
-    return NVML_SUCCESS;
+    if (ret != NVML_SUCCESS) {
+        free(*procs);
+        *procs = NULL;
+    }
+    return ret;
 }
 
 static nvmlReturn_t list_v2(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_t *infos)
 {
-    struct proc procs[MAX_PROCS];
+    struct proc *procs;
     unsigned int n;
-    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    nvmlReturn_t ret = list(device, kind, count, &procs, &n);
     if (ret != NVML_SUCCESS)
         return ret;
     if (n > 0 && !infos)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < n; i++) {
+        ret = NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
         infos[i].pid = procs[i].pid;
         infos[i].usedGpuMemory = procs[i].used_bytes;
         infos[i].gpuInstanceId = 0xFFFFFFFFu;     /* no MIG */
         infos[i].computeInstanceId = 0xFFFFFFFFu;
     }
-    return NVML_SUCCESS;
+    free(procs);
+    return ret;
 }
 
 static nvmlReturn_t list_v1(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_v1_t *infos)
 {
-    struct proc procs[MAX_PROCS];
+    struct proc *procs;
     unsigned int n;
-    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    nvmlReturn_t ret = list(device, kind, count, &procs, &n);
     if (ret != NVML_SUCCESS)
         return ret;
     if (n > 0 && !infos)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < n; i++) {
+        ret = NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
         infos[i].pid = procs[i].pid;
         infos[i].usedGpuMemory = procs[i].used_bytes;
     }
-    return NVML_SUCCESS;
+    free(procs);
+    return ret;
 }
 
 /* The entries of NVIDIA's nvidia-smi 550 process slots (measured: its Processes box shows

@@ -59,7 +59,7 @@ def test_rendered_document_parses_back():
     events, _, last = xid.next_events([], [xid.Injection(2, "GPU-2", "0000:4A:00.0", 48)])
     text, companion = xid.render(events, last)
     assert xid.parse(yamlio.safe_load(text)) == (events, 1)
-    assert companion.decode().splitlines()[2:] == ["event.0.code 48", "event.0.gpu 2", "event.0.seq 1",
+    assert companion.decode().splitlines()[3:] == ["event.0.code 48", "event.0.gpu 2", "event.0.seq 1",
                                                    "event.len 1", "last_seq 1"]
 
 
