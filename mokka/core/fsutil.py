@@ -232,6 +232,9 @@ class LockHeld(Exception):
 #: holder (ctl, the agent) holds it for one read-modify-write of a few KiB.
 LOCK_WAIT_S = 5.0
 _LOCK_POLL_S = 0.02
+#: How often a waiter looks at who holds the lock, and how many holders' turns it waits.
+_HOLDER_LOOK_S = 0.2
+_LOCK_TURNS = 6
 
 
 def holder_pid(fd: int) -> str:
@@ -249,16 +252,29 @@ def holder_pid(fd: int) -> str:
     return ""
 
 
-def flock_within(fd: int, timeout: float, clock=time.monotonic) -> bool:
-    """Take an exclusive flock on ``fd`` within ``timeout`` seconds (flock has no timeout
-    of its own: a non-blocking try, polled); False when it stayed held."""
-    deadline = clock() + max(timeout, 0.0)
+def flock_within(fd: int, timeout: float, clock=time.monotonic, holder=holder_pid) -> bool:
+    """Take an exclusive flock on ``fd`` within ``timeout`` seconds of one holder (flock has
+    no timeout of its own: a non-blocking try, polled); False when it stayed held.
+
+    A queue of writers (twenty ``ctl set`` at once) hands the lock on: each new holder
+    starts the wait again, up to ``_LOCK_TURNS`` times ``timeout`` in all, while one
+    process that keeps it (a workload) is given up on after ``timeout``."""
+    start = clock()
+    deadline, last_cap = start + max(timeout, 0.0), start + max(timeout, 0.0) * _LOCK_TURNS
+    seen, next_look = "", start
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
-            if clock() >= deadline:
+            now = clock()
+            if now >= next_look:
+                who = holder(fd)
+                if who and seen and who != seen:
+                    deadline = min(now + max(timeout, 0.0), last_cap)
+                seen = who or seen
+                next_look = now + _HOLDER_LOOK_S
+            if now >= deadline:
                 return False
             time.sleep(_LOCK_POLL_S)
 
