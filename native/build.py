@@ -4,23 +4,24 @@
 
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 ``--lib`` names; default out: build/native in the repo, both architectures):
-the mock ``libnvidia-ml.so.1`` (native/nvml/) and the LD_PRELOAD shims
-(native/shims/: the path shims share the interposers and add one map file
-each; the verbs shim; native/ib/: the umad shim), and the proc hook
-(native/hooks/: a static executable, musl). The compiler
+the mock ``libnvidia-ml.so.1`` (native/nvml/), the mock ``libcuda.so.1``
+(native/cuda/), the LD_PRELOAD shims (native/shims/: the path shims share
+the interposers and add one map file each; the verbs shim; native/ib/: the
+umad shim) and the proc hook (native/hooks/: a static executable, musl). The compiler
 is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
 one machine builds for x86_64
 and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
-PyPI's nvidia-nvml-dev-cu12 (pins: native/requirements.txt). ``--sanitize``
+PyPI's nvidia-nvml-dev-cu12 and cuda.h from nvidia-cuda-runtime-cu12 (pins:
+native/requirements.txt; neither header is ever committed). ``--sanitize``
 builds for this machine with the system gcc under ASan and UBSan instead
 (ziglang ships no ASan runtime), into build/native-sanitize unless --out says
 otherwise.
 
 Generated first, into ``<out>/gen``: ``mokka_names.h`` (native/gen_names.py),
-and for the NVML library ``mokka_keys.h`` (native/nvml/gen_keys.py: the state's
-keys), ``getters.c`` (native/nvml/gen_getters.py: the one-key getters of
+for the NVML and CUDA libraries ``mokka_keys.h`` (native/nvml/gen_keys.py: the
+state's keys), and for the NVML library ``getters.c`` (native/nvml/gen_getters.py: the one-key getters of
 native/nvml/getters.py) and ``stubs.c`` (native/nvml/gen_stubs.py). A build whose
-inputs (sources, generated files, nvml.h, flags, compiler version) hash as
+inputs (sources, generated files, headers, flags, compiler version) hash as
 before is skipped: the hash is kept beside each library as ``<file>.inputs``.
 Reproducible: the same inputs give the same bytes (no paths of this machine in
 the output, no timestamps, no build id).
@@ -59,6 +60,7 @@ class Library(typing.NamedTuple):
     nvml: bool = False                  # the generated NVML sources and nvml.h's folder
     cflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
+    cuda: bool = False                  # cuda.h's and nvml.h's folders, and mokka_keys.h
     program: bool = False
 
 
@@ -72,6 +74,10 @@ SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/lexical.c", "shims/map.c"
 LIBRARIES: dict[str, Library] = {
     "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
                     cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
+    # The driver API over the mock NVML library (dlopened, never linked); -z defs: every
+    # entry point cuGetProcAddress names must exist.
+    "cuda": Library(names.CUDA_LIB_FILE, ("cuda/*.c",), exports=("cu*",), cuda=True,
+                    cflags=("-include", "cuda/api.h"), libs=("-lpthread", "-ldl", "-Wl,-z,defs")),
     # libibumad's calls answered by mock-ib over run/mock-ib.sock (not a path shim).
     "ibmockumad": Library(names.IB_UMAD_LIB_FILE, ("ib/umad.c", "ib/query.c", "ib/transport.c")),
     "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/env.c")),
@@ -138,6 +144,28 @@ def nvml_header() -> str:
     raise _missing("nvidia-nvml-dev-cu12", "nvml.h (package nvidia-nvml-dev-cu12)")
 
 
+def cuda_header() -> str:
+    """cuda.h from PyPI's nvidia-cuda-runtime-cu12."""
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_runtime")
+    except ModuleNotFoundError:
+        spec = None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(base, "include", "cuda.h")
+        if os.path.isfile(path):
+            return path
+    raise _missing("nvidia-cuda-runtime-cu12", "cuda.h (package nvidia-cuda-runtime-cu12)")
+
+
+def headers(lib: Library) -> list[str]:
+    """The PyPI headers a library compiles against: nvml.h for both mocks, cuda.h for CUDA's."""
+    if lib.nvml:
+        return [nvml_header()]
+    if lib.cuda:
+        return [nvml_header(), cuda_header()]
+    return []
+
+
 def zig_command() -> list[str]:
     if importlib.util.find_spec("ziglang") is None:
         raise _missing("ziglang", "the C compiler (package ziglang)")
@@ -202,6 +230,12 @@ def generate(gen_dir: str, libs: list[Library], header: str | None) -> None:
     for lib in libs:
         if lib.nvml:
             _generate_nvml(gen_dir, header, stubs, write)
+        if lib.cuda:
+            keys = _load(os.path.join(SRC, "gen_keys.py"), "mokka_gen_keys")
+            try:
+                write(os.path.join(gen_dir, "mokka_keys.h"), keys.render())
+            except ValueError as exc:
+                raise BuildError(str(exc)) from None
         if lib.exports:
             write(os.path.join(gen_dir, _stem(lib.file) + ".map"), version_script(lib))
 
@@ -225,6 +259,8 @@ def generated(lib: Library) -> list[str]:
     out = ["mokka_names.h"]
     if lib.nvml:
         out += ["mokka_keys.h", *NVML_GENERATED_SOURCES]
+    if lib.cuda:
+        out.append("mokka_keys.h")
     if lib.exports:
         out.append(_stem(lib.file) + ".map")
     return out
@@ -233,7 +269,7 @@ def generated(lib: Library) -> list[str]:
 # --------------------------------------------------------------------------- compile
 
 
-def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: str, *,
+def command(lib: Library, arch: str, gen_dir: str, output: str, *,
             sanitize: bool, extra_cflags: tuple[str, ...] = ()) -> list[str]:
     if sanitize:
         cc = ["gcc"]
@@ -246,8 +282,9 @@ def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: s
         flags = CFLAGS + ["-s"]     # stripped, as NVIDIA's: the dynamic symbols are the API
     maps = []
     pairs = [(HERE, FIXED_NATIVE), (gen_dir, FIXED_GEN)]
-    if lib.nvml:
-        pairs.append((os.path.dirname(header), "/nvml/include"))
+    included = headers(lib)
+    for found in included:
+        pairs.append((os.path.dirname(found), f"/{os.path.basename(found).split('.')[0]}/include"))
     for real, fixed in pairs:
         maps += [f"-ffile-prefix-map={real}={fixed}", f"-fdebug-prefix-map={real}={fixed}"]
     includes = ["-I", HERE, "-I", gen_dir]
@@ -255,8 +292,8 @@ def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: s
         folder = os.path.dirname(path)
         if folder not in includes:
             includes += ["-I", folder]
-    if lib.nvml:
-        includes += ["-I", os.path.dirname(header)]
+    for found in included:
+        includes += ["-I", os.path.dirname(found)]
     cflags = [os.path.join(HERE, f) if prev == "-include" else f
               for prev, f in zip(("",) + lib.cflags, lib.cflags)]
     if lib.program:
@@ -270,7 +307,7 @@ def command(lib: Library, arch: str, gen_dir: str, header: str | None, output: s
             + link + srcs + list(lib.libs) + ["-o", output])
 
 
-def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, header: str | None, version: str) -> str:
+def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, version: str) -> str:
     digest = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
@@ -286,9 +323,9 @@ def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, header: str | None, 
     for name in generated(lib):
         with open(os.path.join(gen_dir, name), "rb") as f:
             add("gen/" + name, f.read())
-    if lib.nvml:
-        with open(header, "rb") as f:
-            add("nvml.h", f.read())
+    for found in headers(lib):
+        with open(found, "rb") as f:
+            add(os.path.basename(found), f.read())
     with open(os.path.abspath(__file__), "rb") as f:
         add("build.py", f.read())
     add("command", "\0".join(cmd[:-1]).encode())      # the output path is not an input
@@ -328,9 +365,9 @@ def build(out: str, arches: list[str], *, libraries: list[str] | None = None,
                 target = os.path.join(out, arch, lib.file)
                 stamp = target + ".inputs"
                 tmp = os.path.join(out, arch, f".{lib.file}.tmp")
-                cmd = command(lib, arch, gen_dir, header, tmp, sanitize=sanitize,
+                cmd = command(lib, arch, gen_dir, tmp, sanitize=sanitize,
                               extra_cflags=extra_cflags)
-                digest = inputs_hash(lib, cmd, gen_dir, header, version)
+                digest = inputs_hash(lib, cmd, gen_dir, version)
                 results.append(target)
                 if os.path.isfile(target) and _read(stamp) == digest:
                     if log:

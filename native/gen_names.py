@@ -2,7 +2,8 @@
 
 One home per fact: the C library takes env names, overlay paths and file names
 from the same module the Python code imports, through this generated header
-(``MOKKA_<NAME>`` for every upper-case str or int constant). Never committed.
+(``MOKKA_<NAME>`` for every upper-case str or int constant, and tuples of either as
+C initializers). Never committed.
 
     python3 native/gen_names.py OUT_DIR
 """
@@ -35,6 +36,8 @@ def render() -> str:
             lines.append(f"#define MOKKA_{key} {value}")
         elif isinstance(value, tuple) and value and all(type(x) is int for x in value):
             lines.append(f"#define MOKKA_{key} {{{', '.join('0x%x' % x for x in value)}}}")
+        elif isinstance(value, tuple) and value and all(type(x) is str for x in value):
+            lines.append(f"#define MOKKA_{key} {{{', '.join(c_string(x) for x in value)}}}")
     for state, code in sorted(names.FABRIC_STATE_CODES.items()):
         lines.append(f"#define MOKKA_FABRIC_CODE_{state.upper()} {code}")
     lines += ["", "#endif", ""]
@@ -43,6 +46,9 @@ def render() -> str:
 
 def main(argv: list[str]) -> int:
     out_dir = argv[1] if len(argv) > 1 else "."
+    if len(argv) > 2 or out_dir.startswith("-"):     # never a directory named after a flag
+        print("usage: python3 native/gen_names.py [OUT_DIR] (writes OUT_DIR/mokka_names.h)", file=sys.stderr)
+        return 2
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "mokka_names.h")
     text = render()

@@ -50,8 +50,10 @@ _CODEC = ["tests/nri/test_codec_rules.py", "tests/nri/test_codec.py", "tests/nri
           "tests/nri/test_plugin.py"]
 
 #: What a process sees, decided in the library: the corpus and the moving-reading vectors.
-_ENGINE = ["tests/native/test_engine_corpus.py", "tests/native/test_dynamic.py",
+_ENGINE = ["tests/native/test_lookup_rules.py", "tests/native/test_engine_corpus.py", "tests/native/test_dynamic.py",
            "tests/native/test_overrides_live.py", "tests/native/test_errors.py"]
+#: The companion format, both ends (the C side through the format probe, built from the copy).
+_FORMAT = ["tests/native/test_flat_format.py", "tests/core/test_flatstate.py"]
 #: Which GPUs our nvidia-smi shows, and how it names refused ones, against NVIDIA's.
 _SMI = ["tests/smi/test_list_and_csv.py", "tests/native/test_nvidia_smi_agree.py", "-k",
         "not corpus_state"]
@@ -67,6 +69,9 @@ TARGETS = {
     "native/nvml/lookup.c": _ENGINE,
     "native/nvml/dynamic.c": _ENGINE,
     "native/nvml/overrides.c": _ENGINE,
+    "native/nvml/flat.c": _FORMAT,
+    "native/nvml/kinds.c": _FORMAT,
+    "mokka/core/flatstate.py": _FORMAT,
     "mokka/smi/devices.py": _SMI,
 }
 

@@ -123,7 +123,8 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
     sims = simulators(host, cfg, container_runtime(cfg, host))
     health = Health(readiness=lambda: ((s.name, *s.ready()) for s in sims),
                     daemons=lambda: ((s.name, s.ready()[0]) for s in sims if isinstance(s, Daemon)),
-                    simulators=[s.name for s in sims])
+                    simulators=[s.name for s in sims],
+                    notices=lambda: {s.name: n for s in sims if (n := getattr(s, "notice", lambda: None)())})
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, node_name(cfg), log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels,

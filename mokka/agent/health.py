@@ -24,10 +24,13 @@ class Health:
     def __init__(self, readiness: Callable[[], Iterable[tuple[str, bool, str]]] = lambda: (),
                  now: Callable[[], float] = time.time,
                  daemons: Callable[[], Iterable[tuple[str, bool]]] = lambda: (),
-                 simulators: Iterable[str] = ()):
+                 simulators: Iterable[str] = (),
+                 notices: Callable[[], dict] = dict):
         """``daemons``: (name, up) of each daemon, read at /metrics; ``simulators``:
-        names whose stage-error series show (as 0) from the start."""
+        names whose stage-error series show (as 0) from the start; ``notices``: what the
+        simulators last set right or worked around ({name: {"file", "reason"}}), at /healthz."""
         self._now = now
+        self._notices = notices
         self._readiness = readiness
         self._mu = threading.Lock()
         self._failures: dict[str, str] = {}
@@ -100,6 +103,9 @@ class Health:
                 body["rejected"] = dict(self._rejected)     # still live: last good state serves
             if self._apply_error:
                 body["apply_error"] = self._apply_error
+            notices = self._notices()
+            if notices:
+                body["notices"] = notices               # worked around: still serving
             if self._failures:
                 body["failed"] = dict(self._failures)
                 body["failed_at"] = _stamp(self._failed_at or 0)

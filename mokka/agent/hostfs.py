@@ -168,6 +168,17 @@ class HostFS:
 
     # --- single entries ----------------------------------------------------
     def write(self, path: str, entry: Entry) -> bool:
+        """Put ``entry`` at ``path``, whatever is there: a rename replaces a link, a FIFO or
+        a device without following or opening it; a directory (a workload can make one in
+        driver/config) is removed first, as rename cannot replace it."""
+        try:
+            return self._write(path, entry)
+        except IsADirectoryError:
+            remove_tree_quiet(path)
+            self._log.warning("removed a directory where the staged tree keeps a file", path=path)
+            return self._write(path, entry)
+
+    def _write(self, path: str, entry: Entry) -> bool:
         if isinstance(entry, File):
             return atomic_write(path, entry.data, entry.mode, sync=False)   # rebuilt at each start
         if isinstance(entry, Link):

@@ -1,7 +1,8 @@
-"""The native files the agent stages: the mock NVML library, the LD_PRELOAD
-shims, the proc hook (the OCI hook the NRI plugin gives GPU containers), NVIDIA's
-own nvidia-smi made to load that library and the InfiniBand tools
-(mokka.agent.ibtools), the last two when the node provides them.
+"""The native files the agent stages: the mock NVML library, the mock CUDA
+driver that reads the node through it, the LD_PRELOAD shims, the proc hook (the
+OCI hook the NRI plugin gives GPU containers), NVIDIA's own nvidia-smi made to
+load that library and the InfiniBand tools (mokka.agent.ibtools), the last two
+when the node provides them.
 
 Read once when the agent starts (they do not change while it runs). NVIDIA's
 binary dlopens ``libnvidia-ml.so.1`` through the normal search path; a
@@ -33,6 +34,7 @@ class NativeError(Exception):
 @dataclass(frozen=True)
 class NativeFiles:
     nvml_library: bytes | None = None     # libnvidia-ml.so for this machine, if built
+    cuda_library: bytes | None = None     # libcuda.so, staged only beside the NVML library
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
     shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
     proc_hook: bytes | None = None        # the static proc hook executable, if built
@@ -50,6 +52,7 @@ SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_
 def load(nvidia_smi_path: str | None, arch: str | None = None,
          ib_tools: str | None = None) -> NativeFiles:
     lib_bytes = _built(native.LIBRARY, arch)
+    cuda_bytes = _built(names.CUDA_LIB_FILE, arch) if lib_bytes is not None else None
     smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None
     if smi is not None and lib_bytes is None:
         raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
@@ -62,7 +65,7 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
             tools = ibtools.load(ib_tools, arch or os.uname().machine, find_patchelf())
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
-    return NativeFiles(nvml_library=lib_bytes, nvidia_smi=smi, shims=shims,
+    return NativeFiles(nvml_library=lib_bytes, cuda_library=cuda_bytes, nvidia_smi=smi, shims=shims,
                        proc_hook=_built(names.PROC_HOOK_FILE, arch), ib_tools=tools)
 
 

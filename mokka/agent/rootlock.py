@@ -21,6 +21,7 @@ import json
 import os
 
 from mokka.agent.manifest import missing_dirs
+from mokka.core.fsutil import holder_pid
 
 
 class RootLockHeld(Exception):
@@ -29,21 +30,6 @@ class RootLockHeld(Exception):
         who = f"pid {pid}" if pid else "a process in another pid namespace"
         super().__init__(f"another node-agent ({who}) holds {path}: one agent per host root; "
                          "stop it first, or pass another --host-root")
-
-
-def holder_pid(fd: int) -> str:
-    """The pid holding a flock on ``fd``'s file, from /proc/locks ("" if not visible)."""
-    st = os.fstat(fd)
-    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == want:
-                    return "" if fields[4] in ("0", "-1") else fields[4]
-    except OSError:
-        pass
-    return ""
 
 
 class RootLock:

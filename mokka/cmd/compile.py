@@ -74,13 +74,34 @@ def kind_of(path: str, doc) -> str:
     return "profile"
 
 
+def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None, node_name: str) -> bytes:
+    from mokka.core import compile as comp
+    from mokka.core import flatstate
+    from mokka.core import topology as topo
+    from mokka.core.profile import ProfileError, parse
+
+    if kind == "topology":
+        try:
+            topo.validate(doc, path)
+        except topo.TopologyError as exc:
+            raise CommandError(f"{path}: invalid topology document: {exc}")
+        return flatstate.topology_companion(doc, text)
+    if kind == "overrides":
+        if doc is not None and not isinstance(doc, dict):
+            raise CommandError(f"{path}: an overrides document is a mapping of GPU fields")
+        return flatstate.overrides_companion(doc, text)
+    try:
+        state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name)
+    except ProfileError as exc:
+        raise CommandError(str(exc))
+    return flatstate.state_companion(state)
+
+
 def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str:
     """Write the companion of ``path``; return the line to print."""
-    from mokka.core import compile as comp
     from mokka.core import flatstate, yamlio
-    from mokka.core import topology as topo
     from mokka.core.fsutil import atomic_write
-    from mokka.core.profile import ProfileError, parse, read_file, yaml_problem
+    from mokka.core.profile import ProfileError, read_file, yaml_problem
 
     try:
         text = read_file(path, "")
@@ -91,22 +112,10 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
         raise CommandError(f"{path}: {yaml_problem(exc)}")
     out = flatstate.companion_path(path)
     kind = kind_of(path, doc)
-    if kind == "topology":
-        try:
-            topo.validate(doc, path)
-        except topo.TopologyError as exc:
-            raise CommandError(f"{path}: invalid topology document: {exc}")
-        atomic_write(out, flatstate.topology_companion(doc, text))
-    elif kind == "overrides":
-        if doc is not None and not isinstance(doc, dict):
-            raise CommandError(f"{path}: an overrides document is a mapping of GPU fields")
-        atomic_write(out, flatstate.overrides_companion(doc, text))
-    else:
-        try:
-            state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name)
-        except ProfileError as exc:
-            raise CommandError(str(exc))
-        atomic_write(out, flatstate.state_companion(state))
+    try:
+        atomic_write(out, _companion(kind, path, text, doc, topology_doc, node_name))
+    except flatstate.CompanionError as exc:
+        raise CommandError(f"{path}: {exc}")
     return f"wrote {out} ({kind})"
 
 

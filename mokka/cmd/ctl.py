@@ -147,22 +147,22 @@ def _bus_id(lib, target: Target) -> str:
 def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str, node_name: str) -> int:
     """Append the event to xid-events.yaml + companion (the lock and numbering kernellog
     uses), then write the driver's line to the kernel log, as kernellog announces one."""
-    from mokka.core import flatstate, xid, yamlio
+    from mokka.core import flatstate, xid
     from mokka.core.fsutil import atomic_write, dir_locked
 
     injection = xid.Injection(target.physical, target.uuid, bus_id, code)
     with dir_locked(path):
         try:
-            with open(path, "rb") as f:
-                previous, last = xid.parse(yamlio.safe_load(f.read()))
-        except FileNotFoundError:
+            previous, last = xid.load(path)
+        except xid.Refused as exc:       # rewritten whole, numbered from 1
+            print(f"{PROG}: {path}: not an events document Mokka wrote ({exc}): replacing it",
+                  file=sys.stderr)
             previous, last = [], 0
-        except yamlio.YAMLError:
-            previous, last = [], 0      # rewritten whole; the numbers only grow from here
         events, event, last = xid.inject(previous, injection, last)
         text, companion = xid.render(events, last)
-        atomic_write(flatstate.companion_path(path), companion)    # companion first, as kernellog
-        atomic_write(path, text)
+        # companion first, as kernellog; a directory a workload made at either name goes
+        atomic_write(flatstate.companion_path(path), companion, replace_dir=True)
+        atomic_write(path, text, replace_dir=True)
     line = xid.kmsg_line(injection, node_name)
     print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
                       "code": code, "kmsg": line}))
@@ -177,14 +177,16 @@ def append_kmsg(events_path: str, named: str | None, line: str) -> str:
     from mokka.core import fsutil, kmsg, xid
 
     try:
-        record = kmsg.parse_record(fsutil.read_bounded(kmsg.record_path(events_path), kmsg.RECORD_LIMIT))
+        record = kmsg.parse_record(fsutil.read_bounded(kmsg.record_path(events_path), kmsg.RECORD_LIMIT,
+                                                       follow=False))
     except (OSError, fsutil.ReadRefused):
         record = None
     target = kmsg.target(named, record, events_path)
     if target.path is None:
         return f"reached the mock NVML only: {target.why}"
     try:
-        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY)  # never created
+        # never created; O_NONBLOCK: a FIFO with no reader there fails at once, never hangs
+        fd = os.open(target.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError as exc:
         return (f"reached the mock NVML only: cannot open the kernel log {target.path} "
                 f"({target.why}): {exc.strerror}; name another with --kmsg-path or {ENV_KMSG_PATH}")
@@ -196,9 +198,12 @@ def append_kmsg(events_path: str, named: str | None, line: str) -> str:
 
 
 def main(args: list[str], prog_name: str = PROG) -> int:
+    from mokka.core.fsutil import LockHeld
+    from mokka.smi.overrides import OverridesError
+
     try:
         return run(args)
-    except Fail as exc:
+    except (Fail, LockHeld, OverridesError) as exc:
         print(f"{prog_name}: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

@@ -34,9 +34,10 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
     except ProfileError as exc:
         raise CommandError(str(exc))
     from mokka.core import native
-    # The node agent stages the mock NVML library wherever this Mokka carries one.
+    # The node agent stages the mock NVML and CUDA libraries wherever this Mokka carries them.
     specs = cdi.specs(state, host_overlay(host_root, overlay_host_path),
-                      nvml_library_staged=native.nvml_library() is not None)
+                      nvml_library_staged=native.nvml_library() is not None,
+                      cuda_library_staged=native.cuda_library() is not None)
     if out_dir is None:
         click.echo("---\n".join(cdi.to_yaml(s) for s in specs.values()), nl=False)
         return

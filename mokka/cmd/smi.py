@@ -40,7 +40,11 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     --query-gpu=                Information about GPU. Call --help-query-gpu for more info.
     --query-compute-apps=       List of currently active compute processes.
     --format=                   csv[,noheader][,nounits]
-    -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock).
+    -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock; a pending
+                                MIG mode takes effect).
+    -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
+    mig                         MIG management: -lgip, -lgipp, -cgi, -C, -dgi, -lgi, -lcip,
+                                -lcipp, -cci, -dci, -lci (-i, -gi, -ci restrict them).
     topo -m                     Display the GPUDirect communication matrix.
     nvlink -s                   Display NVLink status.
 """
@@ -83,10 +87,11 @@ def parse(args: list) -> dict:
         elif name in ("--help-query-gpu",):
             opts["mode"] = "help-query-gpu"
         elif name in ("-d", "--display", "-i", "--id", "-f", "--filename", "--query-gpu",
-                      "--query-compute-apps", "--format"):
+                      "--query-compute-apps", "--format", "-mig", "--multi-instance-gpu"):
             value, i = _take(args, i, name)
             key = {"-d": "display", "--display": "display", "-i": "id", "--id": "id",
-                   "-f": "file", "--filename": "file"}.get(name, name.lstrip("-"))
+                   "-f": "file", "--filename": "file", "-mig": "mig",
+                   "--multi-instance-gpu": "mig"}.get(name, name.lstrip("-"))
             opts[key] = value
             continue
         elif a.startswith("-i") and a[2:].replace(",", "").isalnum():
@@ -140,7 +145,7 @@ def run(opts: dict, out) -> int:
         print(NO_DRIVER, file=out)
         return EXIT_NO_DRIVER
     head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
-            "cuda_version": _cuda_version(lib), "attached": lib.count()}
+            "cuda_version": lib.cuda_version(), "attached": lib.count()}
     if mode == "version":
         drv = head["driver_version"] or "N/A"
         out.write(f"NVIDIA-SMI version  : {drv}\nNVML version        : {'.'.join(drv.split('.')[:2])}\n"
@@ -164,6 +169,17 @@ def run(opts: dict, out) -> int:
         ids = opts.get("id")
         if opts.get("sub") == "nvlink":
             ids = _nvlink_ids(opts["rest"], ids)
+        if opts.get("sub") == "mig":
+            from mokka.smi import migcmd
+            try:
+                mig_args = migcmd.parse(opts["rest"])
+            except migcmd.MigUsage as exc:
+                print(exc, file=out)
+                return EXIT_INVALID
+            if mig_args.help or mig_args.action is None:
+                out.write(migcmd.HELP)
+                return 0
+            ids = mig_args.ids if mig_args.ids is not None else ids
         gpus = devices.every(lib, head["attached"]) if ids is None else devices.pick(lib, head["attached"], ids)
     except devices.Refused as refused:
         out.write(refused.text)
@@ -173,6 +189,11 @@ def run(opts: dict, out) -> int:
 
     if mode == "reset":
         return _reset(lib, gpus, out)
+    if opts.get("mig") is not None:
+        from mokka.smi import migcmd
+        return migcmd.set_modes(lib, gpus, opts["mig"], out)
+    if opts.get("sub") == "mig":
+        return migcmd.run(lib, gpus, mig_args, out)
     if opts.get("sub"):
         return _subcommand(opts["sub"], opts["rest"], lib, head["attached"], gpus, out)
     if opts.get("query-gpu") is not None or opts.get("query-compute-apps") is not None:
@@ -210,18 +231,10 @@ def run(opts: dict, out) -> int:
     return 0
 
 
-def _cuda_version(lib) -> str | None:
-    import ctypes
-    version = ctypes.c_int(0)
-    if lib.ask("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(version)) != 0:
-        return None
-    return f"{version.value // 1000}.{version.value % 1000 // 10}"
-
-
 def _list(lib, count: int, out) -> int:
     """-L: one line per GPU; a refused handle is reported in place, and the run ends 15."""
     from mokka.smi import devices, nvml
-    from mokka.smi.table import list_line
+    from mokka.smi.table import list_line, mig_list_lines
     if not count:
         print(NO_DEVICES_LIST, file=out)
         return 0
@@ -234,6 +247,7 @@ def _list(lib, count: int, out) -> int:
             status = EXIT_GPU_LOST if exc.code == EXIT_GPU_LOST else EXIT_UNKNOWN
             continue
         out.write(list_line(gpu) + "\n")
+        out.writelines(line + "\n" for line in mig_list_lines(gpu))
     return status
 
 
@@ -282,7 +296,7 @@ def _subcommand(sub: str, rest: list, lib, count: int, gpus: list, out) -> int:
             out.write(topo.status(gpus))
             return 0
         raise Usage(sub)
-    if sub in ("pmon", "dmon", "mig", "vgpu", "conf-compute", "drain", "nvswitch"):
+    if sub in ("pmon", "dmon", "vgpu", "conf-compute", "drain", "nvswitch"):
         print("Not supported on the device(s)", file=out)
         return EXIT_UNKNOWN
     raise Usage(sub)

@@ -64,9 +64,9 @@ def mig_management_nodes(host: Overlay) -> list[dict]:
     return [_cap_node(host, names.MIG_CAP_CONFIG_MINOR), _cap_node(host, names.MIG_CAP_MONITOR_MINOR)]
 
 
-def _bind(host_path: str, container_path: str) -> dict:
+def _bind(host_path: str, container_path: str, writable: bool = False) -> dict:
     return {"hostPath": host_path, "containerPath": container_path,
-            "options": ["ro", "nosuid", "nodev", "bind"]}
+            "options": ["rw" if writable else "ro", "nosuid", "nodev", "bind"]}
 
 
 def _per_gpu_devices(state: dict, host: Overlay, by_uuid: bool) -> list[dict]:
@@ -113,17 +113,26 @@ def _cap_node(host: Overlay, minor: int) -> dict:
 
 
 def toolkit_edits(host: Overlay, *, nvml_library_staged: bool = False,
+                  cuda_library_staged: bool = False,
                   fabricmanager_state_dir: str | None = None,
                   imex_nodes: list[dict] | None = None) -> dict:
-    """The toolkit spec's common edits: control nodes, the library, nvidia-smi, the config."""
+    """The toolkit spec's common edits: control nodes, the libraries where its hooks would
+    link them (beside each other, so the CUDA driver finds the NVML library it reads),
+    nvidia-smi, the config directory read-only and the CUDA process records writable on
+    top of it."""
     mounts = []
     if nvml_library_staged:
         mounts.append(_bind(f"{host.lib}/{names.NVML_LIB_FILE}", names.CDI_NVML_LIB_MOUNT))
+    if nvml_library_staged and cuda_library_staged:
+        mounts.append(_bind(f"{host.lib}/{names.CUDA_LIB_FILE}", names.CDI_CUDA_LIB_MOUNT))
     mounts += [
         _bind(f"{host.bin}/{names.NVIDIA_SMI}", names.CDI_NVIDIA_SMI_MOUNT),
         _bind(host.pylib, names.CDI_PYLIB_MOUNT),
         _bind(host.driver_config, names.CDI_CONFIG_MOUNT),
     ]
+    if nvml_library_staged and cuda_library_staged:
+        mounts.append(_bind(host.process_records, f"{names.CDI_CONFIG_MOUNT}/{names.PROCESS_RECORDS_DIR}",
+                            writable=True))
     env = [f"{names.ENV_NVIDIA_VISIBLE_DEVICES}={names.VISIBLE_VOID}",
            f"{names.ENV_NVML_CONFIG}={names.CDI_CONFIG_MOUNT}/{names.PROFILE_FILE}",
            f"{names.ENV_NVML_OVERRIDES}={names.CDI_CONFIG_MOUNT}/{names.OVERRIDES_DIR}"]

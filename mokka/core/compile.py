@@ -10,8 +10,9 @@ Each ``gpus[i]`` is the merged device of the profile (the Go Mokka field names
 and nesting, so a reader can look up any profile field) plus normalized fields
 this module fills in: ``index``, ``uuid``, ``minor_number``, ``pci`` (``bus_id``
 as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
-``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links`` and a
-normalized ``fabric`` (absent when the profile has none). ``mokka.core.statekeys``
+``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links``, a
+normalized ``fabric`` (absent when the profile has none) and the ``cuda`` block
+completed from the compute capability (mokka.core.cudaboard). ``mokka.core.statekeys``
 declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 
@@ -21,7 +22,7 @@ import copy
 import json
 
 from mokka import __version__
-from mokka.core import mig, names
+from mokka.core import cudaboard, mig, names
 from mokka.core.profile import Profile, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
@@ -50,6 +51,7 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
             del gpu["fabric"]
         if isinstance(gpu.get("mig"), dict):
             gpu["mig"] = _mig(gpu["mig"])
+        gpu["cuda"] = cudaboard.fill(gpu)
     state = {
         "schema_version": names.STATE_SCHEMA_VERSION,
         "generator": f"mokka {__version__}",
@@ -129,7 +131,19 @@ def _fill_identity(gpus: list[dict]) -> None:
             "subsystem_vendor": subsystem_id & 0xFFFF, "subsystem_device": subsystem_id >> 16,
         })
         g["pci"] = pci
-        g["board_id"] = (bus.domain << 16) | (bus.bus << 8) | (bus.device << 3) | bus.function
+        board_id = _as_int(g.get("board_id"))
+        g["board_id"] = board_id if board_id is not None else \
+            (bus.domain << 16) | (bus.bus << 8) | (bus.device << 3) | bus.function
+        _fill_pcie(g)
+
+
+def _fill_pcie(g: dict) -> None:
+    """The device's and the host's maximum link generation are the pair's unless the
+    profile says otherwise (a capture of a board in a slower slot)."""
+    pcie = g.get("pcie")
+    if isinstance(pcie, dict) and "max_link_gen" in pcie:
+        g["pcie"] = {"gpu_max_link_gen": pcie["max_link_gen"], "max_host_link_gen": pcie["max_link_gen"],
+                     **pcie}
 
 
 def _hex_from_name(name: str) -> str:

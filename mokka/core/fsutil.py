@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
 import threading
+import time
 
 from mokka.core import names
 
@@ -37,7 +39,8 @@ class _Fault:
 FAULT = _Fault()
 
 
-def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = True) -> bool:
+def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = True,
+                 dir_fd: int | None = None, replace_dir: bool = False) -> bool:
     """Write ``data`` to ``path`` through a unique temp file and a rename.
 
     Returns False (and writes nothing) when the file already holds exactly
@@ -49,23 +52,29 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
     tree passes ``sync=False``: the agent rewrites it from the profile at every
     start (converge compares bytes), and one flush per file made staging a node
     cost a disk round trip for each of its thousands of small files.
+
+    Whatever was at ``path`` is replaced, never opened through or written into: a
+    link, a FIFO or a device gives way to the new file, whose mode is ``mode`` and
+    nothing else. A directory there is removed first with ``replace_dir`` (a place a
+    workload can write, where the name is Mokka's), else IsADirectoryError names ``path``. With
+    ``dir_fd``, ``path`` is a name in that directory, which no rename of a
+    directory above it can redirect.
     """
     if isinstance(data, str):
         data = data.encode()
     try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data):
-            with open(path, "rb") as f:
-                if f.read() == data:
-                    return False
-    except FileNotFoundError:
+        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data) \
+                and read_bounded(path, len(data), follow=False, dir_fd=dir_fd) == data:
+            return False
+    except (OSError, ReadRefused):           # swapped for a link, a FIFO...: written anew
         pass
-    directory = os.path.dirname(path) or "."
+    directory = "." if dir_fd is not None else (os.path.dirname(path) or ".")
     try:
-        fd, tmp = _new_temp(directory)
+        fd, tmp = _new_temp(directory, dir_fd)
     except FileNotFoundError:                  # the directory first (not a mkdir per file)
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = _new_temp(directory)
+        fd, tmp = _new_temp(directory, dir_fd)
     try:
         try:
             view = memoryview(data)
@@ -77,23 +86,42 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
         finally:
             os.close(fd)
         FAULT.tick()
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except IsADirectoryError:
+            if not replace_dir:
+                raise IsADirectoryError(errno.EISDIR, "a directory is where the file belongs", path) from None
+            _remove_in_place(path, dir_fd)
+            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
         raise
     return True
 
 
-def _new_temp(directory: str) -> tuple[int, str]:
+def _remove_in_place(path: str, dir_fd: int | None) -> None:
+    if dir_fd is not None:
+        remove_at(dir_fd, path)
+        return
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        remove_at(fd, os.path.basename(path))
+    finally:
+        os.close(fd)
+
+
+def _new_temp(directory: str, dir_fd: int | None = None) -> tuple[int, str]:
     """A new empty file in ``directory``, open for writing: a dot name no reader takes for
     a real one, unique even between writers in other hosts or PID namespaces (O_EXCL)."""
     while True:
-        tmp = os.path.join(directory, f".{os.urandom(6).hex()}.tmp")
+        name = f".{os.urandom(6).hex()}.tmp"
+        tmp = name if dir_fd is not None else os.path.join(directory, name)
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
+                           dir_fd=dir_fd), tmp
         except FileExistsError:
             continue
 
@@ -118,6 +146,33 @@ def atomic_symlink(target: str, path: str) -> bool:
     return True
 
 
+#: How deep ``remove_at`` goes into a directory a workload made in Mokka's place.
+_REMOVE_DEPTH = 16
+
+
+def remove_at(dir_fd: int, name: str, depth: int = _REMOVE_DEPTH) -> bool:
+    """Remove ``name`` in the directory ``dir_fd``, whatever it is, never following a link:
+    a directory is emptied through descriptors opened without following (as shutil.rmtree,
+    for any Python 3 a container brings). True if something was there."""
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+        return True
+    except FileNotFoundError:
+        return False
+    except (IsADirectoryError, PermissionError):   # EISDIR, or EPERM on some file systems
+        pass
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        if depth <= 0:
+            raise OSError(errno.ELOOP, "nested too deep to remove", name)
+        for entry in os.scandir(fd):
+            remove_at(fd, entry.name, depth - 1)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=dir_fd)
+    return True
+
+
 class ReadRefused(ValueError):
     """The path is not something Mokka reads: not a regular file, or over the size limit."""
 
@@ -126,14 +181,22 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCH
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def read_bounded(path: str, limit: int) -> bytes:
+def read_bounded(path: str, limit: int, follow: bool = True, dir_fd: int | None = None) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes, never more read.
 
-    Symlinks are followed (a ConfigMap's ``..data`` links); anything but a regular
-    file is refused without blocking: O_NONBLOCK makes opening a FIFO return at
-    once, and fstat then says what the path is. Raises OSError or ReadRefused.
+    ``follow``: symlinks are followed (a ConfigMap's ``..data`` links). A file a
+    workload can write (anything in driver/config) is read with ``follow=False``:
+    a link there is refused, never read through. Anything but a regular file is
+    refused without blocking: O_NONBLOCK makes opening a FIFO return at once, and
+    fstat then says what the path is. Raises OSError or ReadRefused.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise ReadRefused("is a symbolic link, not a regular file") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -155,18 +218,116 @@ def read_bounded(path: str, limit: int) -> bytes:
         os.close(fd)
 
 
+class LockHeld(Exception):
+    """Another process held a directory's lock past the wait: names it and the holder."""
+
+    def __init__(self, directory: str, pid: str, waited: float):
+        self.directory, self.pid = directory, pid
+        who = f"pid {pid}" if pid else "a process this one cannot see (another pid namespace)"
+        super().__init__(f"{directory} is locked by {who}, held for over {waited:g} s: "
+                         "end that process or wait for it, then run this again")
+
+
+#: How long ``mokka ctl`` waits for the config directory's lock: every legitimate
+#: holder (ctl, the agent) holds it for one read-modify-write of a few KiB.
+LOCK_WAIT_S = 5.0
+_LOCK_POLL_S = 0.02
+#: How often a waiter looks at who holds the lock, and how many holders' turns it waits.
+_HOLDER_LOOK_S = 0.2
+_LOCK_TURNS = 6
+
+
+def holder_pid(fd: int) -> str:
+    """The pid holding a flock on ``fd``'s file, from /proc/locks ("" if not visible)."""
+    st = os.fstat(fd)
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == want:
+                    return "" if fields[4] in ("0", "-1") else fields[4]
+    except OSError:
+        pass
+    return ""
+
+
+def flock_within(fd: int, timeout: float, clock=time.monotonic, holder=holder_pid) -> bool:
+    """Take an exclusive flock on ``fd`` within ``timeout`` seconds of one holder (flock has
+    no timeout of its own: a non-blocking try, polled); False when it stayed held.
+
+    A queue of writers (twenty ``ctl set`` at once) hands the lock on: each new holder
+    starts the wait again, up to ``_LOCK_TURNS`` times ``timeout`` in all, while one
+    process that keeps it (a workload) is given up on after ``timeout``."""
+    start = clock()
+    deadline, last_cap = start + max(timeout, 0.0), start + max(timeout, 0.0) * _LOCK_TURNS
+    seen, next_look = "", start
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            now = clock()
+            if now >= next_look:
+                who = holder(fd)
+                if who and seen and who != seen:
+                    deadline = min(now + max(timeout, 0.0), last_cap)
+                seen = who or seen
+                next_look = now + _HOLDER_LOOK_S
+            if now >= deadline:
+                return False
+            time.sleep(_LOCK_POLL_S)
+
+
+def _open_dir(path: str) -> tuple[int, str]:
+    """(an fd on ``path``'s directory, never through a link, its path)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC), directory
+
+
 @contextlib.contextmanager
-def dir_locked(path: str):
+def dir_locked(path: str, timeout: float = LOCK_WAIT_S):
     """Hold the exclusive lock of ``path``'s directory (flock on a directory fd).
 
     Serializes the read-modify-writes of the runtime files beside config.yaml
-    (the overrides scope files, xid-events.yaml and their companions) between ``mokka ctl``,
-    ``nvidia-smi -r`` and the agent's kernellog: no lock file to leave behind on
-    the host, and it works inside a container through the writable config bind.
+    (the overrides scope files, xid-events.yaml and their companions) between
+    ``mokka ctl`` and the agent's kernellog: no lock file to leave behind on the
+    host, and it works inside a container through the writable config bind. Any
+    workload can take it too, so the wait is bounded: LockHeld names the holder.
     """
-    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+    fd, directory = _open_dir(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        with fd_locked(fd, directory, timeout):
+            yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def fd_locked(fd: int, directory: str, timeout: float = LOCK_WAIT_S):
+    """``dir_locked`` on a directory already open as ``fd``."""
+    if not flock_within(fd, timeout):
+        raise LockHeld(directory, holder_pid(fd), timeout)
+    try:
         yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def dir_locked_or_not(path: str, timeout: float, on_held):
+    """``dir_locked`` for a writer that must never wait on a workload (the root agent):
+    after ``timeout`` it goes on without the lock, having called ``on_held(LockHeld)``.
+    Yields whether it holds the lock."""
+    try:
+        fd, directory = _open_dir(path)
+    except OSError:
+        yield False                  # no directory yet: nobody else can be writing in it
+        return
+    try:
+        held = flock_within(fd, timeout)
+        if not held:
+            on_held(LockHeld(directory, holder_pid(fd), timeout))
+        yield held
     finally:
         os.close(fd)

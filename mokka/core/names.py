@@ -195,6 +195,19 @@ FABRIC_STATE_DEFAULT = FABRIC_STATE_COMPLETED
 #: (nvmlPlatformInfo's peerType 1 and 0).
 PLATFORM_PEER_SWITCH_CONNECTED = "switch_connected"
 PLATFORM_PEER_DIRECT_CONNECTED = "direct_connected"
+#: What a GPU's ``refused`` block can make a reading answer instead of its value:
+#: the NVML error a real board's library gave for it (nvidia-smi prints the error's
+#: text, "Requested functionality has been deprecated" or "Insufficient
+#: Permissions"; NOT_SUPPORTED prints N/A).
+REFUSAL_DEPRECATED = "deprecated"
+REFUSAL_NO_PERMISSION = "no_permission"
+REFUSAL_NOT_SUPPORTED = "not_supported"
+REFUSALS = (REFUSAL_DEPRECATED, REFUSAL_NO_PERMISSION, REFUSAL_NOT_SUPPORTED)
+#: The words of ``addressing_mode`` (nvmlDeviceAddressingModeType_t 0, 1, 2).
+ADDRESSING_MODES = ("none", "hmm", "ats")
+#: The words of ``pcie.atomic_caps_inbound`` / ``_outbound``, in the order of their bits
+#: (NVML_PCIE_ATOMICS_CAP_FETCHADD32 is bit 0), as nvidia-smi prints them.
+PCIE_ATOMIC_CAPS = ("FETCHADD_32", "FETCHADD_64", "SWAP_32", "SWAP_64", "CAS_32", "CAS_64", "CAS_128")
 #: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
 #: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
 STATE_LOST_KEY = "failure.lost"
@@ -388,6 +401,26 @@ CDI_NVML_LIB_MOUNT = "/usr/lib64/libnvidia-ml.so.1"
 NVML_LIB_FILE = "libnvidia-ml.so.1"        # the soname; a link to the versioned file
 NVML_LIB_DEV_LINK = "libnvidia-ml.so"       # nvtop dlopens this name first
 NVML_LIB_VERSIONED = "libnvidia-ml.so.{driver_version}"   # the file itself, as a driver ships it
+#: The mock CUDA driver (native/cuda), staged beside the NVML library in the same way.
+CUDA_LIB_FILE = "libcuda.so.1"             # the soname cudart, numba and cuda-bindings dlopen
+CUDA_LIB_DEV_LINK = "libcuda.so"           # what a program links with -lcuda (numba tries it first)
+CUDA_LIB_VERSIONED = "libcuda.so.{driver_version}"
+CDI_CUDA_LIB_MOUNT = "/usr/lib64/libcuda.so.1"
+#: The CUDA driver's environment: which devices a process sees, and in which order.
+ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ENV_CUDA_DEVICE_ORDER = "CUDA_DEVICE_ORDER"
+#: EAGER asks cuModuleGetLoadingMode for eager loading (lazy is the default since CUDA 12.2).
+ENV_CUDA_MODULE_LOADING = "CUDA_MODULE_LOADING"
+CUDA_MODULE_LOADING_EAGER = "EAGER"
+CUDA_ORDER_FASTEST_FIRST = "FASTEST_FIRST"
+CUDA_ORDER_PCI_BUS_ID = "PCI_BUS_ID"
+#: The compute processes of the node: a directory beside config.yaml (so in driver/config,
+#: writable in NRI containers; the CDI spec mounts it writable), mode 01777 as /tmp is. Every
+#: CUDA process keeps one record per GPU it holds a context on, named
+#: ``<physical index>.<token>``, written by the mock NVML library (native/nvml/processes.c)
+#: and locked for the process's life; NVML counts a record only while its lock is held.
+PROCESS_RECORDS_DIR = "processes"
+PROCESS_RECORDS_MODE = 0o1777
 #: The private table NVIDIA's nvidia-smi 550 asks nvmlInternalGetExportTable for: its
 #: 16-byte id as the bytes it passes, and the slots Mokka's nvidia-smi calls too
 #: (native/nvml/export_table.c says what each does).
@@ -499,3 +532,41 @@ MAX_DOCUMENT_NODES = 100_000
 #: Nodes of the compiled state: device_defaults is copied into every GPU, so a profile whose
 #: defaults times its GPU count exceeds this is refused before compiling.
 MAX_STATE_NODES = 1_000_000
+
+# --- Bounds on what the mock NVML library reads (native/nvml/flat.c, kinds.c) ---
+# Every file in driver/config is writable by every injected container, so each
+# companion is hostile input: a file past its bound is refused unread. The bounds
+# are about 10x what a real node produces; flatstate.render refuses to write more.
+
+#: The state companion: 64 GPUs of the largest built-in profile compile to 1.2 MB in
+#: 26 700 lines (one GPU: about 19 KB, 420 lines).
+MAX_STATE_COMPANION_BYTES = 16 * 1024 * 1024
+MAX_STATE_COMPANION_LINES = 1 << 19
+#: One overrides document holds fields of one GPU's state (all of them: 19 KB, 420 lines),
+#: and a node may have 65 of them loaded at once (every GPU's and ``all``).
+MAX_OVERRIDES_COMPANION_BYTES = 64 * 1024
+MAX_OVERRIDES_COMPANION_LINES = 2048
+#: The topology companion: three lines of about 200 bytes per node; a cluster of
+#: 25 000 nodes (100 000 GPUs, four per node) takes 5 MB.
+MAX_TOPOLOGY_COMPANION_BYTES = 16 * 1024 * 1024
+MAX_TOPOLOGY_COMPANION_LINES = 1 << 19
+#: The Xid events document: its writers keep the injections of the profile (one per
+#: GPU at most) and those of ``mokka ctl xid`` since, up to MAX_XID_EVENTS.
+MAX_EVENTS_COMPANION_BYTES = 256 * 1024
+MAX_EVENTS_COMPANION_LINES = 4096
+MAX_XID_EVENTS = 1024
+#: The largest Xid sequence number (and last_seq) a reader takes: exact in every JSON
+#: reader, and a node injecting a million Xids a second would take 285 years to reach it.
+#: A document past it is refused; its writer starts the numbering again.
+MAX_XID_SEQ = 2**53 - 1
+#: What NVML allows: NVML_NVLINK_MAX_LINKS links per GPU (nvml.h; checked at build time).
+MAX_NVLINK_LINKS = 18
+#: Processes one GPU lists: each holds a context of a few hundred MiB of device memory,
+#: so even a 192 GB GPU runs fewer than this many.
+MAX_GPU_PROCESSES = 1024
+#: CPU numbers in a cpu_affinity list: Linux's largest NR_CPUS (x86_64 MAXSMP).
+MAX_CPUS = 8192
+#: The kubelet's layout of a ConfigMap volume: ``NAME -> ..data/NAME``, ``..data`` a link to
+#: the current timestamped directory. The one link the library follows, and only outside the
+#: staged config directory (native/nvml/node.c, the topology document).
+KUBELET_DATA_LINK = "..data"

@@ -1,4 +1,4 @@
-"""Where the native libraries built from native/ are (the mock NVML library, the shims).
+"""Where the native libraries built from native/ are (the mock NVML and CUDA libraries, the shims).
 
 Two homes, in this order: the package's own ``mokka/_native/<arch>/`` (the
 zipapp and an installed package carry it there: ./shivfile puts it in), then the
@@ -21,6 +21,11 @@ _REPO = os.path.dirname(_PACKAGE)
 def nvml_library(arch: str | None = None) -> str | None:
     """The built library for ``arch`` (default: this machine's), or None if absent."""
     return library(LIBRARY, arch)
+
+
+def cuda_library(arch: str | None = None) -> str | None:
+    """The built mock CUDA driver for ``arch`` (default: this machine's), or None if absent."""
+    return library(names.CUDA_LIB_FILE, arch)
 
 
 def library(file: str, arch: str | None = None) -> str | None:

@@ -90,6 +90,11 @@ class Overlay:
         return os.path.join(self.driver_config, names.OVERRIDES_DIR)
 
     @property
+    def process_records(self) -> str:
+        """The node's CUDA process records, beside the profile copy (names.PROCESS_RECORDS_DIR)."""
+        return os.path.join(self.driver_config, names.PROCESS_RECORDS_DIR)
+
+    @property
     def machine_type(self) -> str:
         return os.path.join(self.driver_config, names.MACHINE_TYPE_FILE)
 

@@ -32,6 +32,12 @@ IDENTITY_FIELDS = ("name", "serial", "brand", "board_part_number", "vbios_versio
 FIELD_MERGED_BLOCKS = ("pci", "platform")
 #: Keys only a device entry has.
 PER_DEVICE_FIELDS = ("index", "uuid", "minor_number", "grace_cpu_pair")
+#: Mokka's own fields (the Go format has none of them), which differ from GPU to GPU
+#: on a real node: a device entry's value wins, blocks wholesale. The Go engine
+#: ignores them, and a device's pcie block with them.
+MOKKA_DEVICE_FIELDS = ("board_id", "pdi", "gpu_part_number", "gpu_fru_part_number", "addressing_mode",
+                       "sparse_operation_mode", "c2c_mode", "capabilities", "cc_protected_memory",
+                       "inforom_bbx_flush", "refused", "pcie")
 
 ARCHITECTURES = schema.ARCHITECTURES
 FAILURE_MODES = schema.FAILURE_MODES
@@ -357,8 +363,8 @@ def merge_device(defaults: dict, entry: dict) -> dict:
     for key in REPLACED_BLOCKS:
         if key in entry and entry[key] is not None:
             dev[key] = copy.deepcopy(entry[key])
-    for key in PER_DEVICE_FIELDS:
-        if key in entry:
-            dev[key] = entry[key]
+    for key in PER_DEVICE_FIELDS + MOKKA_DEVICE_FIELDS:
+        if key in entry and entry[key] is not None:
+            dev[key] = copy.deepcopy(entry[key])
     # Anything else in a device entry is ignored, as the Go engine ignores it.
     return dev

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from mokka.core import names
 
 INT64_MAX = 2**63 - 1
+NA = "N/A"
 UINT32_MAX = 2**32 - 1
+INT32_MAX = 2**31 - 1
 #: C0 controls and DEL: no known string field may hold one (they name files, CDI devices,
 #: lines of the companion the C library reads).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -105,6 +107,18 @@ class Scalar(Spec):
             raise Invalid(path, f"must be a single value, not {kind(value)}")
         if isinstance(value, str):
             Str(max_len=256).check(value, path, unknown)
+
+
+@dataclass(frozen=True)
+class Reading(Spec):
+    """An integer, or "N/A" for a reading the board's NVML does not support."""
+
+    minimum: int = 0
+    maximum: int = INT64_MAX
+
+    def check(self, value, path, unknown):
+        if value != NA:
+            Int(self.minimum, self.maximum).check(value, path, unknown)
 
 
 @dataclass(frozen=True)
@@ -227,7 +241,9 @@ def bools(words: str) -> dict:
 
 _ECC_COUNTS = Map(ints("device_memory l1_cache l2_cache register_file texture_memory total"))
 _ECC_KIND = Map({"double_bit": _ECC_COUNTS, "single_bit": _ECC_COUNTS})
-_SRAM_COUNTS = Map(ints("correctable uncorrectable_parity uncorrectable_secded"))
+#: ``uncorrectable``: one count, as boards before Ampere report it (no parity / SEC-DED split,
+#: so no nvmlDeviceGetSramEccErrorStatus).
+_SRAM_COUNTS = Map(ints("correctable uncorrectable uncorrectable_parity uncorrectable_secded"))
 _RETIRED = Map({"count": Int(), "addresses": List(Id(2**64 - 1, "0x1234000", "a 64-bit address"),
                                                   max_len=4096)})
 _VERSION_STR = Str(VERSION, "a version like 550.163.01", numbers=True, max_len=32)
@@ -266,19 +282,38 @@ DEVICE_FIELDS = {
     "name": Str(file_name=True, max_len=96),
     "architecture": Str(choices=("", *ARCHITECTURES), noun="architecture"),
     **strs("serial brand board_part_number vbios_version compute_mode performance_state "
-           "persistence_mode", max_len=96),
+           "persistence_mode gpu_part_number gpu_fru_part_number", max_len=96),
+    # Mokka's own: what a capture of a real board holds beyond the Go format.
+    "board_id": Id(what="a 32-bit board id"),
+    "pdi": Id(2**64 - 1, "0x0000000000000001", "a 64-bit PDI"),
+    "addressing_mode": Str(choices=("", *names.ADDRESSING_MODES), noun="addressing mode"),
+    "sparse_operation_mode": Str(choices=("", "enabled", "disabled"), noun="mode"),
+    # NVLink-C2C to the CPU: a board that has it says enabled or disabled (without: features)
+    "c2c_mode": Str(choices=("", "enabled", "disabled"), noun="mode"),
+    # the last flush of the InfoROM's black box: when (microseconds since the epoch), how long
+    "inforom_bbx_flush": Map(ints("timestamp_us duration_us")),
+    "capabilities": Map({"egm": Bool()}),
+    "cc_protected_memory": Map(ints("total_bytes used_bytes")),
+    # Readings the board's NVML answered with an error (names.REFUSALS), by reading.
+    "refused": Map({k: Str(choices=names.REFUSALS, noun="refusal")
+                    for k in ("applications_clocks", "power_state", "reset_status")}),
     "memory": Map(ints("total_bytes reserved_bytes free_bytes used_bytes memory_bus_width")),
     "bar1_memory": Map(ints("total_bytes free_bytes used_bytes")),
     "power": Map({**ints("default_limit_mw enforced_limit_mw min_limit_mw max_limit_mw "
-                         "current_draw_mw total_energy_consumption_mj"),
+                         "current_draw_mw total_energy_consumption_mj memory_average_draw_mw "
+                         "memory_instant_draw_mw"),
+                  # averaged over a second; without it, the current draw
+                  "average_draw_mw": Reading(),
+                  "module": Map(ints("average_draw_mw instant_draw_mw current_limit_mw requested_limit_mw "
+                                     "default_limit_mw min_limit_mw max_limit_mw")),
                   **strs("management_mode power_state"), "management_supported": Bool()}),
     "thermal": Map(ints("max_operating_c shutdown_threshold_c slowdown_threshold_c "
-                        "target_temperature_c temperature_gpu_c temperature_memory_c",
+                        "target_temperature_c temperature_gpu_c temperature_memory_c memory_max_c",
                         minimum=-273)),
     "clocks": Map(ints("graphics_app graphics_app_default graphics_current graphics_max "
                        "memory_app memory_app_default memory_current memory_max sm_app "
                        "sm_app_default sm_current sm_max video_app video_app_default "
-                       "video_current video_max")),
+                       "video_current video_max graphics_customer_boost")),
     "clocks_throttle_reasons": Map({
         **bools("applications_clocks_setting display_clocks_setting gpu_idle "
                 "hw_power_brake_slowdown hw_slowdown hw_thermal_slowdown sw_power_cap "
@@ -305,14 +340,21 @@ DEVICE_FIELDS = {
             "burst_period_sec": Int(maximum=10**9),
             "pattern": Str(choices=names.DYNAMIC_PATTERNS, noun="pattern")})}),
     "ecc": Map({**strs("default_mode mode_current mode_pending"),
+                "repair": Map(bools("channel_pending tpc_pending")),
+                "unrepairable_memory": Bool(),
                 "errors": Map({"aggregate": _ECC_KIND, "volatile": _ECC_KIND}),
                 "sram": Map({"aggregate": _SRAM_COUNTS, "volatile": _SRAM_COUNTS,
                              "threshold_exceeded": Bool(),
                              "uncorrectable_sources": Map(ints("l2 microcontroller other pcie "
                                                                "sm"))})}),
     "pci": Map({"bus_id": _BUS, "device_id": Id(), "subsystem_id": Id()}),
-    "pcie": Map(ints("current_link_gen current_link_width max_link_gen max_link_width "
-                     "replay_counter rx_throughput_kbps tx_throughput_kbps")),
+    "pcie": Map({**ints("current_link_gen current_link_width max_link_gen max_link_width "
+                        "replay_counter rx_throughput_kbps tx_throughput_kbps gpu_max_link_gen"),
+                 # the host's side of the link (without it, max_link_gen)
+                 "max_host_link_gen": Reading(),
+                 **{k: List(Str(choices=tuple(c.lower() for c in names.PCIE_ATOMIC_CAPS),
+                                noun="atomic operation"), max_len=len(names.PCIE_ATOMIC_CAPS))
+                    for k in ("atomic_caps_inbound", "atomic_caps_outbound")}}),
     "platform": Map({**ints("host_id slot_number tray_index module_id", maximum=UINT32_MAX),
                      "gpu_fabric_guid": Int(maximum=2**64 - 1),
                      **strs("chassis_serial_number peer_type")}),
@@ -322,14 +364,21 @@ DEVICE_FIELDS = {
                     "after_calls": Int(), "lost": Bool()}),
     "fabric": Map({"state": Str(choices=FABRIC_STATES, noun="state"), "clique_id": Int(maximum=UINT32_MAX),
                    "cluster_uuid": Str(max_len=64), "health_summary": Str(),
-                   "health": Map(strs("access_timeout_recovery degraded_bandwidth "
-                                      "incorrect_configuration route_recovery route_unhealthy",
-                                      numbers=True))}),
+                   "health": Map({**strs("access_timeout_recovery degraded_bandwidth "
+                                         "incorrect_configuration route_recovery route_unhealthy",
+                                         numbers=True),
+                                  "partition_assigned": Bool()})}),
     "mig": MIG,
     "processes": List(Map({"pid": Int(maximum=2**32 - 1), "name": Str(max_len=1024),
-                           "type": Str(), "used_memory_mib": Int()}), max_len=1024),
+                           "type": Str(), "used_memory_mib": Int()}), max_len=names.MAX_GPU_PROCESSES),
     "accounting": Map({"buffer_size": Int(), "mode": Str()}),
     "compute_capability": Map(ints("major minor", maximum=99)),
+    # What the CUDA driver reports of the board beyond NVML (native/cuda: cuDeviceGetAttribute);
+    # compile fills what a profile leaves out from its compute capability (mokka/core/cudaboard.py).
+    "cuda": Map(ints("multiprocessor_count l2_cache_bytes max_threads_per_multiprocessor "
+                     "max_blocks_per_multiprocessor shared_memory_per_multiprocessor_bytes "
+                     "shared_memory_per_block_optin_bytes registers_per_multiprocessor "
+                     "async_engine_count", maximum=INT32_MAX)),
     "display": Map(strs("active mode")),
     "driver_model": Map(strs("current pending")),
     "gpu_operation_mode": Map(strs("current pending")),
@@ -343,7 +392,7 @@ DEVICE_FIELDS = {
     "grace_superchip": Map({**bools("coherent_memory enabled"),
                             **ints("cpu_cores cpu_memory_gb")}),
     "num_gpu_cores": Int(),
-    "remapped_rows": Map({**ints("correctable uncorrectable"),
+    "remapped_rows": Map({**ints("correctable uncorrectable correctable_inactive uncorrectable_inactive"),
                           **bools("failure_occurred pending"),
                           "availability_histogram": Map(ints("high low max none partial"))}),
     "retired_pages": Map({**bools("pending_blacklist pending_retirement"),
@@ -373,14 +422,14 @@ PROFILE = Map({
                   required=("driver_version",), hints={"driver_version": "550.163.01"}),
     "device_defaults": DEVICE_DEFAULTS,
     "devices": List(DEVICE_ENTRY, max_len=names.MAX_GPUS),
-    "nvlink": Map({"version": Int(maximum=99), "links_per_gpu": Int(maximum=64),
+    "nvlink": Map({"version": Int(maximum=99), "links_per_gpu": Int(maximum=names.MAX_NVLINK_LINKS),
                    "bandwidth_per_link_mbps": Int(), "c2c_enabled": Bool(),
                    "switches": List(Map({"bdf": Str(max_len=32), "uuid": Str(max_len=96)}),
                                     max_len=256),
                    "defaults": Map({"state": Str()}),
-                   "links": List(LINK, max_len=64),
+                   "links": List(LINK, max_len=names.MAX_NVLINK_LINKS),
                    "device_links": List(Map({"index": Int(maximum=names.MAX_GPUS - 1),
-                                             "links": List(LINK, max_len=64)},
+                                             "links": List(LINK, max_len=names.MAX_NVLINK_LINKS)},
                                             required=("index",)),
                                         max_len=names.MAX_GPUS)}),
     "infiniband": Map({"enabled": Bool(), "hcas_per_gpu": Int(maximum=16),
@@ -411,10 +460,13 @@ def check(doc, spec: Spec = PROFILE) -> list[str]:
 
 def _check_keys(doc) -> None:
     """No key anywhere, known or not, may hold a control character: keys become the
-    ``gpu.0.<key>`` lines of the companion the C library scans, one per line."""
+    ``gpu.0.<key>`` lines of the companion the C library scans, one per line; and no
+    value, known or not, a NUL, which ends a value there (the companion holds none)."""
     todo = [("", doc)]
     while todo:
         path, item = todo.pop()
+        if isinstance(item, str) and "\0" in item:
+            raise Invalid(path, f"{_show(item)} may not contain a NUL")
         if isinstance(item, dict):
             for key, value in item.items():
                 if _CONTROL.search(key):

@@ -88,16 +88,43 @@ def walk(spec: schema.Spec, path: Key = ()) -> Iterator[Key]:
         yield from walk(spec.item, path + (ITEM,))
 
 
+def lists(spec: schema.Spec, path: Key = ()) -> Iterator[tuple[Key, int]]:
+    """Every list at or below ``spec``: its key and the most items it may hold (its
+    ``max_len``), which the library's companion reader holds every document to."""
+    if isinstance(spec, schema.Map):
+        for name, field in spec.fields.items():
+            yield from lists(field, path + (name,))
+    elif isinstance(spec, schema.List):
+        yield path, spec.max_len
+        yield from lists(spec.item, path + (ITEM,))
+
+
 def gpu_keys() -> list[Key]:
     """A GPU's keys, relative to ``gpu.<physical index>.`` (and to the overrides' GPU)."""
     return list(walk(GPU))
 
 
+def _node_wide() -> tuple[Map, List]:
+    """The state's node-wide blocks, and its GPU list as a list of opaque items."""
+    blocks = Map({k: v for k, v in STATE.fields.items() if k not in _NOT_NODE_WIDE})
+    return blocks, List(schema.Any(), max_len=STATE.fields["gpus"].max_len)
+
+
 def node_keys() -> list[Key]:
     """The node-wide keys: the state's blocks, the GPU list's own keys, the profile source."""
-    blocks = Map({k: v for k, v in STATE.fields.items() if k not in _NOT_NODE_WIDE})
-    gpus = List(schema.Any())
+    blocks, gpus = _node_wide()
     return [*walk(blocks), *walk(gpus, (names.COMPANION_GPU_LIST,)), _PROFILE_SOURCE]
+
+
+def gpu_lists() -> list[tuple[Key, int]]:
+    """A GPU's lists (relative, as gpu_keys) and their bounds."""
+    return list(lists(GPU))
+
+
+def node_lists() -> list[tuple[Key, int]]:
+    """The node-wide lists, the GPU list included, and their bounds."""
+    blocks, gpus = _node_wide()
+    return [*lists(blocks), *lists(gpus, (names.COMPANION_GPU_LIST,))]
 
 
 def text(key: Key, item: str = "%u") -> str:

@@ -1,7 +1,8 @@
 """Injected Xids: which GPU of a compiled state injects which Xid, the kernel-log
 line the driver would print for it, and the events document the mock NVML reads.
 
-Pure: the kernellog daemon (mokka/agent/simulators/kernellog.py) does the I/O.
+Pure but for ``load``, the one way its writers read the events document back: the
+kernellog daemon (mokka/agent/simulators/kernellog.py) and ``mokka ctl xid`` write it.
 
 A GPU injects an Xid when its ``failure`` block names one (``xid: {code: N}``)
 or has a failing mode, which implies the Xid a real GPU would raise: 79 for
@@ -79,13 +80,23 @@ def injections(state: dict) -> list[Injection]:
     return out
 
 
+def _start(previous: list[Event], last_seq: int, count: int) -> tuple[list[Event], int]:
+    """(the events kept, the number to count on from) to hand out ``count`` new numbers.
+    Numbers never pass names.MAX_XID_SEQ (a reader refuses a document past it): a writer
+    that would pass it starts the numbering again, from 1, with none of the old events."""
+    seq = max([last_seq] + [e.seq for e in previous])
+    if seq + count > names.MAX_XID_SEQ:
+        return [], 0
+    return previous, seq
+
+
 def next_events(previous: list[Event], wanted: list[Injection],
                 last_seq: int = 0) -> tuple[list[Event], list[Event], int]:
     """(every current event, the new ones to announce, the last sequence number):
     kept injections keep their number, new ones get the next numbers (never reused,
     so a reader's "newer than" stays true), gone ones are dropped."""
+    previous, seq = _start(previous, last_seq, len(wanted))
     kept = {e.injection.key: e for e in previous}
-    seq = max([last_seq] + [e.seq for e in previous])
     current, new = [], []
     for inj in wanted:
         if inj.key in kept:
@@ -105,11 +116,12 @@ def inject(previous: list[Event], injection: Injection,
     Always a new event with the next number, even for a (GPU, code) already
     listed: each ctl call is one Xid, delivered once. The agent's kernellog keeps
     only the profile's injections on its next pass (next_events drops the rest),
-    which is fine: a waiter has had the event by then, or never would have.
+    which is fine: a waiter has had the event by then, or never would have. With
+    no agent to drop them, the newest names.MAX_XID_EVENTS are kept.
     """
-    seq = max([last_seq] + [e.seq for e in previous]) + 1
-    event = Event(seq, injection)
-    return [*previous, event], event, seq
+    previous, seq = _start(previous, last_seq, 1)
+    event = Event(seq + 1, injection)
+    return [*previous[-(names.MAX_XID_EVENTS - 1):], event], event, seq + 1
 
 
 def events_path(config_path: str) -> str:
@@ -158,16 +170,66 @@ def render(events: list[Event], last_seq: int) -> tuple[bytes, bytes]:
     return text, flatstate.render(names.XID_EVENTS_KIND, digest(text), body)
 
 
+class Refused(ValueError):
+    """An events document that is not one ``render`` would write: ignored whole, then
+    replaced by its next writer. The reason names the field, never a value from the file."""
+
+
+def _number(item: dict, key: str, lo: int, hi: int, where: str = "") -> int:
+    value = item.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise Refused(f"{where}{key} is not an integer from {lo} to {hi}")
+    return value
+
+
 def parse(doc) -> tuple[list[Event], int]:
-    """The events and last_seq of a document ``render`` wrote (anything else: none)."""
+    """The events and last_seq of a document ``render`` wrote; Refused for anything else.
+
+    Every count and number is held to the reader's bounds (names.MAX_XID_EVENTS,
+    MAX_XID_SEQ, MAX_GPUS) before it is used, as the mock NVML holds the companion."""
     if not isinstance(doc, dict):
-        return [], 0
+        raise Refused("not a mapping")
+    last = _number(doc, "last_seq", 0, names.MAX_XID_SEQ)
+    listed = doc.get("events")
+    if listed is None:
+        listed = []
+    if not isinstance(listed, list):
+        raise Refused("events is not a list")
+    if len(listed) > names.MAX_XID_EVENTS:
+        raise Refused(f"more than {names.MAX_XID_EVENTS} events")
     events = []
-    for item in doc.get("events") or []:
-        try:
-            events.append(Event(int(item["seq"]), Injection(int(item["gpu"]), str(item["uuid"]),
-                                                            str(item["bus_id"]), int(item["code"]))))
-        except (KeyError, TypeError, ValueError):
-            continue
-    last = doc.get("last_seq")
-    return events, max([last if isinstance(last, int) else 0] + [e.seq for e in events])
+    for n, item in enumerate(listed):
+        where = f"event {n}: "
+        if not isinstance(item, dict):
+            raise Refused(f"event {n} is not a mapping")
+        uuid, bus_id = item.get("uuid"), item.get("bus_id")
+        if not isinstance(uuid, str) or not isinstance(bus_id, str) or len(uuid) > 64 or len(bus_id) > 64:
+            raise Refused(f"{where}uuid and bus_id are not strings of at most 64 characters")
+        events.append(Event(_number(item, "seq", 1, last, where),
+                            Injection(_number(item, "gpu", 0, names.MAX_GPUS - 1, where), uuid, bus_id,
+                                      _number(item, "code", 1, 0xFFFFFFFF, where))))
+    return events, last
+
+
+def load(path: str) -> tuple[list[Event], int]:
+    """The events document at ``path`` as ``parse`` takes it: ([], 0) when absent.
+
+    Any workload can write it (driver/config is bound writable into containers): it
+    is read without following a link or blocking on a FIFO, a regular file of at most
+    names.MAX_EVENTS_COMPANION_BYTES. Refused says why it was not taken, the path
+    not included (the caller names it)."""
+    from mokka.core import fsutil, yamlio
+
+    try:
+        data = fsutil.read_bounded(path, names.MAX_EVENTS_COMPANION_BYTES, follow=False)
+    except FileNotFoundError:
+        return [], 0
+    except fsutil.ReadRefused as exc:
+        raise Refused(f"it {exc}") from None
+    except OSError as exc:
+        raise Refused(exc.strerror or type(exc).__name__) from None
+    try:
+        doc = yamlio.safe_load(data)
+    except (yamlio.YAMLError, RecursionError):
+        raise Refused("not valid YAML") from None
+    return parse(doc)

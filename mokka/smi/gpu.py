@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes as C
 
 from mokka.smi import nvml
+from mokka.smi import values as v
 
 ENABLED = 1
 
@@ -37,6 +38,20 @@ FI_TEMPERATURE_GPU_MAX_TLIMIT = 196
 #: The export table slots NVIDIA's nvidia-smi reads rows from that NVML has no call for.
 SLOT_TLIMIT_TEMP = 239
 SLOT_HOST_MAX_PCIE_GEN = 229
+SLOT_SPARSE_OPERATION_MODE = 248
+SLOT_GPU_PART_NUMBER, GPU_PART_NUMBER_SIZE = 230, 0x50
+SLOT_FRU_PART_NUMBER, FRU_PART_NUMBER_SIZE = 236, 0x14
+#: nvmlDeviceGetFieldValues ids the 580 report reads beyond those above (NVML 13's numbers).
+FI_RESET_STATUS, FI_DRAIN_AND_RESET_STATUS = 226, 227
+FI_PCIE_OUTBOUND_ATOMICS, FI_PCIE_INBOUND_ATOMICS = 228, 229
+FI_EDPP_MULTIPLIER = 274
+FI_REMAPPED_ROWS_INACTIVE = (301, 302)
+#: The power fields, by nvidia-smi's rows, and their scopes (scopeId).
+FI_POWER = {"average_power_draw": 185, "instant_power_draw": 186, "current_power_limit": 190,
+            "requested_power_limit": 192, "default_power_limit": 189, "min_power_limit": 187,
+            "max_power_limit": 188}
+POWER_SCOPE_GPU, POWER_SCOPE_MODULE, POWER_SCOPE_MEMORY = 0, 1, 2
+CAP_EGM = 0x1
 #: The clocks event reason counters (ns), by nvidia-smi's row: NVML 12.8's field ids.
 FI_CLOCKS_EVENT_COUNTERS = {"sw_power_cap": 74, "sync_boost": 76, "sw_therm_slowdown": 251,
                             "hw_therm_slowdown": 252, "hw_power_brake": 253}
@@ -99,9 +114,14 @@ class Gpu:
     def _ask(self, name: str, *args) -> bool:
         return self.lib.ask(name, self.handle, *args) == nvml.SUCCESS
 
+    def _refusal(self, code: int):
+        """None (N/A), or the error's text where nvidia-smi prints it (values.Refusal)."""
+        return v.Refusal(self.lib.error_string(code)) if code in nvml.SHOWN_ERRORS else None
+
     def _u32(self, name: str, *before) -> int | None:
         out = C.c_uint(0)
-        return out.value if self._ask(name, *before, C.byref(out)) else None
+        code = self.lib.ask(name, self.handle, *before, C.byref(out))
+        return out.value if code == nvml.SUCCESS else self._refusal(code)
 
     def _u64(self, name: str, *before) -> int | None:
         out = C.c_ulonglong(0)
@@ -129,7 +149,8 @@ class Gpu:
             values[i].scopeId = scopes[i] if scopes else 0
         if not self._ask("nvmlDeviceGetFieldValues", C.c_int(len(ids)), values):
             return [None] * len(ids)
-        return [_types().field_value(v) if v.nvmlReturn == nvml.SUCCESS else None for v in values]
+        return [_types().field_value(f) if f.nvmlReturn == nvml.SUCCESS else self._refusal(f.nvmlReturn)
+                for f in values]
 
     # --- identity ---------------------------------------------------------------------
 
@@ -175,7 +196,67 @@ class Gpu:
         """What NVIDIA's nvidia-smi prints as Host Max: its export table's slot 229."""
         out = C.c_uint(0)
         slot = self.lib.export_slot(SLOT_HOST_MAX_PCIE_GEN, C.c_void_p, C.c_void_p)
-        return out.value if slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
+        return out.value if slot and slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
+
+    def part_number(self, slot_number: int, size: int):
+        """GPU Part Number (SLOT_GPU_PART_NUMBER) or FRU Part Number: export table rows."""
+        buf = C.create_string_buffer(size)
+        slot = self.lib.export_slot(slot_number, C.c_void_p, C.c_void_p, C.c_uint)
+        ok = slot and slot(self.handle, buf, C.c_uint(size)) == nvml.SUCCESS
+        return buf.value.decode(errors="replace") if ok else None
+
+    def sparse_operation_mode(self):
+        """What NVIDIA's nvidia-smi prints as Sparse Operation Mode: its export table's slot 248."""
+        out = C.c_uint(0)
+        slot = self.lib.export_slot(SLOT_SPARSE_OPERATION_MODE, C.c_void_p, C.c_void_p, C.c_uint)
+        return out.value if slot and slot(self.handle, C.byref(out), C.c_uint(1)) == nvml.SUCCESS else None
+
+    def bbx_flush(self) -> tuple:
+        """(microseconds since the epoch, duration in microseconds) of the InfoROM's last
+        black-box flush, or (None, None)."""
+        when, took = C.c_ulonglong(0), C.c_ulong(0)
+        ok = self._ask("nvmlDeviceGetLastBBXFlushTime", C.byref(when), C.byref(took))
+        return (when.value, took.value) if ok else (None, None)
+
+    def accounted_pids(self) -> list | None:
+        count = C.c_uint(MAX_PROCESSES)
+        pids = (C.c_uint * MAX_PROCESSES)()
+        if not self._ask("nvmlDeviceGetAccountingPids", C.byref(count), pids):
+            return None
+        return list(pids[:min(count.value, MAX_PROCESSES)])
+
+    def pdi(self):
+        out = self._struct("nvmlDeviceGetPdi", _types().Pdi, 1)
+        return None if out is None else out.value
+
+    def addressing_mode(self):
+        out = self._struct("nvmlDeviceGetAddressingMode", _types().VersionedValue, 1)
+        return None if out is None else out.value
+
+    def capabilities(self):
+        out = self._struct("nvmlDeviceGetCapabilities", _types().VersionedValue, 1)
+        return None if out is None else out.value
+
+    def repair_status(self) -> "nvml_types.RepairStatus | None":
+        return self._struct("nvmlDeviceGetRepairStatus", _types().RepairStatus, 1)
+
+    def unrepairable_memory(self):
+        out = C.c_uint(0)
+        return out.value if self._ask("nvmlDeviceGetUnrepairableMemoryFlag_v1", C.byref(out)) else None
+
+    def cc_protected_memory(self) -> "nvml_types.Memory1 | None":
+        return self._struct("nvmlDeviceGetConfComputeProtectedMemoryUsage", _types().Memory1)
+
+    def max_customer_boost_clock(self, kind: int):
+        return self._u32("nvmlDeviceGetMaxCustomerBoostClock", C.c_int(kind))
+
+    def power_state(self):
+        return self._u32("nvmlDeviceGetPowerState")
+
+    def power_fields(self, scope: int) -> dict:
+        """The power fields of a scope (POWER_SCOPE_*), by name, in nvidia-smi's row order."""
+        ids = list(FI_POWER.values())
+        return dict(zip(FI_POWER, self.fields(ids, [scope] * len(ids))))
 
     # --- the readings of more than one call, or of another shape -----------------------
 
@@ -239,7 +320,7 @@ class Gpu:
         """GPU T.Limit Temp (how far below its limit the GPU runs): the export table's row."""
         out = C.c_int(0)
         slot = self.lib.export_slot(SLOT_TLIMIT_TEMP, C.c_void_p, C.c_void_p)
-        return out.value if slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
+        return out.value if slot and slot(self.handle, C.byref(out)) == nvml.SUCCESS else None
 
     def temperature_threshold(self, kind: int):
         return self._u32("nvmlDeviceGetTemperatureThreshold", C.c_int(kind))
@@ -304,6 +385,35 @@ class Gpu:
         states = self.fields([FI_NVLINK_GET_STATE] * count, links)
         speeds = self.fields([FI_NVLINK_GET_SPEED] * count, links)
         return [speed if state else None for state, speed in zip(states, speeds)]
+
+
+    # --- MIG -----------------------------------------------------------------------
+
+    def mig_devices(self) -> list:
+        """The MIG devices under this GPU, as NVIDIA's nvidia-smi walks them: each index
+        below GetMaxMigDeviceCount that NVML has a handle for."""
+        out = []
+        for i in range(self._u32("nvmlDeviceGetMaxMigDeviceCount") or 0):
+            h = C.c_void_p()
+            if self._ask("nvmlDeviceGetMigDeviceHandleByIndex", C.c_uint(i), C.byref(h)):
+                out.append(MigDevice(self.lib, i, h, self))
+        return out
+
+
+class MigDevice(Gpu):
+    """MIG device ``index`` under ``parent``: NVML answers a MIG handle's name, UUID, memory,
+    BAR1 and ECC counters as a GPU's, and these of its own."""
+
+    def __init__(self, lib: nvml.Library, index: int, handle: C.c_void_p, parent: Gpu):
+        super().__init__(lib, index, handle)
+        self.parent = parent
+
+    def instance_ids(self) -> tuple:
+        """(GPU instance id, compute instance id)."""
+        return self._u32("nvmlDeviceGetGpuInstanceId"), self._u32("nvmlDeviceGetComputeInstanceId")
+
+    def attributes(self) -> "nvml_types.DeviceAttributes | None":
+        return self._struct("nvmlDeviceGetAttributes_v2", _types().DeviceAttributes)
 
 
 def _reading(shape: str, function: str):

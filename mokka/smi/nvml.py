@@ -11,7 +11,8 @@ Which library: beside the running entry point when it is staged
 which is also where the CDI spec mounts the pair in a container), else the one
 this package carries for the machine's architecture (mokka.core.native: the
 zipapp's own, or a checkout's build). A library without Mokka's private calls is
-not the mock and is refused, so a real driver is never driven by mistake.
+not the mock and is refused, so a real driver is never driven by mistake; only
+``mokka profile capture --from-nvml`` asks for any NVML library (``any_nvml``).
 
 Import-light: ctypes and the names only (nvidia-smi runs every few seconds).
 """
@@ -28,11 +29,15 @@ SUCCESS = 0
 UNINITIALIZED = 1
 INVALID_ARGUMENT = 2
 NOT_SUPPORTED = 3
+NO_PERMISSION = 4
 NOT_FOUND = 6
 INSUFFICIENT_SIZE = 7
 DRIVER_NOT_LOADED = 9
 FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
+DEPRECATED = 26
+#: The errors nvidia-smi prints as their text where the value would be (N/A for the rest).
+SHOWN_ERRORS = (NO_PERMISSION, DEPRECATED)
 
 STRING_SIZE = 96            # NVML_DEVICE_NAME_V2_BUFFER_SIZE: the largest string a query returns
 UUID_SIZE = 80              # NVML_DEVICE_UUID_V2_BUFFER_SIZE
@@ -72,16 +77,24 @@ def library_path(argv0: str | None) -> str:
 
 
 class Library:
-    """One loaded mock library; its functions are looked up once, on first use."""
+    """One loaded library; its functions are looked up once, on first use.
 
-    def __init__(self, path: str):
+    The mock, unless ``any_nvml``: then any NVML library, NVIDIA's real one included
+    (``mokka profile capture --from-nvml`` reads a real node through it). Such a
+    library is only asked NVML's public calls: Mokka's private calls and the export
+    table, whose slots are those of one driver, are the mock's alone."""
+
+    def __init__(self, path: str, any_nvml: bool = False):
         self.path = path
         try:
             self._lib = ctypes.CDLL(path)
         except OSError as exc:
             raise LibraryError(f"cannot load {path}: {exc}") from None
-        if not hasattr(self._lib, "nvmlMokkaGetNodePath"):
+        self.is_mock = hasattr(self._lib, "nvmlMokkaGetNodePath")
+        if not self.is_mock and not any_nvml:
             raise LibraryError(f"{path} is not Mokka's mock NVML library (no nvmlMokkaGetNodePath)")
+        if not hasattr(self._lib, "nvmlInit_v2"):
+            raise LibraryError(f"{path} is not an NVML library (no nvmlInit_v2)")
         self._fns: dict = {}
 
     def fn(self, name: str):
@@ -153,6 +166,13 @@ class Library:
         except NvmlError:
             return None
 
+    def cuda_version(self) -> str | None:
+        """The CUDA version the driver supports, as nvidia-smi prints it ("12.4")."""
+        version = ctypes.c_int(0)
+        if self.ask("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(version)) != SUCCESS:
+            return None
+        return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
     def process_name(self, pid: int) -> str:
         buf = ctypes.create_string_buffer(256)
         if self.ask("nvmlSystemGetProcessName", ctypes.c_uint(pid), buf, ctypes.c_uint(256)) != SUCCESS:
@@ -176,7 +196,10 @@ class Library:
     # --- the export table NVIDIA's nvidia-smi uses (native/nvml/export_table.c) ---------
 
     def export_slot(self, slot: int, *argtypes):
-        """Function ``slot`` of the table nvidia-smi asks for, with these argument types."""
+        """Function ``slot`` of the table nvidia-smi asks for, with these argument types;
+        None from a library that is not the mock (another driver's table has other slots)."""
+        if not self.is_mock:
+            return None
         key = ("export", slot)
         f = self._fns.get(key)
         if f is None:

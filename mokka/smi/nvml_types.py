@@ -67,6 +67,26 @@ class PlatformInfo(C.Structure):
                 ("peerType", C.c_ubyte), ("moduleId", C.c_ubyte)]
 
 
+class Memory1(C.Structure):
+    """nvmlMemory_t (v1): what nvmlDeviceGetConfComputeProtectedMemoryUsage fills."""
+    _fields_ = [("total", C.c_ulonglong), ("free", C.c_ulonglong), ("used", C.c_ulonglong)]
+
+
+class VersionedValue(C.Structure):
+    """nvmlDeviceAddressingMode_v1_t and nvmlDeviceCapabilities_v1_t (NVML 13): a version and one word."""
+    _fields_ = [("version", C.c_uint), ("value", C.c_uint)]
+
+
+class Pdi(C.Structure):
+    """nvmlPdi_v1_t (NVML 13)."""
+    _fields_ = [("version", C.c_uint), ("value", C.c_ulonglong)]
+
+
+class RepairStatus(C.Structure):
+    """nvmlRepairStatus_v1_t (NVML 13)."""
+    _fields_ = [("version", C.c_uint), ("channel", C.c_uint), ("tpc", C.c_uint)]
+
+
 class RowRemapperHistogram(C.Structure):
     _fields_ = [(k, C.c_uint) for k in ("max", "high", "partial", "low", "none")]
 
@@ -99,3 +119,41 @@ def field_value(f: "FieldValue"):
     return None
 
 
+
+
+class DeviceAttributes(C.Structure):
+    """nvmlDeviceAttributes_t: what a MIG device has of its GPU instance."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "multiprocessorCount", "sharedCopyEngineCount", "sharedDecoderCount", "sharedEncoderCount",
+        "sharedJpegCount", "sharedOfaCount", "gpuInstanceSliceCount", "computeInstanceSliceCount")] + [
+        ("memorySizeMB", C.c_ulonglong)]
+
+
+class Placement(C.Structure):
+    """nvmlGpuInstancePlacement_t and nvmlComputeInstancePlacement_t."""
+    _fields_ = [("start", C.c_uint), ("size", C.c_uint)]
+
+
+class GpuInstanceProfileInfo(C.Structure):
+    """nvmlGpuInstanceProfileInfo_v3_t."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "version", "id", "sliceCount", "instanceCount", "multiprocessorCount", "copyEngineCount",
+        "decoderCount", "encoderCount", "jpegCount", "ofaCount")] + [
+        ("memorySizeMB", C.c_ulonglong), ("name", C.c_char * nvml.STRING_SIZE), ("capabilities", C.c_uint)]
+
+
+class GpuInstanceInfo(C.Structure):
+    _fields_ = [("device", C.c_void_p), ("id", C.c_uint), ("profileId", C.c_uint), ("placement", Placement)]
+
+
+class ComputeInstanceProfileInfo(C.Structure):
+    """nvmlComputeInstanceProfileInfo_v3_t: its engines are shared with the GPU instance."""
+    _fields_ = [(k, C.c_uint) for k in (
+        "version", "id", "sliceCount", "instanceCount", "multiprocessorCount", "sharedCopyEngineCount",
+        "sharedDecoderCount", "sharedEncoderCount", "sharedJpegCount", "sharedOfaCount")] + [
+        ("name", C.c_char * nvml.STRING_SIZE), ("capabilities", C.c_uint)]
+
+
+class ComputeInstanceInfo(C.Structure):
+    _fields_ = [("device", C.c_void_p), ("gpuInstance", C.c_void_p), ("id", C.c_uint), ("profileId", C.c_uint),
+                ("placement", Placement)]

@@ -7,10 +7,19 @@ layers a GPU's own document over ``all`` over the profile (native/nvml/lookup.c)
 Writers: ``mokka ctl set/reset``, ``mokka compile --companion`` for a document
 written by hand (any YAML: flow style, anchors, JSON). Resetting a GPU removes
 its two files, as NVIDIA's ``nvidia-smi -r`` does through the library.
+
+Every container can write the directory (driver/config is bound writable), and
+root runs ``mokka ctl`` too: the directory is opened without following a link and
+every name is looked up in it (a link swapped in for it sends nothing elsewhere);
+a document is read without following a link or blocking, bounded, and parsed as
+data before anything of it is written back; what is in the place of the directory
+or of a document and is not one (a link, a FIFO, a directory) is removed. Errors
+name the file and the reason, never a value read from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from mokka.core import names
@@ -20,16 +29,65 @@ class OverridesError(Exception):
     pass
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_dir(directory: str, create: bool, claim: bool) -> int | None:
+    """An fd on the overrides directory, never through a link; None when it is absent
+    (and not ``create``). Anything else in its place is removed by a writer (``claim``:
+    the place is Mokka's) and refused to a reader."""
+    made = False
+    for _ in range(3):
+        try:
+            fd = os.open(directory, _DIR_FLAGS)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                os.mkdir(directory, 0o755)
+                made = True
+            except FileExistsError:
+                pass
+            continue
+        except NotADirectoryError:             # a link (O_NOFOLLOW), a file, a FIFO
+            if not claim:
+                raise OverridesError(f"ignoring overrides {directory}: not a directory (a link or a "
+                                     "file); ctl set or ctl reset replaces it") from None
+            os.unlink(directory)
+            continue
+        if made:
+            os.fchmod(fd, 0o755)               # the mode, not the umask's
+        return fd
+    raise OverridesError(f"{directory}: replaced by something else on every try; "
+                         "stop what keeps replacing it and run this again")
+
+
+@contextlib.contextmanager
+def _opened(directory: str, create: bool = False, claim: bool = True):
+    fd = _open_dir(directory, create, claim)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def scope_path(directory: str, physical_index: int | None) -> str:
     return os.path.join(directory, names.overrides_scope_file(physical_index))
 
 
 def read(path: str) -> dict | None:
     """One scope's document (bounded YAML), None when absent or empty."""
+    directory, name = os.path.split(path)
+    with _opened(directory, claim=False) as fd:
+        return None if fd is None else _read_at(fd, name, path)
+
+
+def _read_at(fd: int, name: str, path: str) -> dict | None:
     from mokka.core import fsutil, yamlio
 
     try:
-        text = fsutil.read_bounded(path, names.MAX_DOCUMENT_BYTES)
+        text = fsutil.read_bounded(name, names.MAX_DOCUMENT_BYTES, follow=False, dir_fd=fd)
     except FileNotFoundError:
         return None
     except (OSError, fsutil.ReadRefused) as exc:
@@ -39,7 +97,7 @@ def read(path: str) -> dict | None:
         return None
     try:
         doc = yamlio.safe_load(text)
-    except yamlio.YAMLError:
+    except (yamlio.YAMLError, RecursionError):
         raise OverridesError(f"ignoring overrides {path}: invalid YAML") from None
     if doc is None:
         return None
@@ -58,37 +116,41 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 
 def update(directory: str, physical_index: int, change: dict) -> None:
-    """Deep-merge ``change`` into GPU ``physical_index``'s document, under the directory's lock."""
-    from mokka.core.fsutil import dir_locked
+    """Deep-merge ``change`` into GPU ``physical_index``'s document, under the directory's
+    lock (waited for at most fsutil.LOCK_WAIT_S: fsutil.LockHeld names the holder)."""
+    from mokka.core import fsutil
 
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(os.path.dirname(directory) or ".", exist_ok=True)
     path = scope_path(directory, physical_index)
-    with dir_locked(path):
+    name = os.path.basename(path)
+    with _opened(directory, create=True) as fd, fsutil.fd_locked(fd, directory):
         try:
-            doc = read(path) or {}
+            doc = _read_at(fd, name, path) or {}
         except OverridesError:
             doc = {}                       # a broken document is replaced, as a fresh start
-        write(path, deep_merge(doc, change))
+        _write_at(fd, name, _dump(deep_merge(doc, change)), None)
 
 
 def reset(directory: str, physical_indices: list) -> bool:
     """Drop the named GPUs' documents; True if one was there."""
-    removed = False
-    for index in physical_indices:
-        removed |= _remove_pair(scope_path(directory, index))
-    return removed
+    with _opened(directory) as fd:
+        if fd is None:
+            return False
+        removed = False
+        for index in physical_indices:
+            removed |= _remove_pair(fd, names.overrides_scope_file(index))
+        return removed
 
 
 def clear(directory: str) -> None:
     """Every override gone: ``all`` and every GPU's document (other files stay)."""
-    try:
-        entries = os.listdir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in entries:
-        stem, dot, suffix = name.rpartition(".")
-        if dot and suffix == "yaml" and is_scope(stem):
-            _remove_pair(os.path.join(directory, name))
+    with _opened(directory) as fd:
+        if fd is None:
+            return
+        for name in os.listdir(fd):
+            stem, dot, suffix = name.rpartition(".")
+            if dot and suffix == "yaml" and is_scope(stem):
+                _remove_pair(fd, name)
 
 
 def is_scope(stem: str) -> bool:
@@ -98,38 +160,45 @@ def is_scope(stem: str) -> bool:
         stem.startswith(names.OVERRIDES_GPU_SCOPE_PREFIX) and number.isdigit() and number.isascii())
 
 
-def _remove_pair(path: str) -> bool:
-    """The YAML first: a companion without its YAML counts as no document."""
-    from mokka.core import flatstate
+def _remove_pair(fd: int, name: str) -> bool:
+    """The YAML first: a companion without its YAML counts as no document. Whatever is
+    at either name goes, a directory or a link included (never what a link names)."""
+    from mokka.core import flatstate, fsutil
 
     removed = False
-    for name in (path, flatstate.companion_path(path)):
-        try:
-            os.unlink(name)
-            removed = True
-        except FileNotFoundError:
-            pass
+    for each in (name, flatstate.companion_path(name)):
+        removed |= fsutil.remove_at(fd, each)
     return removed
+
+
+def _dump(doc: dict) -> bytes:
+    import yaml
+
+    return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
 def write(path: str, doc: dict) -> None:
     """Write one scope's document and its companion (``gpu3.nvml``)."""
-    import yaml
-
-    write_text(path, yaml.safe_dump(doc, sort_keys=False).encode(), doc)
+    write_text(path, _dump(doc), doc)
 
 
 def write_text(path: str, text: bytes, doc: dict | None = None) -> None:
-    """Write a scope's YAML as given and its compiled companion, in one step.
+    """Write a scope's YAML as given and its compiled companion, in one step."""
+    directory, name = os.path.split(path)
+    with _opened(directory, create=True) as fd:
+        _write_at(fd, name, text, doc)
 
-    The companion is renamed into place first, the YAML last, so a reader never
-    sees a new YAML next to an old companion for longer than one rename.
-    """
+
+def _write_at(fd: int, name: str, text: bytes, doc: dict | None) -> None:
+    """The companion is renamed into place first, the YAML last, so a reader never
+    sees a new YAML next to an old companion for longer than one rename. Both are
+    new files of mode 0644 holding what Mokka wrote, whatever was at their names."""
     from mokka.core import flatstate
     from mokka.core.fsutil import atomic_write
 
     if doc is None:
         from mokka.core import yamlio
         doc = yamlio.safe_load(text)
-    atomic_write(flatstate.companion_path(path), flatstate.overrides_companion(doc, text), 0o644)
-    atomic_write(path, text, 0o644)
+    for each, data in ((flatstate.companion_path(name), flatstate.overrides_companion(doc, text)),
+                       (name, text)):
+        atomic_write(each, data, 0o644, dir_fd=fd, replace_dir=True)

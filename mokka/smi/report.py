@@ -1,18 +1,20 @@
 """``nvidia-smi -q``: one tree per GPU, rendered as XML (``-x``) or as text.
 
-The tree follows nvidia-smi 580's element order and nesting (DTD
-nvsmi_device_v13, checked against captured ``-q -x`` documents); each node is
-``(tag, value)`` where value is a string or a list of nodes. Text labels come
-from ``textq.LABELS``. Pure: the caller passes the GPUs, versions and clock.
+The tree holds every element of nvidia-smi 570 to 595 in their order and
+nesting (checked against captured ``-q -x`` documents of real boards); each node
+is ``(tag, value)`` where value is a string or a list of nodes. What the node's
+driver prints of it (and the DTD it names) is mokka.smi.layouts'. Text labels
+come from ``textq.LABELS``. Pure: the caller passes the GPUs, versions and clock.
 """
 
 from __future__ import annotations
 
 from mokka.smi import gpu as g
+from mokka.smi import layouts
 from mokka.smi import values as v
 from mokka.smi.values import NA
 
-DTD = "nvsmi_device_v13.dtd"
+ADDRESSING_MODES = {0: "None", 1: "HMM", 2: "ATS"}
 
 #: -d section names → the top-level GPU elements they keep.
 SECTIONS = {
@@ -21,7 +23,7 @@ SECTIONS = {
     "ECC": ("ecc_mode", "ecc_errors"),
     "TEMPERATURE": ("temperature",),
     "POWER": ("gpu_power_readings", "gpu_memory_power_readings", "module_power_readings",
-              "power_smoothing", "power_profiles"),
+              "power_smoothing", "power_profiles", "edpp_multiplier"),
     "CLOCK": ("clocks", "applications_clocks", "default_applications_clocks", "deferred_clocks",
               "max_clocks", "max_customer_boost_clocks", "clock_policy"),
     "COMPUTE": ("compute_mode",),
@@ -33,10 +35,10 @@ SECTIONS = {
     "ACCOUNTING": ("accounting_mode", "accounting_mode_buffer_size", "accounted_processes"),
     "ENCODER_STATS": ("encoder_stats",),
     "SUPPORTED_GPU_TARGET_TEMP": ("supported_gpu_target_temp",),
-    "VOLTAGE": (),
+    "VOLTAGE": ("voltage",),
     "FBC_STATS": ("fbc_stats",),
     "ROW_REMAPPER": ("remapped_rows",),
-    "RESET_STATUS": ("gpu_recovery_action",),
+    "RESET_STATUS": ("gpu_reset_status", "gpu_recovery_action"),
     "GSP_FIRMWARE_VERSION": ("gsp_firmware_version",),
     "PCIE": ("pci",),
     "FABRIC": ("fabric",),
@@ -75,20 +77,57 @@ def _hex(value, digits: int) -> str:
 
 
 def _platform(gpu) -> list:
+    """The rack location, and the module id (nvmlDeviceGetModuleId: a board without a
+    location, an A100's HGX baseboard, has one)."""
     p = gpu.platform()
-    tags = ("chassis_serial_number", "slot_number", "tray_index", "host_id", "peer_type", "module_id",
-            "gpu_fabric_guid")
+    module = ("module_id", v.text(gpu.module_id()))
     if p is None:
-        return [(tag, NA) for tag in tags]
+        return [(tag, NA) for tag in ("chassis_serial_number", "slot_number", "tray_index", "host_id",
+                                      "peer_type")] + [module, ("gpu_fabric_guid", NA)]
     serial = bytes(p.chassisSerialNumber).split(b"\0", 1)[0].decode(errors="replace")
     return [("chassis_serial_number", serial or NA), ("slot_number", str(p.slotNumber)),
             ("tray_index", str(p.trayIndex)), ("host_id", str(p.hostId)),
-            ("peer_type", v.word(v.PEER_TYPES, p.peerType)), ("module_id", str(p.moduleId)),
+            ("peer_type", v.word(v.PEER_TYPES, p.peerType)), module,
             ("gpu_fabric_guid", "0x" + bytes(p.ibGuid[:8]).hex())]
 
 
-def gpu_tree(gpu) -> list:
-    """Every element nvidia-smi 580 prints for one board, in its order."""
+def _bbx(when, took) -> list:
+    """The InfoROM black box's last flush: local time to the millisecond, and how long."""
+    if when is None:
+        return [("latest_timestamp", NA), ("latest_duration", NA)]
+    import time
+    stamp = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(when // 1_000_000)) + ".%03d" % (when // 1000 % 1000)
+    return [("latest_timestamp", stamp), ("latest_duration", f"{took} us")]
+
+
+def _yes_no_field(value) -> str:
+    return value if isinstance(value, v.Refusal) else v.yes_no(value)
+
+
+def _atomics(mask) -> str:
+    """NVML_PCIE_ATOMICS_CAP_* bits as nvidia-smi lists them (each word and a space)."""
+    if not mask:
+        return NA
+    from mokka.core import names
+    return "".join(f"{op} " for bit, op in enumerate(names.PCIE_ATOMIC_CAPS) if mask >> bit & 1)
+
+
+def _mib_rows(block, keys) -> list:
+    return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
+
+
+def _power(fields: dict, pstate: str, keys=tuple(g.FI_POWER)) -> list:
+    return [("power_state", pstate)] + [(k, v.watts(fields[k])) for k in keys]
+
+
+def gpu_tree(gpu, layout: layouts.Layout | None = None) -> list:
+    """Every element nvidia-smi prints for one board, in its order: those of
+    ``layout``'s driver (the newest's without one)."""
+    layout = layout or layouts.for_driver(None)
+    return layouts.prune(_tree(gpu, layout), layout)
+
+
+def _tree(gpu, layout: layouts.Layout) -> list:
     pci, ext = gpu.pci(), gpu.pci_ext()
     arch = gpu.architecture()
     pstate = v.pstate(gpu.performance_state())
@@ -102,36 +141,40 @@ def gpu_tree(gpu) -> list:
     ecc_current, ecc_pending = gpu.ecc_mode()
     low, high = gpu.power_limit_constraints()
     c2c = gpu.c2c_enabled()
+    power_state = v.pstate(gpu.power_state())
+    gpu_power = gpu.power_fields(g.POWER_SCOPE_GPU)
     fan_speed = gpu.fan_speed() if gpu.fan_count() else None
-
-    def mib_rows(block, keys):
-        return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
+    display = gpu.display_mode()
+    pdi = gpu.pdi()
+    egm = gpu.capabilities()
+    reset_required, drain_and_reset, outbound, inbound = gpu.fields(
+        [g.FI_RESET_STATUS, g.FI_DRAIN_AND_RESET_STATUS, g.FI_PCIE_OUTBOUND_ATOMICS, g.FI_PCIE_INBOUND_ATOMICS])
 
     return [
         ("product_name", v.text(gpu.name())),
         ("product_brand", v.brand(gpu.brand())),
         ("product_architecture", v.architecture(arch)),
-        ("display_mode", "Requested functionality has been deprecated"),
-        ("display_attached", "No"),
+        ("display_mode", layouts.DEPRECATED_TEXT if layout.display_mode_deprecated else v.enabled(display)),
+        ("display_attached", v.yes_no(display)),
         ("display_active", v.enabled(gpu.display_active(), "Disabled")),
         ("persistence_mode", v.enabled(gpu.persistence_mode(), "Disabled")),
-        ("addressing_mode", NA),
+        ("addressing_mode", v.word(ADDRESSING_MODES, gpu.addressing_mode())),
         ("mig_mode", [("current_mig", v.enabled(mig_current)), ("pending_mig", v.enabled(mig_pending))]),
-        ("mig_devices", "\n\t\t\tNone\n\t\t"),
+        ("mig_devices", _mig_devices(gpu)),
         ("accounting_mode", v.enabled(gpu.accounting_mode(), "Disabled")),
         ("accounting_mode_buffer_size", v.text(gpu.accounting_buffer_size())),
         ("driver_model", [("current_dm", v.word(v.DRIVER_MODELS, dm_current)),
                           ("pending_dm", v.word(v.DRIVER_MODELS, dm_pending))]),
         ("serial", v.text(gpu.serial())),
         ("uuid", v.text(gpu.uuid())),
-        ("pdi", NA),
+        ("pdi", NA if pdi is None else f"0x{pdi:016x}"),
         ("minor_number", v.text(gpu.minor_number())),
         ("vbios_version", v.text(gpu.vbios_version())),
         ("multigpu_board", v.yes_no(gpu.multi_gpu_board())),
         ("board_id", NA if gpu.board_id() is None else hex(gpu.board_id())),
         ("board_part_number", v.text(gpu.board_part_number())),
-        ("gpu_part_number", NA),
-        ("gpu_fru_part_number", NA),
+        ("gpu_part_number", v.text(gpu.part_number(g.SLOT_GPU_PART_NUMBER, g.GPU_PART_NUMBER_SIZE))),
+        ("gpu_fru_part_number", v.text(gpu.part_number(g.SLOT_FRU_PART_NUMBER, g.FRU_PART_NUMBER_SIZE))),
         ("platformInfo", _platform(gpu)),
         ("inforom_version", [
             ("img_version", v.text(gpu.inforom_image())),
@@ -139,7 +182,7 @@ def gpu_tree(gpu) -> list:
             ("ecc_object", v.text(gpu.inforom(g.INFOROM_ECC))),
             ("pwr_object", v.text(gpu.inforom(g.INFOROM_POWER))),
         ]),
-        ("inforom_bbx_flush", [("latest_timestamp", NA), ("latest_duration", NA)]),
+        ("inforom_bbx_flush", _bbx(*gpu.bbx_flush())),
         ("gpu_operation_mode", [("current_gom", v.word(v.OPERATION_MODES, gom_current)),
                                 ("pending_gom", v.word(v.OPERATION_MODES, gom_pending))]),
         ("c2c_mode", NA if c2c is None else v.enabled(c2c)),
@@ -148,6 +191,8 @@ def gpu_tree(gpu) -> list:
             ("host_vgpu_mode", v.word(v.HOST_VGPU_MODES, gpu.host_vgpu_mode())),
             ("vgpu_heterogeneous_mode", NA),
         ]),
+        ("gpu_reset_status", [("reset_required", _yes_no_field(reset_required)),
+                              ("drain_and_reset_recommended", _yes_no_field(drain_and_reset))]),
         ("gpu_recovery_action", "None"),
         ("gsp_firmware_version", v.text(gpu.gsp_firmware_version())),
         ("ibmnpu", [("relaxed_ordering_mode", NA)]),
@@ -178,8 +223,8 @@ def gpu_tree(gpu) -> list:
             ("replay_rollover_counter", "0"),
             ("tx_util", v.unit(gpu.pcie_throughput(g.PCIE_TX), "KB/s")),
             ("rx_util", v.unit(gpu.pcie_throughput(g.PCIE_RX), "KB/s")),
-            ("atomic_caps_outbound", NA),
-            ("atomic_caps_inbound", NA),
+            ("atomic_caps_outbound", _atomics(outbound)),
+            ("atomic_caps_inbound", _atomics(inbound)),
         ]),
         ("fan_speed", v.unit(fan_speed, "%")),
         ("performance_state", pstate),
@@ -188,10 +233,10 @@ def gpu_tree(gpu) -> list:
         ("clocks_event_reasons_counters", [
             (f"clocks_event_reasons_counters_{name}", v.unit(None if ns is None else ns // 1000, "us"))
             for name, ns in counters.items()]),
-        ("sparse_operation_mode", "Disabled" if arch == v.ARCH_AMPERE else NA),
-        ("fb_memory_usage", mib_rows(mem, ("total", "reserved", "used", "free"))),
-        ("bar1_memory_usage", mib_rows(bar, ("total", "used", "free"))),
-        ("cc_protected_memory_usage", [("total", NA), ("used", NA), ("free", NA)]),
+        ("sparse_operation_mode", v.enabled(gpu.sparse_operation_mode())),
+        ("fb_memory_usage", _mib_rows(mem, ("total", "reserved", "used", "free"))),
+        ("bar1_memory_usage", _mib_rows(bar, ("total", "used", "free"))),
+        ("cc_protected_memory_usage", _mib_rows(gpu.cc_protected_memory(), ("total", "used", "free"))),
         ("compute_mode", v.word(v.COMPUTE_MODES, gpu.compute_mode())),
         ("utilization", [
             ("gpu_util", v.unit(util and util.gpu, "%")),
@@ -212,37 +257,65 @@ def gpu_tree(gpu) -> list:
             ("gpu_target_temp_max", _c(gpu.temperature_threshold(g.THRESHOLD_ACOUSTIC_CURR))),
         ]),
         ("gpu_power_readings", [
-            ("power_state", pstate),
-            ("average_power_draw", v.watts(gpu.power_usage())),
-            ("instant_power_draw", v.watts(gpu.power_usage())),
+            ("power_state", power_state),
+            ("average_power_draw", v.watts(gpu_power["average_power_draw"])),
+            ("instant_power_draw", v.watts(gpu_power["instant_power_draw"])),
             ("current_power_limit", v.watts(gpu.power_limit())),
             ("requested_power_limit", v.watts(gpu.power_requested_limit())),
             ("default_power_limit", v.watts(gpu.power_default_limit())),
             ("min_power_limit", v.watts(low)),
             ("max_power_limit", v.watts(high)),
         ]),
-        ("gpu_memory_power_readings", [("average_power_draw", NA), ("instant_power_draw", NA)]),
-        ("module_power_readings", [("power_state", pstate)] + [
-            (k, NA) for k in ("average_power_draw", "instant_power_draw", "current_power_limit",
-                              "requested_power_limit", "default_power_limit", "min_power_limit",
-                              "max_power_limit")]),
+        ("gpu_memory_power_readings", _power(gpu.power_fields(g.POWER_SCOPE_MEMORY), "",
+                                             ("average_power_draw", "instant_power_draw"))[1:]),
+        ("module_power_readings", _power(gpu.power_fields(g.POWER_SCOPE_MODULE), power_state)),
         ("power_smoothing", NA),
         ("power_profiles", [("power_profile_requested_profiles", NA),
                             ("power_profile_enforced_profiles", NA)]),
+        ("edpp_multiplier", v.text(gpu.fields([g.FI_EDPP_MULTIPLIER])[0])),
         ("clocks", [(tag, _mhz(gpu.clock(kind))) for tag, kind in CLOCK_ROWS]),
         ("applications_clocks", [(tag, _mhz(gpu.applications_clock(kind))) for tag, kind in APP_CLOCK_ROWS]),
         ("default_applications_clocks", [(tag, _mhz(gpu.default_applications_clock(kind)))
                                          for tag, kind in APP_CLOCK_ROWS]),
         ("deferred_clocks", [("mem_clock", NA)]),
         ("max_clocks", [(tag, _mhz(gpu.max_clock(kind))) for tag, kind in CLOCK_ROWS]),
-        ("max_customer_boost_clocks", [("graphics_clock", NA)]),
+        ("max_customer_boost_clocks", [("graphics_clock", _mhz(gpu.max_customer_boost_clock(g.CLOCK_GRAPHICS)))]),
         ("clock_policy", [("auto_boost", NA), ("auto_boost_default", NA)]),
+        ("voltage", [("graphics_volt", NA)]),
         ("fabric", _fabric(gpu)),
         ("supported_clocks", _supported_clocks(gpu)),
         ("processes", _processes(gpu)),
-        ("accounted_processes", NA),
-        ("capabilities", [("egm", NA)]),
+        ("accounted_processes", NA if gpu.accounted_pids() is None else "\n\t\t"),
+        ("capabilities", [("egm", NA if egm is None else ("enabled" if egm & g.CAP_EGM else "disabled"))]),
     ]
+
+
+def _mig_devices(gpu):
+    """Each MIG device as nvidia-smi 550 reports it; "None" for a GPU without."""
+    devices = gpu.mig_devices()
+    if not devices:
+        return "\n\t\t\tNone\n\t\t"
+
+    def one(device) -> list:
+        gi, ci = device.instance_ids()
+        a = device.attributes()
+        mem, bar = device.memory(), device.bar1()
+        shared = (("multiprocessor_count", "multiprocessorCount"), ("copy_engine_count", "sharedCopyEngineCount"),
+                  ("encoder_count", "sharedEncoderCount"), ("decoder_count", "sharedDecoderCount"),
+                  ("ofa_count", "sharedOfaCount"), ("jpg_count", "sharedJpegCount"))
+        return [("index", str(device.index)), ("gpu_instance_id", v.text(gi)), ("compute_instance_id", v.text(ci)),
+                ("device_attributes", [("shared", [(tag, NA if a is None else str(getattr(a, name)))
+                                                   for tag, name in shared])]),
+                ("ecc_error_count", [("volatile_count", [("sram_uncorrectable", v.text(
+                    device.ecc_counter(g.UNCORRECTED, g.VOLATILE, g.LOCATION_SRAM)))])]),
+                ("fb_memory_usage", _mib_rows(mem, ("total", "reserved", "used", "free"))),
+                ("bar1_memory_usage", _mib_rows(bar, ("total", "used", "free")))]
+
+    return [("mig_device", one(device)) for device in devices]
+
+
+def _mib_rows(block, keys) -> list:
+    return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
 
 
 CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("sm_clock", g.CLOCK_SM), ("mem_clock", g.CLOCK_MEM),
@@ -256,6 +329,12 @@ def _stats(values: tuple) -> list:
 
 def _ecc(gpu, enabled: bool) -> list:
     sram = gpu.sram_ecc() if enabled else None
+    if enabled and sram is None:
+        return _ecc_unsplit(gpu)
+    repair = gpu.repair_status()
+    tail = [("channel_repair_pending", NA if repair is None else v.yes_no(repair.channel)),
+            ("tpc_repair_pending", NA if repair is None else v.yes_no(repair.tpc)),
+            ("unrepairable_memory", v.yes_no(gpu.unrepairable_memory()))]
 
     def dram(error_type, counter):
         return v.text(gpu.ecc_counter(error_type, counter, g.LOCATION_DEVICE_MEMORY) if enabled else None)
@@ -277,9 +356,19 @@ def _ecc(gpu, enabled: bool) -> list:
         ("aggregate_uncorrectable_sram_sources", [
             (f"sram_{tag}", NA if sram is None else str(getattr(sram, "aggregateUncBucket" + name)))
             for tag, name in buckets]),
-        ("channel_repair_pending", NA),
-        ("tpc_repair_pending", NA),
-    ]
+    ] + tail
+
+
+def _ecc_unsplit(gpu) -> list:
+    """A board without the SRAM parity / SEC-DED split (before Ampere): one count each way,
+    and no repair rows."""
+    def scope(counter: int) -> list:
+        return [(f"{memory}_{kind}", v.text(gpu.ecc_counter(error, counter, location)))
+                for memory, location in (("sram", g.LOCATION_SRAM), ("dram", g.LOCATION_DEVICE_MEMORY))
+                for kind, error in (("correctable", g.CORRECTED), ("uncorrectable", g.UNCORRECTED))]
+    rows = scope(g.VOLATILE), scope(g.AGGREGATE)
+    order = ("sram_correctable", "sram_uncorrectable", "dram_correctable", "dram_uncorrectable")
+    return [(name, sorted(r, key=lambda row: order.index(row[0]))) for name, r in zip(("volatile", "aggregate"), rows)]
 
 
 def _retired(gpu, arch) -> list:
@@ -304,11 +393,13 @@ def _remapped(gpu):
     if rows is None:
         return NA
     corr, unc, pending, failure = rows
+    corr_inactive, unc_inactive = gpu.fields(list(g.FI_REMAPPED_ROWS_INACTIVE))
     hist = gpu.row_remapper_histogram()
     histogram = NA if hist is None else [
         (f"row_remapper_histogram_{k}", f"{getattr(hist, k)} bank(s)")
         for k in ("max", "high", "partial", "low", "none")]
-    return [("remapped_row_corr", str(corr)), ("remapped_row_unc", str(unc)),
+    return [("remapped_row_corr", str(corr)), ("remapped_row_corr_inactive", v.text(corr_inactive)),
+            ("remapped_row_unc", str(unc)), ("remapped_row_unc_inactive", v.text(unc_inactive)),
             ("remapped_row_pending", v.yes_no(pending)), ("remapped_row_failure", v.yes_no(failure)),
             ("row_remapper_histogram", histogram)]
 
@@ -336,7 +427,7 @@ def _temperature(gpu, arch) -> list:
 
 
 HEALTH_TAGS = ("summary", "bandwidth", "route_recovery_in_progress", "route_unhealthy",
-               "access_timeout_recovery", "incorrect_configuration")
+               "access_timeout_recovery", "incorrect_configuration", "partition_assigned")
 
 
 def _fabric(gpu) -> list:
@@ -347,17 +438,18 @@ def _fabric(gpu) -> list:
     done = info.state == v.FABRIC_COMPLETED
     mask = info.healthMask
 
-    def flag(field) -> str:
-        return str(v.health_flag(mask, field) == v.HEALTH_TRUE)
+    def flag(field, true: str = "True", false: str = "False") -> str:
+        bits = v.health_flag(mask, field)          # 0: the board reports no such flag
+        return NA if bits == 0 else (true if bits == v.HEALTH_TRUE else false)
 
     health = [("summary", v.word(v.HEALTH_SUMMARIES, info.healthSummary)),
-              ("bandwidth", "Degraded" if v.health_flag(mask, v.HEALTH_DEGRADED_BW) == v.HEALTH_TRUE
-               else "Full"),
+              ("bandwidth", flag(v.HEALTH_DEGRADED_BW, "Degraded", "Full")),
               ("route_recovery_in_progress", flag(v.HEALTH_ROUTE_RECOVERY)),
               ("route_unhealthy", flag(v.HEALTH_ROUTE_UNHEALTHY)),
               ("access_timeout_recovery", flag(v.HEALTH_ACCESS_TIMEOUT_RECOVERY)),
               ("incorrect_configuration", v.word(v.INCORRECT_CONFIGURATIONS,
-                                                 v.health_flag(mask, v.HEALTH_INCORRECT_CONFIGURATION)))]
+                                                 v.health_flag(mask, v.HEALTH_INCORRECT_CONFIGURATION))),
+              ("partition_assigned", v.word(v.TRUE_FALSE, v.health_flag(mask, v.HEALTH_PARTITION_ASSIGNED)))]
     return [("state", v.FABRIC_STATES.get(info.state, (NA,))[0]),
             ("status", "Success" if done and info.status == 0 else NA),
             ("cliqueId", str(info.cliqueId) if done else NA),
@@ -404,16 +496,24 @@ def _xml_nodes(nodes: list, depth: int, out: list) -> None:
             out.append(f"{pad}<{tag}>{_esc(value)}</{tag}>")
 
 
-def render_xml(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
-    """``head``: driver_version, cuda_version and attached (every GPU this process sees)."""
-    out = ['<?xml version="1.0" ?>', f'<!DOCTYPE nvidia_smi_log SYSTEM "{DTD}">', "<nvidia_smi_log>",
+#: The rows NVIDIA's nvidia-smi reads from its export table (mokka.smi.gpu's SLOT_*): another
+#: driver's table has other slots, so a library that is not the mock cannot say them.
+EXPORT_TABLE_ROWS = ("gpu_part_number", "gpu_fru_part_number", "pci/pci_gpu_link_info/pcie_gen/max_host_link_gen",
+                     "sparse_operation_mode", "temperature/gpu_temp_tlimit")
+
+
+def render_xml(gpus: list, head: dict, timestamp: str, tags: tuple = (), without: tuple = ()) -> str:
+    """``head``: driver_version, cuda_version and attached (every GPU this process sees);
+    ``without``: element paths left out (EXPORT_TABLE_ROWS)."""
+    layout = layouts.for_driver(head["driver_version"], without)
+    out = ['<?xml version="1.0" ?>', f'<!DOCTYPE nvidia_smi_log SYSTEM "{layout.dtd}">', "<nvidia_smi_log>",
            f"\t<timestamp>{_esc(timestamp)}</timestamp>",
            f"\t<driver_version>{_esc(v.text(head['driver_version']))}</driver_version>",
            f"\t<cuda_version>{_esc(v.text(head['cuda_version']))}</cuda_version>",
            f"\t<attached_gpus>{head['attached']}</attached_gpus>"]
     for gpu in gpus:
         out.append(f'\t<gpu id="{_esc(gpu.bus_id())}">')
-        _xml_nodes(keep_sections(gpu_tree(gpu), tags), 2, out)
+        _xml_nodes(keep_sections(gpu_tree(gpu, layout), tags), 2, out)
         out.append("\t</gpu>")
     out.append("</nvidia_smi_log>")
     return "\n".join(out) + "\n"

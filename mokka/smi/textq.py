@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mokka.smi import report
+from mokka.smi import layouts, report
 
 #: Colon column of nvidia-smi's text report.
 COLON = 42
@@ -80,6 +80,13 @@ LABELS = {
     "sram_l2": "SRAM L2", "sram_sm": "SRAM SM", "sram_microcontroller": "SRAM Microcontroller",
     "sram_pcie": "SRAM PCIE", "sram_other": "SRAM Other",
     "channel_repair_pending": "Channel Repair Pending", "tpc_repair_pending": "TPC Repair Pending",
+    "unrepairable_memory": "Unrepairable Memory", "sram_uncorrectable": "SRAM Uncorrectable",
+    "remapped_row_corr_inactive": "Correctable Error (Inactive)",
+    "remapped_row_unc_inactive": "Uncorrectable Error (Inactive)",
+    "gpu_reset_status": "GPU Reset Status", "reset_required": "Reset Required",
+    "drain_and_reset_recommended": "Drain and Reset Recommended",
+    "voltage": "Voltage", "graphics_volt": "Graphics", "edpp_multiplier": "EDPp Multiplier",
+    "partition_assigned": "Partition Assigned",
     "retired_pages": "Retired Pages",
     "multiple_single_bit_retirement": "Single Bit ECC", "double_bit_retirement": "Double Bit ECC",
     "retired_count": "Count", "retired_pagelist": "Pages",
@@ -132,13 +139,23 @@ LABELS = {
 }
 
 
+#: Labels within a MIG device, where nvidia-smi words some tags otherwise than elsewhere.
+MIG_DEVICE_LABELS = {
+    "mig_device": "MIG Device", "index": "Index", "gpu_instance_id": "GPU Instance ID",
+    "compute_instance_id": "Compute Instance ID", "device_attributes": "Device Attributes", "shared": "Shared",
+    "multiprocessor_count": "Multiprocessor count", "copy_engine_count": "Copy Engine count",
+    "encoder_count": "Encoder count", "decoder_count": "Decoder count", "ofa_count": "OFA count",
+    "jpg_count": "JPG count", "ecc_error_count": "ECC Errors", "volatile_count": "Volatile",
+    "sram_uncorrectable": "SRAM Uncorrectable", "bar1_memory_usage": "BAR1 Memory",
+}
+
 #: Rows the text report prints as hex with a 0x prefix where the XML has bare hex.
 HEX_ROWS = {"pci_bus", "pci_device", "pci_domain", "pci_base_class", "pci_sub_class",
             "pci_device_id", "pci_sub_system_id"}
 
 
-def _label(tag: str) -> str:
-    return LABELS.get(tag) or tag.replace("_", " ").title()
+def _label(tag: str, labels: dict = LABELS) -> str:
+    return labels.get(tag) or tag.replace("_", " ").title()
 
 
 def _row(depth: int, label: str, value: str) -> str:
@@ -146,27 +163,33 @@ def _row(depth: int, label: str, value: str) -> str:
     return f"{indent}{label:<{COLON - len(indent)}}: {value}"
 
 
-def _nodes(nodes: list, depth: int, out: list) -> None:
+def _nodes(nodes: list, depth: int, out: list, labels: dict = LABELS) -> None:
     for tag, value in nodes:
-        if isinstance(value, list):
-            out.append("    " * depth + _label(tag))
-            _nodes(value, depth + 1, out)
+        if tag == "mig_devices" and isinstance(value, list):
+            _nodes(value, depth, out)             # each "MIG Device" at the GPU's own depth
+        elif tag == "mig_device":
+            out.append("    " * depth + MIG_DEVICE_LABELS[tag])
+            _nodes(value, depth + 1, out, {**LABELS, **MIG_DEVICE_LABELS})
+        elif isinstance(value, list):
+            out.append("    " * depth + _label(tag, labels))
+            _nodes(value, depth + 1, out, labels)
         elif value.strip() == "" or "\n" in value:       # containers printed empty in XML
             text = value.strip()
             if tag == "processes":
-                out.append(_row(depth, _label(tag), "None"))
+                out.append(_row(depth, _label(tag, labels), "None"))
             elif tag == "retired_pagelist":
-                out.append(_row(depth, _label(tag), text.replace("\n", ", ").replace("\t", "") or "None"))
+                out.append(_row(depth, _label(tag, labels), text.replace("\n", ", ").replace("\t", "") or "None"))
             else:
-                out.append(_row(depth, _label(tag), text or "None"))
+                out.append(_row(depth, _label(tag, labels), text or "None"))
         elif tag in HEX_ROWS and value[:1].isalnum() and not value.startswith("N/A"):
-            out.append(_row(depth, _label(tag), "0x" + value))
+            out.append(_row(depth, _label(tag, labels), "0x" + value))
         else:
-            out.append(_row(depth, _label(tag), value))
+            out.append(_row(depth, _label(tag, labels), value))
 
 
 def render(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
     """``head`` as report.render_xml takes it."""
+    layout = layouts.for_driver(head["driver_version"])
     out = ["", "==============NVSMI LOG==============", "",
            _row(0, "Timestamp", timestamp),
            _row(0, "Driver Version", head["driver_version"] or "N/A"),
@@ -174,6 +197,6 @@ def render(gpus: list, head: dict, timestamp: str, tags: tuple = ()) -> str:
            _row(0, "Attached GPUs", str(head["attached"]))]
     for gpu in gpus:
         out.append(f"GPU {gpu.bus_id()}")
-        _nodes(report.keep_sections(report.gpu_tree(gpu), tags), 1, out)
+        _nodes(report.keep_sections(report.gpu_tree(gpu, layout), tags), 1, out)
         out.append("")
     return "\n".join(out) + "\n"

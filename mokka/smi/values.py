@@ -39,11 +39,18 @@ HEALTH_ROUTE_RECOVERY = (2, 0x3)
 HEALTH_ROUTE_UNHEALTHY = (4, 0x3)
 HEALTH_ACCESS_TIMEOUT_RECOVERY = (6, 0x3)
 HEALTH_INCORRECT_CONFIGURATION = (8, 0xF)
+HEALTH_PARTITION_ASSIGNED = (12, 0x3)          # NVML 13
 HEALTH_TRUE = 1
+TRUE_FALSE = {1: "True", 2: "False"}
 INCORRECT_CONFIGURATIONS = {1: "None", 2: "Incorrect Sysguid", 3: "Incorrect Chassis Sn",
                             4: "No Partition", 5: "Insufficient Nvlinks", 6: "Incompatible Gpu Fw",
                             7: "Invalid Location"}
 HEALTH_SUMMARIES = {1: "Healthy", 2: "Unhealthy", 3: "Limited Capacity"}
+
+
+class Refusal(str):
+    """A reading NVML refused with an error nvidia-smi prints as its text (a deprecated
+    call, missing permissions) rather than as N/A: every word below passes it on."""
 
 
 def text(value) -> str:
@@ -51,26 +58,34 @@ def text(value) -> str:
 
 
 def unit(value, suffix: str) -> str:
+    if isinstance(value, Refusal):
+        return value
     return NA if value is None else f"{value} {suffix}"
 
 
 def enabled(value, default: str = NA) -> str:
     """nvmlEnableState_t → Enabled / Disabled."""
-    if value is None:
-        return default
+    if value is None or isinstance(value, Refusal):
+        return default if value is None else value
     return "Enabled" if value else "Disabled"
 
 
 def word(table: dict, value, default: str = NA) -> str:
+    if isinstance(value, Refusal):
+        return value
     return default if value is None else table.get(value, default)
 
 
 def yes_no(value) -> str:
+    if isinstance(value, Refusal):
+        return value
     return NA if value is None else ("Yes" if value else "No")
 
 
 def mib(value) -> int | None:
-    return None if value is None else value // MIB
+    """Bytes as nvidia-smi prints MiB: rounded to the nearest (a real board's 517.5 MiB
+    reserved prints 518, and its free memory 40442.5 MiB prints 40443)."""
+    return None if value is None else (value + MIB // 2) // MIB
 
 
 def watts_number(mw) -> str | None:
@@ -85,11 +100,15 @@ def watts_number(mw) -> str | None:
 
 
 def watts(mw) -> str:
+    if isinstance(mw, Refusal):
+        return mw
     number = watts_number(mw)
     return NA if number is None else f"{number} W"
 
 
 def pstate(value) -> str:
+    if isinstance(value, Refusal):
+        return value
     return NA if value is None or value > 15 else f"P{value}"
 
 

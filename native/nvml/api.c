@@ -137,3 +137,20 @@ int api_pre_ada(const struct mock_gpu *g)
             return 1;
     return 0;
 }
+
+/* What the GPU's `refused` block makes a reading answer: NVML_SUCCESS when it is
+ * not refused (the caller answers it), else the NVML error the real board gave. */
+nvmlReturn_t api_refusal(const struct mock_gpu *g, const char *key)
+{
+    static const struct { const char *word; nvmlReturn_t code; } refusals[] = {
+        {MOKKA_REFUSAL_DEPRECATED, NVML_ERROR_DEPRECATED},
+        {MOKKA_REFUSAL_NO_PERMISSION, NVML_ERROR_NO_PERMISSION},
+        {MOKKA_REFUSAL_NOT_SUPPORTED, NVML_ERROR_NOT_SUPPORTED}};
+    char v[64];
+    if (gpu_raw(g, key, v, sizeof v) != 1)
+        return NVML_SUCCESS;
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (strcasecmp(v, refusals[i].word) == 0)
+            return refusals[i].code;
+    return NVML_SUCCESS;
+}

@@ -43,16 +43,44 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockTyp
     return clock_value(device, type, MAX, clock);
 }
 
+/* An application clock, unless the board's NVML refuses them (later drivers deprecate them). */
+static nvmlReturn_t app_clock(nvmlDevice_t device, nvmlClockType_t type, int what, unsigned int *mhz)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret == NVML_SUCCESS)
+        ret = api_refusal(g, K_REFUSED_APPLICATIONS_CLOCKS);
+    return ret != NVML_SUCCESS ? ret : clock_value(device, type, what, mhz);
+}
+
+/* The graphics clock's customer boost maximum; no other domain has one. */
+static nvmlReturn_t customer_boost(nvmlDevice_t device, nvmlClockType_t type, unsigned int *mhz)
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if ((unsigned int)type >= NVML_CLOCK_COUNT)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return type == NVML_CLOCK_GRAPHICS ? api_u32(device, K_CLOCKS_GRAPHICS_CUSTOMER_BOOST, mhz)
+                                       : NVML_ERROR_NOT_SUPPORTED;
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                     unsigned int *clockMHz)
 {
-    return clock_value(device, clockType, APP, clockMHz);
+    return app_clock(device, clockType, APP, clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
                                                            unsigned int *clockMHz)
 {
-    return clock_value(device, clockType, APP_DEFAULT, clockMHz);
+    return app_clock(device, clockType, APP_DEFAULT, clockMHz);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t device, nvmlClockType_t clockType,
+                                                        unsigned int *clockMHz)
+{
+    return customer_boost(device, clockType, clockMHz);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType, nvmlClockId_t clockId,
@@ -62,13 +90,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clo
     case NVML_CLOCK_ID_CURRENT:
         return clock_value(device, clockType, CURRENT, clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_TARGET:
-        return clock_value(device, clockType, APP, clockMHz);
+        return app_clock(device, clockType, APP, clockMHz);
     case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
-        return clock_value(device, clockType, APP_DEFAULT, clockMHz);
-    case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: {       /* nvidia-smi prints N/A */
-        nvmlReturn_t ret = mock_check_device(device);
-        return ret != NVML_SUCCESS ? ret : NVML_ERROR_NOT_SUPPORTED;
-    }
+        return app_clock(device, clockType, APP_DEFAULT, clockMHz);
+    case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX:
+        return customer_boost(device, clockType, clockMHz);
     default: {
         nvmlReturn_t ret = mock_check_device(device);
         return ret != NVML_SUCCESS ? ret : NVML_ERROR_INVALID_ARGUMENT;

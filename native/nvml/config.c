@@ -81,14 +81,21 @@ void mock_warn_once(const char *fmt, ...)
         emit(line);
 }
 
-void mock_say_no_companion(const char *ignoring, const char *yaml, const char *companion)
+void mock_say_unusable(const char *ignoring, const char *yaml, const struct flat_why *why, int compilable)
 {
-    if (!ignoring)
-        mock_say("%s has no compiled state (%s missing or stale): run '" COMPILE_HINT " %s'",
-                 yaml, companion, yaml);
+    int of_yaml = why->file == yaml;
+    const char *file = why->file ? why->file : yaml;
+    if (!ignoring && of_yaml)
+        mock_say("cannot read %s (%s): set %s to a readable profile", yaml, why->reason, MOKKA_ENV_NVML_CONFIG);
+    else if (!ignoring)
+        mock_say("%s has no compiled state (%s: %s): run '" COMPILE_HINT " %s'", yaml, file, why->reason, yaml);
+    else if (of_yaml)
+        mock_warn_once("ignoring %s %s: %s", ignoring, yaml, why->reason);
+    else if (compilable)
+        mock_warn_once("ignoring %s %s: %s: %s: run '" COMPILE_HINT " %s'", ignoring, yaml, file, why->reason,
+                       yaml);
     else
-        mock_warn_once("ignoring %s %s: %s missing or stale: run '" COMPILE_HINT " %s'",
-                       ignoring, yaml, companion, yaml);
+        mock_warn_once("ignoring %s %s: %s: %s", ignoring, yaml, file, why->reason);
 }
 
 static int exists(const char *path)

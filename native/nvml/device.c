@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mig.h"
 #include "mock.h"
 
 #ifndef NVML_DEVICE_ARCH_BLACKWELL
@@ -48,7 +49,10 @@ nvmlReturn_t DECLDIR nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforo
 nvmlReturn_t DECLDIR nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    nvmlReturn_t ret;
+    if (mig_index(device, &ret, index))           /* a MIG device: its index under its parent */
+        return ret;
+    ret = mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!index)
@@ -76,7 +80,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *ty
         {"nvidia_rtx", NVML_BRAND_NVIDIA_RTX}, {"quadro_rtx", NVML_BRAND_QUADRO_RTX},
         {"nvs", NVML_BRAND_NVS}, {"grid", NVML_BRAND_GRID}, {NULL, 0}};
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!type)
@@ -97,7 +101,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceAr
         {"ada", NVML_DEVICE_ARCH_ADA}, {"ada_lovelace", NVML_DEVICE_ARCH_ADA},
         {"hopper", NVML_DEVICE_ARCH_HOPPER}, {"blackwell", NVML_DEVICE_ARCH_BLACKWELL}, {NULL, 0}};
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!arch)
@@ -112,7 +116,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceAr
 nvmlReturn_t DECLDIR nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!major || !minor)
@@ -127,10 +131,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int
 
 /* --- PCI ----------------------------------------------------------------------- */
 
+/* A MIG device's is its parent's. */
 static nvmlReturn_t pci_of(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!pci)
@@ -164,7 +169,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pc
 
 nvmlReturn_t DECLDIR nvmlDeviceGetPciInfoExt(nvmlDevice_t device, nvmlPciInfoExt_t *pci)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlReturn_t ret = mig_check_any(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!pci)
@@ -221,8 +226,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeI
         return ret;
     if (!c2cModeInfo)
         return NVML_ERROR_INVALID_ARGUMENT;
-    /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode. */
+    /* Only a GPU joined to its CPU by NVLink-C2C (a Grace superchip) has the mode; a
+     * captured board says which it is in (an H100 prints Disabled). */
     int c2c = 0, grace = 0;
+    if (gpu_flag(g, K_C2C_MODE, &c2c)) {
+        c2cModeInfo->isC2cEnabled = (unsigned int)c2c;
+        return NVML_SUCCESS;
+    }
     gpu_flag(g, K_FEATURES_NVLINK_C2C, &c2c);
     gpu_flag(g, K_GRACE_SUPERCHIP_ENABLED, &grace);
     if (!c2c && !grace)

@@ -30,6 +30,11 @@
  * steady; gpu/memory min 0, max 100; used_min_pct 0, used_max_pct 100;
  * burst_period_sec 30. `t` is the whole second of MOCK_NVML_CLOCK when it holds a
  * non-negative integer (blanks around it allowed), else of the real time.
+ *
+ * The state is written by whoever can write driver/config, so the schema's bounds
+ * are not taken on trust: every parameter the readings add, subtract, multiply or
+ * shift (not the seed, not the limits they are only compared with) counts only
+ * within +-PARAMETER_MAX, and as absent beyond it, so every step stays inside 64 bits.
  * lookup.c asks here in its derived layer, so overrides win over a moving reading
  * and a moving reading over the state's static one; the parameters and limits come
  * from the state alone.
@@ -45,6 +50,10 @@
 #include "mock.h"
 
 typedef unsigned long long u64;
+
+/* 2^40: a TiB of memory, 35 000 years of seconds, far past any reading; 2^40 * 2^16 * 2
+ * and 3 * 2^40 still fit a signed 64-bit value. */
+#define PARAMETER_MAX (1LL << 40)
 
 enum { TEMPERATURE = 1, POWER = 2, UTIL_GPU = 3, UTIL_MEMORY = 4, MEMORY_USED = 5 };
 #define ONE 65536ULL
@@ -117,6 +126,22 @@ static long long field(const struct mock_gpu *g, const char *key, long long dflt
     return state_ll(g, key, &v) ? v : dflt;
 }
 
+/* A parameter the readings compute with: 1 and *out within +-PARAMETER_MAX, else 0. */
+static int param_ll(const struct mock_gpu *g, const char *key, long long *out)
+{
+    long long v;
+    if (!state_ll(g, key, &v) || v > PARAMETER_MAX || v < -PARAMETER_MAX)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static long long param(const struct mock_gpu *g, const char *key, long long dflt)
+{
+    long long v;
+    return param_ll(g, key, &v) ? v : dflt;
+}
+
 static int has_block(const struct mock_gpu *g, const char *block)
 {
     char full[MOCK_VALUE_MAX];
@@ -152,20 +177,20 @@ void dynamic_read_clock(struct mock_node *n)
 
 static long long temperature(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = field(g, K_DYNAMIC_METRICS_TEMPERATURE_VARIANCE_C, 0), shutdown = 0;
+    long long variance = param(g, K_DYNAMIC_METRICS_TEMPERATURE_VARIANCE_C, 0), shutdown = 0;
     int has_shutdown = state_ll(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, &shutdown);
-    long long v = field(g, K_DYNAMIC_METRICS_TEMPERATURE_BASE_C, field(g, K_THERMAL_TEMPERATURE_GPU_C, 0)) +
-                  ramp(t, field(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_C, 0),
-                       field(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_PERIOD_SEC, 0)) +
+    long long v = param(g, K_DYNAMIC_METRICS_TEMPERATURE_BASE_C, param(g, K_THERMAL_TEMPERATURE_GPU_C, 0)) +
+                  ramp(t, param(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_C, 0),
+                       param(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_PERIOD_SEC, 0)) +
                   pick(draw(seed, g->phys, t, TEMPERATURE), -variance, variance);
     return clamp(v, 1, 0, has_shutdown, shutdown);
 }
 
 static long long power(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = field(g, K_DYNAMIC_METRICS_POWER_VARIANCE_MW, 0), lo = 0, hi = 0;
+    long long variance = param(g, K_DYNAMIC_METRICS_POWER_VARIANCE_MW, 0), lo = 0, hi = 0;
     int has_lo = state_ll(g, K_POWER_MIN_LIMIT_MW, &lo), has_hi = state_ll(g, K_POWER_MAX_LIMIT_MW, &hi);
-    long long v = field(g, K_DYNAMIC_METRICS_POWER_BASE_MW, field(g, K_POWER_CURRENT_DRAW_MW, 0)) +
+    long long v = param(g, K_DYNAMIC_METRICS_POWER_BASE_MW, param(g, K_POWER_CURRENT_DRAW_MW, 0)) +
                   pick(draw(seed, g->phys, t, POWER), -variance, variance);
     return clamp(v, has_lo, lo, has_hi, hi);
 }
@@ -192,7 +217,7 @@ static long long patterned(const struct mock_gpu *g, const struct patterned_bloc
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BUSY) == 0)
         return hi;
     if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
-        long long period = field(g, block->burst_period_sec, 0);
+        long long period = param(g, block->burst_period_sec, 0);
         if (period <= 0)
             period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
         return t % (u64)period < (u64)(period + 1) / 2 ? hi : lo;
@@ -217,10 +242,10 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
 static long long memory_used(const struct mock_gpu *g, u64 seed, u64 t, int *ok)
 {
     long long total = 0, reserved = 0;
-    *ok = state_ll(g, K_MEMORY_TOTAL_BYTES, &total);
+    *ok = param_ll(g, K_MEMORY_TOTAL_BYTES, &total);
     if (!*ok)
         return 0;
-    state_ll(g, K_MEMORY_RESERVED_BYTES, &reserved);
+    param_ll(g, K_MEMORY_RESERVED_BYTES, &reserved);
     long long usable = total > reserved ? (total - reserved) >> 20 : 0;
     long long lo_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MIN_PCT, 0), 1, 0, 1, 100);
     long long hi_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MAX_PCT, 100), 1, lo_pct, 1, 100);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mig.h"
 #include "mock.h"
 
 nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
@@ -81,11 +82,22 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, nvmlMe
                                                      nvmlEccCounterType_t counterType,
                                                      nvmlMemoryLocation_t locationType, unsigned long long *count)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    const struct mock_gpu *g;
+    unsigned int phys, gi, ci;
+    int mig = mig_handle_ids(device, &phys, &gi, &ci);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if ((unsigned int)locationType >= NVML_MEMORY_LOCATION_COUNT)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig) {                                    /* a MIG device counts none of its parent's errors */
+        if (!ecc_enabled(g))
+            return NVML_ERROR_NOT_SUPPORTED;
+        if (!count)
+            return NVML_ERROR_INVALID_ARGUMENT;
+        *count = 0;
+        return NVML_SUCCESS;
+    }
     if (!ecc_keys[NVML_VOLATILE_ECC][NVML_MEMORY_ERROR_TYPE_CORRECTED][locationType])
         return NVML_ERROR_NOT_SUPPORTED;          /* a location the state keeps no count of */
     return ecc_count(device, errorType, counterType, locationType, count);

@@ -11,6 +11,12 @@
  * with nothing to report does. A set sees only events injected after it was
  * created, as NVML delivers only events that occur after registration.
  *
+ * Sequence numbers only grow while one writer numbers them. A document whose
+ * last_seq is below the one a set saw last was numbered afresh (its writer
+ * replaced a document it could not trust): the set starts over from 0 and
+ * delivers what the new numbering lists, rather than waiting for numbers it has
+ * passed, so no sequence number read once can stop later Xids from coming.
+ *
  * Thread-safe: every live set is on one list under one mutex, so a handle is
  * checked against that list before it is used, and a freed or foreign pointer is
  * refused instead of read. The file is read outside the lock.
@@ -34,6 +40,7 @@ struct nvmlEventSet_st {
     unsigned long long registered;          /* union of the types registered on any device */
     unsigned long long types[MOKKA_MAX_GPUS];   /* registered, by physical GPU */
     unsigned long long seen;                /* the newest event sequence this set is past */
+    unsigned long long last;                /* the document's last_seq when this set last read it */
     char events[EVENTS_PATH_MAX];           /* the Xid events file ("" when none) */
 };
 
@@ -89,7 +96,7 @@ nvmlReturn_t DECLDIR nvmlEventSetCreate(nvmlEventSet_t *set)
         struct mock_xid_event none[1];
         unsigned long long last = 0;
         if (mock_xid_read(created->events, ~0ull, none, 0, &last) >= 0)
-            created->seen = last;               /* only what is injected from now on */
+            created->seen = created->last = last;   /* only what is injected from now on */
     }
     pthread_mutex_lock(&sets_lock);
     created->next = live_sets;
@@ -222,6 +229,14 @@ static nvmlReturn_t wait_for_event(nvmlEventSet_t set, nvmlEventData_t *data, un
             pthread_mutex_unlock(&sets_lock);
             return NVML_ERROR_TIMEOUT;
         }
+        if (count >= 0 && last < set->last) {   /* numbered afresh: read it again from 0 */
+            set->seen = seen = 0;
+            set->last = last;
+            pthread_mutex_unlock(&sets_lock);
+            continue;
+        }
+        if (count >= 0)
+            set->last = last;
         if (count > 0 && take(set, events, count, data)) {
             pthread_mutex_unlock(&sets_lock);
             return NVML_SUCCESS;

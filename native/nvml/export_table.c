@@ -20,20 +20,30 @@
  *       4 + n NV<n> (n = 1..18), anything above "Unknown". nvidia-smi reuses one
  *       buffer for every pair, so a level is always written (an unwritten one
  *       repeats the previous pair's).
- *   229 `-q`, per GPU: (device, unsigned int *gen): the PCIe "Host Max" row.
+ *   229 `-q`, per GPU: (device, unsigned int *gen): the PCIe "Host Max" row
+ *       (pcie.max_host_link_gen; N/A there: NOT_SUPPORTED).
  *   239 `-q`, `-q -x` and `--query-gpu=temperature.gpu.tlimit`, per GPU:
  *       (device, int *margin): "GPU T.Limit Temp", printed as the signed 32-bit
  *       value written (an 8-byte write shows only its low half; the third
  *       argument is 1 from -q and NULL from --query-gpu, so not an input).
  *       NOT_SUPPORTED prints N/A, as before Ada.
+ *   230 `-q`, per GPU: (device, char *, 0x50): "GPU Part Number"; 236 the same
+ *       with 0x14 bytes: "FRU Part Number". The state's gpu_part_number and
+ *       gpu_fru_part_number; NOT_SUPPORTED (N/A) without them.
+ *   241 `-q`, per GPU: (device, unsigned int *mode, 1): "Addressing Mode", 0 None,
+ *       1 HMM, 2 ATS (NVML 13's nvmlDeviceAddressingModeType_t).
+ *   225 `-q`, per GPU: (device, unsigned int masks[2], 1): "Atomic Caps Outbound"
+ *       then "Inbound", NVML_PCIE_ATOMICS_CAP_* bits.
+ *   248 `-q`, per GPU: (device, unsigned int *mode, 1): "Sparse Operation Mode",
+ *       1 Enabled. Each from the state (board.c); NOT_SUPPORTED without it.
  *   -q, per GPU, answered NOT_SUPPORTED (printed N/A, as on most real systems):
- *       241 Addressing Mode; 230 GPU Part Number (device, char *, 0x50);
- *       236 FRU Part Number (device, char *, 0x14); 164 IBMNPU Relaxed
- *       Ordering Mode; 225 Atomic Caps Inbound/Outbound; 248 Sparse Operation
- *       Mode; 231 a Memory clock row; 208 a Graphics row;
- *       212, also once per GPU in the default table: (device, unsigned int *count
- *       (in: 500, the capacity), buffer, buffer, 0xffffffff, NULL): the process
- *       list; NOT_SUPPORTED gives "No running processes found" and -q "None".
+ *       164 IBMNPU Relaxed Ordering Mode; 231 a Memory clock row; 208 a Graphics row;
+ *   212, 213, 214  per GPU in the default table, `--query-compute-apps` (212
+ *       only) and `-q`: the compute, graphics and MPS processes, (device,
+ *       unsigned int *count (in: the capacity, 500 or 250), entries, …). An entry
+ *       is an nvmlProcessDetail_v1_t and the process name (4096 bytes): the box
+ *       prints its pid, memory and name (system.c). NOT_SUPPORTED from any of the
+ *       three gives "No running processes found".
  *   `-r`/`--gpu-reset` [-i N,…], in this order (learned the same way, by
  *   answering one slot at a time until nvidia-smi printed its success text):
  *   19  per GPU: (device, unsigned int *is_primary). An error prints "could not
@@ -79,8 +89,16 @@ enum {
     SLOT_RESET_MODE = 168,
     SLOT_RESET_GROUP_ALLOC = 181,
     SLOT_RESET_GROUP_GET = 182,
+    SLOT_COMPUTE_PROCESSES = 212,
+    SLOT_GRAPHICS_PROCESSES = 213,
+    SLOT_MPS_PROCESSES = 214,
     SLOT_HOST_MAX_PCIE_GEN = 229,
+    SLOT_GPU_PART_NUMBER = 230,
+    SLOT_FRU_PART_NUMBER = 236,
     SLOT_TLIMIT_TEMP = 239,
+    SLOT_PCIE_ATOMICS = 225,
+    SLOT_ADDRESSING_MODE = 241,
+    SLOT_SPARSE_OPERATION_MODE = 248,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -180,15 +198,9 @@ static nvmlReturn_t topo_link_level(const void *a, const void *b, void *level)
 
 static nvmlReturn_t host_max_pcie_gen(void *device, void *gen)
 {
-    unsigned int max = 0;
     if (gen == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    /* The machine's side of the link is no slower than what the pair negotiated. */
-    nvmlReturn_t ret = nvmlDeviceGetMaxPcieLinkGeneration((nvmlDevice_t)device, &max);
-    if (ret != NVML_SUCCESS)
-        return ret;
-    *(unsigned int *)gen = max;
-    return NVML_SUCCESS;
+    return mock_host_max_pcie_gen((nvmlDevice_t)device, (unsigned int *)gen);
 }
 
 /* No mock GPU drives a display: none is the primary GPU that a reset must spare. */
@@ -221,10 +233,26 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         if (a1 == NULL)
             return NVML_ERROR_INVALID_ARGUMENT;
         return nvmlDeviceGetHandleByIndex_v2((unsigned int)(uintptr_t)a0, (nvmlDevice_t *)a1);
+    case SLOT_COMPUTE_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 'C', (unsigned int *)a1, a2);
+    case SLOT_GRAPHICS_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 'G', (unsigned int *)a1, a2);
+    case SLOT_MPS_PROCESSES:
+        return mock_smi_processes((nvmlDevice_t)a0, 0, (unsigned int *)a1, a2);
     case SLOT_HOST_MAX_PCIE_GEN:
         return host_max_pcie_gen(a0, a1);
     case SLOT_TLIMIT_TEMP:
         return mock_tlimit_temperature((nvmlDevice_t)a0, (int *)a1);
+    case SLOT_ADDRESSING_MODE:
+        return mock_addressing_mode((nvmlDevice_t)a0, (unsigned int *)a1);
+    case SLOT_PCIE_ATOMICS:
+        return mock_pcie_atomics((nvmlDevice_t)a0, (unsigned int *)a1);
+    case SLOT_SPARSE_OPERATION_MODE:
+        return mock_sparse_operation_mode((nvmlDevice_t)a0, (unsigned int *)a1);
+    case SLOT_GPU_PART_NUMBER:
+        return mock_part_number((nvmlDevice_t)a0, 0, (char *)a1, (unsigned int)(uintptr_t)a2);
+    case SLOT_FRU_PART_NUMBER:
+        return mock_part_number((nvmlDevice_t)a0, 1, (char *)a1, (unsigned int)(uintptr_t)a2);
     case SLOT_RESET_IS_PRIMARY:
         return reset_is_primary(a0, a1);
     case SLOT_RESET_MODE:

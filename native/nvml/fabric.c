@@ -20,6 +20,7 @@
 #define SHIFT_ROUTE_UNHEALTHY 4
 #define SHIFT_ACCESS_TIMEOUT_RECOVERY 6
 #define SHIFT_INCORRECT_CONFIGURATION 8
+#define SHIFT_PARTITION_ASSIGNED 12               /* NVML 13 */
 #define SUMMARY_HEALTHY 1
 #define SUMMARY_UNHEALTHY 2
 #define SUMMARY_LIMITED_CAPACITY 3
@@ -73,8 +74,12 @@ static unsigned char state_code(const struct mock_gpu *g)
     return MOKKA_FABRIC_CODE_NOT_SUPPORTED;
 }
 
+/* The incorrect-configuration code of a word: 0 (not supported, N/A) for
+ * not_supported, 1 (none) for anything unknown. */
 static unsigned int incorrect_configuration(const char *v)
 {
+    if (strcasecmp(v, MOKKA_FABRIC_STATE_NOT_SUPPORTED) == 0)
+        return 0;
     static const char *const names[] = {"none", "incorrect_sysguid", "incorrect_chassis_sn",
                                         "no_partition", "insufficient_nvlinks", "incompatible_gpu_fw",
                                         "invalid_location"};
@@ -92,8 +97,11 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         {K_FABRIC_HEALTH_ROUTE_UNHEALTHY, SHIFT_ROUTE_UNHEALTHY},
         {K_FABRIC_HEALTH_ACCESS_TIMEOUT_RECOVERY, SHIFT_ACCESS_TIMEOUT_RECOVERY}};
     int set[4] = {0};
+    char word[32];
     f->health = 0;
     for (unsigned int i = 0; i < 4; i++) {
+        if (gpu_str(g, flags[i].key, word, sizeof word) == 1 && strcasecmp(word, MOKKA_FABRIC_STATE_NOT_SUPPORTED) == 0)
+            continue;                             /* a board that reports no such flag: N/A */
         gpu_flag(g, flags[i].key, &set[i]);
         f->health |= (set[i] ? HEALTH_TRUE : HEALTH_FALSE) << flags[i].shift;
     }
@@ -102,6 +110,9 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         snprintf(v, sizeof v, "none");
     unsigned int incorrect = incorrect_configuration(v);
     f->health |= incorrect << SHIFT_INCORRECT_CONFIGURATION;
+    int assigned;                                 /* not said: 0, not supported */
+    if (gpu_flag(g, K_FABRIC_HEALTH_PARTITION_ASSIGNED, &assigned))
+        f->health |= (assigned ? HEALTH_TRUE : HEALTH_FALSE) << SHIFT_PARTITION_ASSIGNED;
     char summary[32] = "auto";
     gpu_raw(g, K_FABRIC_HEALTH_SUMMARY, summary, sizeof summary);
     if (strcasecmp(summary, "healthy") == 0)
@@ -110,7 +121,9 @@ static void health_of(const struct mock_gpu *g, struct fabric *f)
         f->summary = SUMMARY_UNHEALTHY;
     else if (strcasecmp(summary, "limited_capacity") == 0)
         f->summary = SUMMARY_LIMITED_CAPACITY;
-    else if (set[2] || incorrect != 1)            /* auto: from the flags */
+    else if (strcasecmp(summary, MOKKA_FABRIC_STATE_NOT_SUPPORTED) == 0)
+        f->summary = 0;
+    else if (set[2] || incorrect > 1)             /* auto: from the flags */
         f->summary = SUMMARY_UNHEALTHY;
     else if (set[0] || set[1] || set[3])
         f->summary = SUMMARY_LIMITED_CAPACITY;

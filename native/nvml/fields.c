@@ -1,11 +1,15 @@
 /* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
- * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds. The -q
- * fields of nvidia-smi 550 (82, 95, 185-190, 192-196, 226, 227), those of
- * `nvidia-smi nvlink -s` (91, 164, 165) and the clocks event reason counters
- * of the 580 report (74, 76, 251-253) included. */
+ * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds (or the error
+ * the GPU's `refused` block gives it). The -q fields of nvidia-smi 550 (82, 95,
+ * 185-190 and 192 per power scope, 193-196, 226, 227), those of `nvidia-smi
+ * nvlink -s` (91, 164, 165), and of the 580 report: the clocks event reason
+ * counters (74, 76, 251-253), the PCIe atomics (228, 229) and the inactive row
+ * remappings (301, 302) of NVML 13 included. */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 
 #include "mock.h"
@@ -18,6 +22,13 @@
 #define FI_DEV_RESET_STATUS 226
 #define FI_DEV_DRAIN_AND_RESET_STATUS 227
 #define FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK 228
+#define FI_DEV_PCIE_INBOUND_ATOMICS_MASK 229
+#define FI_DEV_REMAPPED_ROWS_COR_INACTIVE 301
+#define FI_DEV_REMAPPED_ROWS_UNC_INACTIVE 302
+#define POWER_SCOPE_GPU 0u
+#define POWER_SCOPE_MODULE 1u
+#define POWER_SCOPE_MEMORY 2u
 
 static int set_u32(nvmlFieldValue_t *v, unsigned long long x)
 {
@@ -39,12 +50,14 @@ static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *
     return gpu_u64(g, key, &x) && set_u32(v, x);
 }
 
-/* How far `key` lies below T.Limit (the slowdown point), Ada on; 0 when the GPU
- * has no T.Limit sensor or the state lacks either reading. */
+/* How far `key` lies below T.Limit, Ada on; 0 when the GPU has no T.Limit sensor
+ * or the state lacks either reading. T.Limit is the GPU's maximum operating
+ * temperature: every capture of a real board from Ada on prints its "GPU Max
+ * Operating T.Limit Temp" as 0 C, the shutdown and slowdown rows below zero. */
 static int tlimit_margin(const struct mock_gpu *g, const char *key, int *margin)
 {
     long long limit, x;
-    if (api_pre_ada(g) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &limit) || !gpu_i64(g, key, &x))
+    if (api_pre_ada(g) || !gpu_i64(g, K_THERMAL_MAX_OPERATING_C, &limit) || !gpu_i64(g, key, &x))
         return 0;
     long long d;                                 /* an override can hold any integer */
     if (__builtin_sub_overflow(limit, x, &d) || d > INT_MAX || d < INT_MIN)
@@ -74,6 +87,48 @@ nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin)
     return tlimit_margin(g, K_THERMAL_TEMPERATURE_GPU_C, margin) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* A field the GPU's `refused` block refuses: 1 with its error in v->nvmlReturn. */
+static int refused(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    nvmlReturn_t ret = api_refusal(g, key);
+    if (ret == NVML_SUCCESS)
+        return 0;
+    v->nvmlReturn = ret;
+    return 1;
+}
+
+/* The power fields by scope (scopeId): the GPU's own, its module's (a Grace
+ * superchip's), its memory's. The GPU's average is the current draw unless the
+ * state keeps one of its own (N/A on boards that average none). */
+static int power_field(const struct mock_gpu *g, nvmlFieldValue_t *v)
+{
+    static const struct { unsigned int id; const char *gpu, *module, *memory; } keys[] = {
+        {NVML_FI_DEV_POWER_AVERAGE, K_POWER_AVERAGE_DRAW_MW, K_POWER_MODULE_AVERAGE_DRAW_MW,
+         K_POWER_MEMORY_AVERAGE_DRAW_MW},
+        {NVML_FI_DEV_POWER_INSTANT, K_POWER_CURRENT_DRAW_MW, K_POWER_MODULE_INSTANT_DRAW_MW,
+         K_POWER_MEMORY_INSTANT_DRAW_MW},
+        {NVML_FI_DEV_POWER_MIN_LIMIT, K_POWER_MIN_LIMIT_MW, K_POWER_MODULE_MIN_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_MAX_LIMIT, K_POWER_MAX_LIMIT_MW, K_POWER_MODULE_MAX_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_DEFAULT_LIMIT, K_POWER_DEFAULT_LIMIT_MW, K_POWER_MODULE_DEFAULT_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_CURRENT_LIMIT, K_POWER_ENFORCED_LIMIT_MW, K_POWER_MODULE_CURRENT_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_REQUESTED_LIMIT, K_POWER_ENFORCED_LIMIT_MW, K_POWER_MODULE_REQUESTED_LIMIT_MW, NULL}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (keys[i].id != v->fieldId)
+            continue;
+        if (v->scopeId == POWER_SCOPE_MODULE)
+            return key_u32(g, keys[i].module, v);
+        if (v->scopeId == POWER_SCOPE_MEMORY)
+            return keys[i].memory && key_u32(g, keys[i].memory, v);
+        if (v->scopeId != POWER_SCOPE_GPU)
+            return 0;
+        char raw[MOCK_VALUE_MAX];
+        if (v->fieldId == NVML_FI_DEV_POWER_AVERAGE && gpu_raw(g, K_POWER_AVERAGE_DRAW_MW, raw, sizeof raw) == 1)
+            return key_u32(g, K_POWER_AVERAGE_DRAW_MW, v);
+        return key_u32(g, v->fieldId == NVML_FI_DEV_POWER_AVERAGE ? K_POWER_CURRENT_DRAW_MW : keys[i].gpu, v);
+    }
+    return 0;
+}
+
 static int clocks_event(const struct mock_gpu *g, const char *counter_key, nvmlFieldValue_t *v)
 {
     unsigned long long ns;
@@ -97,6 +152,7 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
 static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
 {
     unsigned long long x;
+    unsigned int mask;
     int on;
     switch (v->fieldId) {
     case NVML_FI_DEV_ECC_CURRENT:
@@ -130,22 +186,28 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return set_u32(v, 0);                     /* nvidia-smi: "Replay Number Rollovers: 0" */
     case NVML_FI_DEV_POWER_AVERAGE:
     case NVML_FI_DEV_POWER_INSTANT:
-        return key_u32(g, K_POWER_CURRENT_DRAW_MW, v);
     case NVML_FI_DEV_POWER_MIN_LIMIT:
-        return key_u32(g, K_POWER_MIN_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_MAX_LIMIT:
-        return key_u32(g, K_POWER_MAX_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_DEFAULT_LIMIT:
-        return key_u32(g, K_POWER_DEFAULT_LIMIT_MW, v);
     case NVML_FI_DEV_POWER_CURRENT_LIMIT:
     case NVML_FI_DEV_POWER_REQUESTED_LIMIT:
-        return key_u32(g, K_POWER_ENFORCED_LIMIT_MW, v);
+        return power_field(g, v);
     case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT:
         return tlimit(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, v);
     case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
         return tlimit(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, v);
     case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
         return tlimit(g, K_THERMAL_MAX_OPERATING_C, v);
+    case NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT:
+        return tlimit(g, K_THERMAL_MEMORY_MAX_C, v);
+    case FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK:
+        return board_atomics(g, 0, &mask) && set_u32(v, mask);
+    case FI_DEV_PCIE_INBOUND_ATOMICS_MASK:
+        return board_atomics(g, 1, &mask) && set_u32(v, mask);
+    case FI_DEV_REMAPPED_ROWS_COR_INACTIVE:
+        return key_u32(g, K_REMAPPED_ROWS_CORRECTABLE_INACTIVE, v);
+    case FI_DEV_REMAPPED_ROWS_UNC_INACTIVE:
+        return key_u32(g, K_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE, v);
     case NVML_FI_DEV_PERF_POLICY_POWER:           /* CLOCKS_EVENT_REASON_SW_POWER_CAP */
         return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_POWER_CAP_US, v);
     case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:      /* CLOCKS_EVENT_REASON_SYNC_BOOST */
@@ -158,9 +220,10 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN_US, v);
     case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
     case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
+        return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, 0);
     case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */
         return set_u32(v, 0);
-    default:                                      /* incl. 195, mem max T.Limit: N/A */
+    default:
         return 0;
     }
 }
@@ -182,7 +245,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCou
         v->timestamp = stamp;
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-        v->nvmlReturn = field(g, v) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+        v->nvmlReturn = NVML_SUCCESS;
+        if (!field(g, v))
+            v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
     }
     return NVML_SUCCESS;
 }

@@ -1,60 +1,209 @@
-/* The companion reader (see flat.h). */
+/* The companion format: reading what a workload may have written, and writing the
+ * library's own documents (see flat.h). */
 #define _GNU_SOURCE
 #include "flat.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "crc32.h"
+#include "mokka_names.h"
 #include "sha256.h"
 
-#define FLAT_MAX_BYTES (256u << 20)
-#define FLAT_VERSION "1"
+#define HEADER_PREFIX "# mokka-nvml "
+#define DIGEST_PREFIX "digest "
+#define DIGEST_NONE "none"
+#define BODY_PREFIX "body "
+#define CRC_PREFIX " crc32:"
+#define HEADER_LINES 3
+#define LEN_SUFFIX "." MOKKA_COMPANION_LEN_KEY
+#define YAML_CHUNK (64u * 1024u)
+#define TEMP_TRIES 16
 
-char *flat_read_file(const char *path, size_t *len)
+static void say(struct flat_why *why, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void say(struct flat_why *why, const char *file, const char *fmt, ...)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    why->file = file;
+    vsnprintf(why->reason, sizeof why->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* --- opening a file a workload may have replaced ---------------------------- */
+
+static const char *not_regular(mode_t mode)
+{
+    return S_ISLNK(mode)   ? "a symbolic link, not followed"
+           : S_ISFIFO(mode) ? "a FIFO, not a regular file"
+           : S_ISDIR(mode)  ? "a directory, not a regular file"
+           : S_ISSOCK(mode) ? "a socket, not a regular file"
+                            : "a device, not a regular file";
+}
+
+/* A descriptor of `path` (relative to dirfd), a regular file of at most `max` bytes,
+ * and its size in *size; or -1 with *status (`missing` when there is no such file). */
+static int open_regular(int dirfd, const char *path, size_t max, enum flat_status missing, size_t *size,
+                        enum flat_status *status, struct flat_why *why)
+{
     struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > FLAT_MAX_BYTES)
-        goto fail;
-    size_t cap = (size_t)st.st_size + 1, used = 0;
-    buf = malloc(cap + 1);
-    if (!buf)
-        goto fail;
-    for (;;) {                                    /* the file may grow: read to EOF */
-        if (used == cap) {
-            if (cap > FLAT_MAX_BYTES)
-                goto fail;
-            char *bigger = realloc(buf, cap * 2 + 1);
-            if (!bigger)
-                goto fail;
-            buf = bigger;
-            cap *= 2;
+    *status = FLAT_REFUSED;
+    if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            *status = missing;
+        say(why, path, "%s", errno == ENOENT || errno == ENOTDIR ? "missing" : strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {               /* never opened: a FIFO, a device */
+        say(why, path, "%s", not_regular(st.st_mode));
+        return -1;
+    }
+    if ((unsigned long long)st.st_size > max) {
+        say(why, path, "larger than %zu bytes", max);
+        return -1;
+    }
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            *status = missing;
+        say(why, path, "%s", errno == ENOENT ? "missing" : errno == ELOOP ? not_regular(S_IFLNK) : strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > max) {
+        if (S_ISREG(st.st_mode))
+            say(why, path, "larger than %zu bytes", max);
+        else
+            say(why, path, "%s", not_regular(st.st_mode));
+        close(fd);                                /* replaced between the two looks */
+        return -1;
+    }
+    *size = (size_t)st.st_size;
+    return fd;
+}
+
+/* Read up to max bytes; 1 at EOF, 0 past max, -1 on a read error. */
+static int read_to_end(int fd, char **buf, size_t *cap, size_t *used, size_t max)
+{
+    for (;;) {
+        if (*used == *cap) {                      /* the file grew since fstat */
+            if (*cap > max)
+                return 0;
+            size_t bigger = *cap * 2 > max + 1 ? max + 1 : *cap * 2;
+            char *grown = realloc(*buf, bigger + 1);
+            if (!grown)
+                return -1;
+            *buf = grown;
+            *cap = bigger;
         }
-        ssize_t got = read(fd, buf + used, cap - used);
+        ssize_t got = read(fd, *buf + *used, *cap - *used);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
-            goto fail;
+            return -1;
         if (got == 0)
-            break;
-        used += (size_t)got;
+            return *used <= max;
+        *used += (size_t)got;
     }
+}
+
+static enum flat_status read_companion(int dirfd, const char *path, size_t max, struct flat *f,
+                                       struct flat_why *why)
+{
+    enum flat_status status;
+    size_t size = 0;
+    int fd = open_regular(dirfd, path, max, FLAT_MISSING, &size, &status, why);
+    if (fd < 0)
+        return status;
+    size_t cap = size + 1, used = 0;              /* one more: a file that grew is seen */
+    char *buf = malloc(cap + 1);
+    int done = buf ? read_to_end(fd, &buf, &cap, &used, max) : -1;
     close(fd);
+    if (done != 1) {
+        free(buf);
+        if (done == 0)
+            say(why, path, "larger than %zu bytes", max);
+        else
+            say(why, path, "unreadable");
+        return FLAT_REFUSED;
+    }
     buf[used] = '\0';
-    *len = used;
-    return buf;
-fail:
-    free(buf);
+    f->buf = buf;
+    f->len = used;
+    return FLAT_OK;
+}
+
+/* The digest of the YAML, read in chunks (it is never kept). */
+static enum flat_status hash_yaml(int dirfd, const char *path, char digest[SHA256_DIGEST_TEXT_SIZE],
+                                  struct flat_why *why)
+{
+    enum flat_status status;
+    size_t size = 0, total = 0;
+    int fd = open_regular(dirfd, path, MOKKA_MAX_DOCUMENT_BYTES, FLAT_YAML_MISSING, &size, &status, why);
+    if (fd < 0)
+        return status;
+    unsigned char *chunk = malloc(YAML_CHUNK);
+    struct sha256 s;
+    sha256_init(&s);
+    int blank = 1;
+    status = chunk ? FLAT_OK : FLAT_REFUSED;
+    while (status == FLAT_OK) {
+        ssize_t got = read(fd, chunk, YAML_CHUNK);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            status = got == 0 ? FLAT_OK : FLAT_REFUSED;
+            break;
+        }
+        total += (size_t)got;
+        if (total > MOKKA_MAX_DOCUMENT_BYTES) {   /* it grew past the bound */
+            status = FLAT_REFUSED;
+            break;
+        }
+        sha256_update(&s, chunk, (size_t)got);
+        for (ssize_t i = 0; blank && i < got; i++)
+            blank = isspace(chunk[i]) != 0;
+    }
+    free(chunk);
     close(fd);
-    return NULL;
+    if (status != FLAT_OK) {
+        if (total > MOKKA_MAX_DOCUMENT_BYTES)
+            say(why, path, "larger than %d bytes", MOKKA_MAX_DOCUMENT_BYTES);
+        else
+            say(why, path, "unreadable");
+        return status;
+    }
+    why->yaml_blank = blank;
+    sha256_final_text(&s, digest);
+    return FLAT_OK;
+}
+
+/* --- parsing ------------------------------------------------------------------ */
+
+/* Cut the next line at *p: NUL-terminate it and advance *p past it (NULL at the end). */
+static char *next_line(char **p, char *end)
+{
+    if (*p >= end)
+        return NULL;
+    char *line = *p;
+    char *nl = memchr(line, '\n', (size_t)(end - line));
+    if (nl) {
+        *nl = '\0';
+        *p = nl + 1;
+    } else {
+        *p = end;
+    }
+    return line;
 }
 
 static void unescape(char *s)
@@ -71,75 +220,246 @@ static void unescape(char *s)
     *w = '\0';
 }
 
-/* Cut the next line at *p: NUL-terminate it and advance *p past it. */
-static char *next_line(char **p, char *end)
+/* What a writer puts in a key: no space, control character or DEL. A reader takes a
+ * key as everything before the line's first space: such a byte in one breaks nothing. */
+static int key_byte_ok(unsigned char c)
 {
-    if (*p >= end)
-        return NULL;
-    char *line = *p;
-    char *nl = memchr(line, '\n', (size_t)(end - line));
-    if (nl) {
-        *nl = '\0';
-        *p = nl + 1;
-    } else {
-        *p = end;
-    }
-    return line;
+    return c > ' ' && c != 0x7f;
 }
 
-static enum flat_status parse(struct flat *f, size_t len, const char *kind, const char *want_digest)
+static int parse_hex32(const char *s, uint32_t *out)
 {
-    char *p = f->buf, *end = f->buf + len;
-    char header[96];
-    snprintf(header, sizeof header, "# mokka-nvml %s %s", kind, FLAT_VERSION);
-    char *line = next_line(&p, end);
-    if (!line || strcmp(line, header) != 0)
+    uint32_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+        if (d == 16)
+            return 0;
+        v = v << 4 | d;
+    }
+    *out = v;
+    return s[8] == '\0';
+}
+
+/* The first line: this kind, this version. */
+static enum flat_status check_header(const char *line, const struct flat_kind *kind, const char *path,
+                                     struct flat_why *why)
+{
+    size_t plen = strlen(HEADER_PREFIX), klen = strlen(kind->name);
+    if (!line || strncmp(line, HEADER_PREFIX, plen) != 0) {
+        say(why, path, "not a Mokka companion");
         return FLAT_INVALID;
-    line = next_line(&p, end);
-    if (!line || strncmp(line, "digest ", 7) != 0)
+    }
+    line += plen;
+    if (strncmp(line, kind->name, klen) != 0 || (line[klen] != ' ' && line[klen] != '\0')) {
+        say(why, path, "a companion of another kind, not %s", kind->name);
         return FLAT_INVALID;
-    if (strcmp(line + 7, want_digest) != 0)
-        return FLAT_STALE;
-    size_t cap = 1;
-    for (const char *q = p; q < end; q++)
-        cap += *q == '\n';
-    f->keys = malloc(cap * sizeof *f->keys);
-    f->vals = malloc(cap * sizeof *f->vals);
-    if (!f->keys || !f->vals)
+    }
+    if (line[klen] == '\0' || strcmp(line + klen + 1, FLAT_FORMAT_VERSION) != 0) {
+        say(why, path, "written in another format version, not %s", FLAT_FORMAT_VERSION);
         return FLAT_INVALID;
-    while ((line = next_line(&p, end)) != NULL) {
-        if (*line == '\0')
-            continue;
-        char *space = strchr(line, ' ');
-        if (!space)
-            return FLAT_INVALID;
-        *space = '\0';
-        if (f->n > 0 && strcmp(f->keys[f->n - 1], line) >= 0)
-            return FLAT_INVALID;                  /* binary search needs strict order */
-        unescape(space + 1);
-        f->keys[f->n] = line;
-        f->vals[f->n] = space + 1;
-        f->n++;
     }
     return FLAT_OK;
 }
 
-enum flat_status flat_load(const char *yaml, const char *companion, const char *kind,
-                           struct flat *out)
+/* The third line: the body's length and checksum, against the bytes that follow. */
+static enum flat_status check_body(const char *line, const char *body, size_t len, const char *path,
+                                   struct flat_why *why)
+{
+    size_t plen = strlen(BODY_PREFIX);
+    const char *crc = line ? strstr(line, CRC_PREFIX) : NULL;
+    char number[24];
+    unsigned long long stated;
+    uint32_t want;
+    if (!crc || strncmp(line, BODY_PREFIX, plen) != 0 || (size_t)(crc - line) - plen >= sizeof number) {
+        say(why, path, "malformed at line %d", HEADER_LINES);
+        return FLAT_INVALID;
+    }
+    memcpy(number, line + plen, (size_t)(crc - line) - plen);
+    number[(size_t)(crc - line) - plen] = '\0';
+    if (!flat_parse_u64(number, &stated) || !parse_hex32(crc + strlen(CRC_PREFIX), &want)) {
+        say(why, path, "malformed at line %d", HEADER_LINES);
+        return FLAT_INVALID;
+    }
+    if (stated != len) {
+        say(why, path, "truncated or edited: its length is not the one its header states");
+        return FLAT_INVALID;
+    }
+    if (crc32_of(body, len) != want) {
+        say(why, path, "truncated or edited: its checksum is not the one its header states");
+        return FLAT_INVALID;
+    }
+    return FLAT_OK;
+}
+
+/* Whether `key` (`klen` bytes, ending in `.len`) is the length of list `list`
+ * (`a.%u.b` matches `a.7.b.len`). */
+static int is_list_len(const char *list, const char *key, size_t klen)
+{
+    const char *p = list, *k = key, *end = key + klen - strlen(LEN_SUFFIX);
+    while (*p) {
+        if (p[0] == '%' && p[1] == 'u') {
+            if (k == end || !isdigit((unsigned char)*k))
+                return 0;
+            while (k < end && isdigit((unsigned char)*k))
+                k++;
+            p += 2;
+        } else if (k == end || *p++ != *k++) {
+            return 0;
+        }
+    }
+    return k == end;
+}
+
+/* `<items>.<n>.rest` -> rest, else NULL. */
+static const char *past_item(const char *items, const char *key)
+{
+    size_t ilen = strlen(items);
+    if (strncmp(key, items, ilen) != 0 || key[ilen] != '.' || !isdigit((unsigned char)key[ilen + 1]))
+        return NULL;
+    const char *p = key + ilen + 1;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == '.' ? p + 1 : NULL;
+}
+
+/* `a.%u.b` as a reader sees it: `a.N.b`. */
+static const char *spelt(const char *list, char *out, size_t size)
+{
+    size_t w = 0;
+    for (const char *p = list; *p && w + 2 < size; p++) {
+        int item = p[0] == '%' && p[1] == 'u';
+        out[w++] = item ? 'N' : *p;
+        p += item;
+    }
+    out[w] = '\0';
+    return out;
+}
+
+/* A list length's line (`key` of `klen` bytes, ending in `.len`): its value a number no
+ * larger than its kind's bound for that list, or no list the kind bounds. */
+static int list_len_ok(const struct flat_kind *kind, const char *key, size_t klen, const char *value,
+                       const char *path, struct flat_why *why)
+{
+    const char *rest = kind->items ? past_item(kind->items, key) : NULL;
+    const struct flat_list *table = rest ? kind->item_lists : kind->lists;
+    if (!rest)
+        rest = key;
+    for (; table && table->key; table++) {
+        if (!is_list_len(table->key, rest, klen - (size_t)(rest - key)))
+            continue;
+        unsigned long long items;
+        char name[128];
+        if (!flat_parse_u64(value, &items))
+            say(why, path, "the length of a list %s is not a number", spelt(table->key, name, sizeof name));
+        else if (items > table->most)
+            say(why, path, "a list %s longer than %llu items", spelt(table->key, name, sizeof name), table->most);
+        else
+            return 1;
+        return 0;
+    }
+    return 1;
+}
+
+static enum flat_status parse_body(struct flat *f, char *p, char *end, const struct flat_kind *kind,
+                                   const char *path, struct flat_why *why)
+{
+    size_t lines = 0;
+    for (const char *q = p; q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
+    if (lines > kind->max_lines) {
+        say(why, path, "more than %zu lines", kind->max_lines);
+        return FLAT_INVALID;
+    }
+    if (p < end && end[-1] != '\n') {
+        say(why, path, "malformed at line %zu", HEADER_LINES + lines + 1);
+        return FLAT_INVALID;
+    }
+    f->keys = malloc((lines ? lines : 1) * sizeof *f->keys);
+    if (!f->keys) {
+        say(why, path, "too large to load");
+        return FLAT_REFUSED;
+    }
+    while (p < end) {                             /* every line ends with a newline (above) */
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *space = memchr(p, ' ', (size_t)(nl - p));
+        size_t at = HEADER_LINES + f->n + 1;
+        if (!space || space == p) {
+            say(why, path, "malformed at line %zu", at);
+            return FLAT_INVALID;
+        }
+        *space = '\0';
+        *nl = '\0';
+        if (f->n > 0 && strcmp(f->keys[f->n - 1], p) >= 0) {
+            say(why, path, "keys out of order at line %zu", at);  /* binary search needs strict order */
+            return FLAT_INVALID;
+        }
+        if (memchr(space + 1, '\\', (size_t)(nl - space - 1)))
+            unescape(space + 1);
+        size_t klen = (size_t)(space - p), slen = strlen(LEN_SUFFIX);
+        if (klen > slen && memcmp(space - slen, LEN_SUFFIX, slen) == 0 &&
+            !list_len_ok(kind, p, klen, space + 1, path, why))
+            return FLAT_INVALID;
+        f->keys[f->n++] = p;
+        p = nl + 1;
+    }
+    return FLAT_OK;
+}
+
+static enum flat_status parse(struct flat *f, const struct flat_kind *kind, const char *want_digest,
+                              const char *path, struct flat_why *why)
+{
+    char *p = f->buf, *end = f->buf + f->len;
+    if (memchr(f->buf, '\0', f->len)) {
+        say(why, path, "holds a NUL byte");
+        return FLAT_INVALID;
+    }
+    enum flat_status st = check_header(next_line(&p, end), kind, path, why);
+    if (st != FLAT_OK)
+        return st;
+    const char *digest = next_line(&p, end);
+    if (!digest || strncmp(digest, DIGEST_PREFIX, strlen(DIGEST_PREFIX)) != 0) {
+        say(why, path, "malformed at line 2");
+        return FLAT_INVALID;
+    }
+    digest += strlen(DIGEST_PREFIX);
+    if (!want_digest && strcmp(digest, DIGEST_NONE) != 0) {
+        say(why, path, "a companion of a YAML, not a document of its own");
+        return FLAT_INVALID;
+    }
+    if (want_digest && strcmp(digest, want_digest) != 0) {
+        say(why, path, "stale: not compiled from this YAML");
+        return FLAT_STALE;
+    }
+    const char *body_line = next_line(&p, end);
+    st = check_body(body_line, p, (size_t)(end - p), path, why);
+    if (st != FLAT_OK)
+        return st;
+    st = parse_body(f, p, end, kind, path, why);
+    if (st != FLAT_OK)
+        return st;
+    if (kind->check && !kind->check(f, why->reason, sizeof why->reason)) {
+        why->file = path;
+        return FLAT_INVALID;
+    }
+    return FLAT_OK;
+}
+
+enum flat_status flat_load(int dirfd, const char *yaml, const char *companion, const struct flat_kind *kind,
+                           struct flat *out, struct flat_why *why)
 {
     memset(out, 0, sizeof *out);
-    size_t ylen = 0, clen = 0;
-    char *ybytes = flat_read_file(yaml, &ylen);
-    if (!ybytes)
-        return FLAT_YAML_MISSING;
+    memset(why, 0, sizeof *why);
     char digest[SHA256_DIGEST_TEXT_SIZE];
-    sha256_digest_text(ybytes, ylen, digest);
-    free(ybytes);
-    out->buf = flat_read_file(companion, &clen);
-    if (!out->buf)
-        return FLAT_MISSING;
-    out->len = clen;
-    enum flat_status st = parse(out, clen, kind, digest);
+    if (kind->has_yaml != (yaml != NULL)) {
+        say(why, companion, "loaded as the wrong kind of document");
+        return FLAT_INVALID;
+    }
+    enum flat_status st = yaml ? hash_yaml(dirfd, yaml, digest, why) : FLAT_OK;
+    if (st == FLAT_OK)
+        st = read_companion(dirfd, companion, kind->max_bytes, out, why);
+    if (st == FLAT_OK)
+        st = parse(out, kind, yaml ? digest : NULL, companion, why);
     if (st != FLAT_OK)
         flat_free(out);
     return st;
@@ -149,9 +469,10 @@ void flat_free(struct flat *f)
 {
     free(f->buf);
     free(f->keys);
-    free(f->vals);
     memset(f, 0, sizeof *f);
 }
+
+/* --- lookups ----------------------------------------------------------------- */
 
 /* The first index whose key is >= key. */
 static size_t lower_bound(const struct flat *f, const char *key)
@@ -167,12 +488,17 @@ static size_t lower_bound(const struct flat *f, const char *key)
     return lo;
 }
 
+const char *flat_value_at(const struct flat *f, size_t i)
+{
+    return f->keys[i] + strlen(f->keys[i]) + 1;
+}
+
 const char *flat_get(const struct flat *f, const char *key)
 {
     if (!f || f->n == 0)
         return NULL;
     size_t i = lower_bound(f, key);
-    return i < f->n && strcmp(f->keys[i], key) == 0 ? f->vals[i] : NULL;
+    return i < f->n && strcmp(f->keys[i], key) == 0 ? flat_value_at(f, i) : NULL;
 }
 
 int flat_has_prefix(const struct flat *f, const char *prefix)
@@ -194,4 +520,168 @@ int flat_parse_u64(const char *v, unsigned long long *out)
         return 0;
     *out = x;
     return 1;
+}
+
+int flat_open_dir(int dirfd, const char *path)
+{
+    return openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* --- writing the library's own documents -------------------------------------- */
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const struct flat_pair *)a)->key, ((const struct flat_pair *)b)->key);
+}
+
+static int valid_key(const char *key)
+{
+    if (!*key)
+        return 0;
+    for (; *key; key++)
+        if (!key_byte_ok((unsigned char)*key))
+            return 0;
+    return 1;
+}
+
+static int valid_name(const char *name)
+{
+    return name && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !strchr(name, '/') &&
+           strlen(name) <= 200;
+}
+
+static size_t escaped_len(const char *v)
+{
+    size_t n = 0;
+    for (; *v; v++)
+        n += 1 + (*v == '\\' || *v == '\n' || *v == '\r');
+    return n;
+}
+
+static char *put_escaped(char *w, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '\n' || *v == '\r') {
+            *w++ = '\\';
+            *w++ = *v == '\n' ? 'n' : *v == '\r' ? 'r' : '\\';
+        } else {
+            *w++ = *v;
+        }
+    }
+    return w;
+}
+
+/* The body of sorted, checked pairs into a new buffer of *len bytes; NULL and errno. */
+static char *render_body(const struct flat_pair *sorted, size_t n, size_t max, size_t *len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += strlen(sorted[i].key) + 1 + escaped_len(sorted[i].value) + 1;
+        if (total > max) {
+            errno = EFBIG;
+            return NULL;
+        }
+    }
+    char *body = malloc(total ? total : 1), *w = body;
+    if (!body)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = strlen(sorted[i].key);
+        memcpy(w, sorted[i].key, klen);
+        w += klen;
+        *w++ = ' ';
+        w = put_escaped(w, sorted[i].value);
+        *w++ = '\n';
+    }
+    *len = total;
+    return body;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A new temp file beside `name`, created exclusively: its descriptor, or -1 and errno. */
+static int create_temp(int dirfd, const char *name, char *tmp, size_t size)
+{
+    static unsigned int counter;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (int tries = 0; tries < TEMP_TRIES; tries++) {
+        unsigned int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        snprintf(tmp, size, ".%s.%ld.%u.%lx.tmp", name, (long)getpid(), n, (unsigned long)now.tv_nsec + (unsigned long)tries);
+        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+int flat_write(int dirfd, const char *name, const struct flat_kind *kind, const struct flat_pair *pairs,
+               size_t n)
+{
+    if (!kind || kind->has_yaml || !valid_name(name) || (n > 0 && !pairs)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (n > kind->max_lines) {
+        errno = EFBIG;
+        return -1;
+    }
+    struct flat_pair *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted)
+        return -1;
+    if (n > 0)
+        memcpy(sorted, pairs, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_key);
+    for (size_t i = 0; i < n; i++) {
+        if (!sorted[i].key || !sorted[i].value || !valid_key(sorted[i].key) ||
+            (i > 0 && strcmp(sorted[i - 1].key, sorted[i].key) == 0)) {
+            free(sorted);
+            errno = EINVAL;
+            return -1;
+        }
+    }
+    size_t body_len = 0;
+    char *body = render_body(sorted, n, kind->max_bytes, &body_len);
+    free(sorted);
+    if (!body)
+        return -1;
+    char header[256];
+    int hlen = snprintf(header, sizeof header, HEADER_PREFIX "%s " FLAT_FORMAT_VERSION "\n" DIGEST_PREFIX
+                        DIGEST_NONE "\n" BODY_PREFIX "%zu" CRC_PREFIX "%08x\n",
+                        kind->name, body_len, (unsigned int)crc32_of(body, body_len));
+    if (hlen < 0 || (size_t)hlen >= sizeof header || (size_t)hlen + body_len > kind->max_bytes) {
+        free(body);
+        errno = EFBIG;
+        return -1;
+    }
+    char tmp[256];
+    int fd = create_temp(dirfd, name, tmp, sizeof tmp);
+    int ok = fd >= 0 && fchmod(fd, 0644) == 0 && write_all(fd, header, (size_t)hlen) == 0 &&
+             write_all(fd, body, body_len) == 0 && fsync(fd) == 0;
+    int saved = errno;
+    free(body);
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    if (ok && renameat(dirfd, tmp, dirfd, name) != 0) {
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok && fd >= 0)
+        unlinkat(dirfd, tmp, 0);
+    errno = saved;
+    return ok ? 0 : -1;
 }

@@ -1,50 +1,143 @@
-/* The companion reader: a compiled `X.nvml` beside `X.yaml` (mokka/core/flatstate.py).
+/* Mokka's companion format, its one C home (mokka/core/flatstate.py is the Python side).
  *
- *     # mokka-nvml <kind> 1
- *     digest sha256:<hex of the YAML's bytes>
- *     <key> <value>            sorted by key as bytes, values escaped
+ * A companion is a flat document: a three-line header, then one `key value` line
+ * per scalar of the document it stands for.
  *
- * flat_load reads the whole file, checks header, kind, version, order and the
- * digest against the YAML beside it, unescapes the values in place and keeps
- * an index; lookups are binary searches. A loaded flat is immutable.
+ *     # mokka-nvml <kind> 2
+ *     digest sha256:<64 hex digits: the SHA-256 of the YAML's bytes>      (or: digest none)
+ *     body <bytes> crc32:<8 hex digits: the CRC-32 of those bytes>
+ *     gpu.0.memory.total_bytes 85899345920
+ *     gpu.0.name NVIDIA H100 80GB HBM3
+ *     gpu.0.nvlink_links.len 18
+ *     ...
+ *
+ * - kind: what the document is (struct flat_kind: state, overrides, topology,
+ *   events, or one the library writes itself); 2 is the format's version, and a
+ *   reader refuses any other ("run mokka compile --companion").
+ * - digest: what the companion was compiled from, `X.yaml` beside `X.nvml`; one
+ *   that no longer matches its YAML is stale. `digest none`: a document with no
+ *   YAML twin, written by flat_write (its kind says so: has_yaml 0).
+ * - body: the exact length in bytes of everything after this line, and its CRC-32
+ *   (the IEEE polynomial, as zlib computes it). A companion cut short or edited
+ *   anywhere is refused whole: nothing of it is used. A checksum and not a second
+ *   SHA-256: it guards against torn, truncated and hand-edited files, not against
+ *   a forger (whoever can write the file can write a valid one, so every value is
+ *   still bounded where it is used), at an eighth of SHA-256's cost in every
+ *   process that loads the library.
+ * - a body line: the key (at least one byte; its writers put no space, control
+ *   character or DEL in one), one space, the value with `\`, newline and carriage return escaped as `\\`,
+ *   `\n` and `\r` (no NUL anywhere). Keys are unique and sorted by their bytes
+ *   (strcmp), so lookups are binary searches. A list L is `L.len` and its items
+ *   `L.0`, `L.1`, ...; a mapping's keys are joined by dots.
+ *
+ * Reading (flat_load) treats both files as hostile: each is opened relative to a
+ * directory descriptor with O_NOFOLLOW (a symbolic link as the last component is
+ * refused, never followed) and O_NONBLOCK (a FIFO cannot hang the open), after an
+ * lstat and again by fstat: regular files only, no larger than their bound (the
+ * YAML's MOKKA_MAX_DOCUMENT_BYTES, the companion's its kind's), refused unread
+ * when larger. The YAML is hashed in chunks and never kept; the companion is read
+ * whole, and its header, version, digest, length, checksum, line syntax, order,
+ * line count, list lengths and its kind's own check must all hold. A loaded flat is
+ * immutable. Directory components are not checked here: the directory a path names
+ * (MOCK_NVML_CONFIG's, the fixed places, a ConfigMap volume's `..data`) is the
+ * operator's; inside the staged config directory the one directory the library enters,
+ * `overrides/`, is opened by flat_open_dir (never followed) and read relative to it.
+ *
+ * Writing (flat_write) is for documents the library writes itself (no YAML):
+ * a temp file in the same directory, created exclusively (O_EXCL, O_NOFOLLOW),
+ * mode 0644 whatever the umask, written whole, synced and renamed over the name
+ * (rename replaces a link, never follows it). It takes no lock a workload could
+ * hold; the document is bounded by its kind as a reader bounds it.
  */
 #ifndef MOKKA_FLAT_H
 #define MOKKA_FLAT_H
 
 #include <stddef.h>
 
+#define FLAT_FORMAT_VERSION "2"
+
 struct flat {
     char *buf;                 /* the file, NUL-separated after parsing */
     size_t len;                /* its size in bytes */
-    const char **keys;         /* sorted, pointing into buf */
-    const char **vals;         /* unescaped, pointing into buf */
+    const char **keys;         /* sorted, pointing into buf; each value follows its key's NUL */
     size_t n;
+};
+
+/* A list and the most items it may hold, `{"nvlink_links", 18}` (mokka_keys.h's LIST_BOUNDS_GPU);
+ * `%u` in a key stands for an item number. */
+struct flat_list {
+    const char *key;
+    unsigned long long most;
+};
+
+/* A kind of document: its header word, its bounds and what else it must hold. Every
+ * list length (`….len`) of a key in `lists` must be a number no larger than its bound;
+ * with `items` set ("gpu"), keys under `<items>.<n>.` are matched against `item_lists`
+ * instead (relative to that prefix). A list in neither drives nothing. */
+struct flat_kind {
+    const char *name;
+    int has_yaml;              /* 0: a document the library writes itself ("digest none") */
+    size_t max_bytes;          /* the companion, header included */
+    size_t max_lines;          /* its body lines */
+    const struct flat_list *lists;        /* {NULL, 0}-terminated, or NULL */
+    const char *items;
+    const struct flat_list *item_lists;
+    /* NULL, or what a document of this kind must also hold (its numbers): 1, or 0 and
+     * a reason in `reason` (never a value read from the file). */
+    int (*check)(const struct flat *f, char *reason, size_t size);
 };
 
 enum flat_status {
     FLAT_OK = 0,
-    FLAT_YAML_MISSING,         /* the YAML itself cannot be read */
-    FLAT_MISSING,              /* no companion */
+    FLAT_YAML_MISSING,         /* the YAML does not exist */
+    FLAT_MISSING,              /* the companion does not exist */
+    FLAT_REFUSED,              /* a file is a link, not a regular file, too large or unreadable */
     FLAT_STALE,                /* the companion's digest is not the YAML's */
-    FLAT_INVALID,              /* not a companion of this kind and version */
+    FLAT_INVALID,              /* not a whole companion of this kind and version */
 };
 
-/* Load `companion` and check it against the bytes of `yaml`. On success *out
- * owns memory (flat_free); on failure *out is empty. */
-enum flat_status flat_load(const char *yaml, const char *companion, const char *kind,
-                           struct flat *out);
+/* Why a load failed, for the one line its caller prints: which file (the caller's
+ * `yaml` or `companion` pointer) and the reason; never a value read from a file. */
+struct flat_why {
+    const char *file;
+    char reason[160];
+    int yaml_blank;            /* the YAML was read and holds only white space */
+};
+
+/* Load `companion` (relative to `dirfd`, or absolute; AT_FDCWD for the working
+ * directory) and check it against `yaml`, NULL for a kind without a YAML. On
+ * success *out owns memory (flat_free); on failure *out is empty and *why says why. */
+enum flat_status flat_load(int dirfd, const char *yaml, const char *companion, const struct flat_kind *kind,
+                           struct flat *out, struct flat_why *why);
 void flat_free(struct flat *f);
 
 /* The value of `key`, or NULL. */
 const char *flat_get(const struct flat *f, const char *key);
 /* Whether any key starts with `prefix`. */
 int flat_has_prefix(const struct flat *f, const char *prefix);
+/* The value of the i-th key (i < f->n). */
+const char *flat_value_at(const struct flat *f, size_t i);
 
 /* A value that is a whole unsigned decimal (digits only, no sign or space, no
  * overflow) into *out: 1; anything else: 0, *out untouched. */
 int flat_parse_u64(const char *v, unsigned long long *out);
 
-/* Read a whole file; NULL on error. *len gets its size; a NUL follows the bytes. */
-char *flat_read_file(const char *path, size_t *len);
+/* A directory to load from or write into: `path` (relative to dirfd) opened with its
+ * last component never followed and never blocking; the descriptor, or -1 and errno. */
+int flat_open_dir(int dirfd, const char *path);
+
+struct flat_pair {
+    const char *key;
+    const char *value;
+};
+
+/* Write document `name` (a file name, no '/') of `kind` (has_yaml 0) into directory
+ * `dirfd`, holding `pairs` (in any order: sorted here; values are escaped here).
+ * 0, or -1 and errno: EINVAL for a kind with a YAML, a name with a '/' (or "", ".",
+ * ".."), or a key that is empty, has a space, a control character or DEL, or comes
+ * twice; EFBIG past the kind's bounds; else the error of the write. A failed
+ * write leaves the document as it was and no temp file behind. */
+int flat_write(int dirfd, const char *name, const struct flat_kind *kind, const struct flat_pair *pairs,
+               size_t n);
 
 #endif

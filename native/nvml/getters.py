@@ -20,10 +20,6 @@ getter that does more than read its key is written by hand in native/nvml/*.c.
 
 GETTERS = (
     # --- identity ----------------------------------------------------------------------------
-    ("nvmlReturn_t DECLDIR nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)",
-     "string", "name"),
-    ("nvmlReturn_t DECLDIR nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)",
-     "string", "uuid"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)",
      "string", "serial"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length)",
@@ -48,7 +44,7 @@ GETTERS = (
     ("nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)",
      "u32", "pcie.max_link_gen"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGenDevice)",
-     "u32", "pcie.max_link_gen"),
+     "u32", "pcie.gpu_max_link_gen"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)",
      "u32", "pcie.max_link_width"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)",

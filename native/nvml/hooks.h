@@ -49,12 +49,31 @@ int mock_physical_of(nvmlDevice_t device, unsigned int *phys);
  * first that could not be dropped (one line on stderr says why). */
 nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices);
 
+/* --- system.c: the process lists of nvidia-smi's private slots ------------------------ */
+
+/* The GPU's processes of `kind` ('C' compute, 'G' graphics, 0 MPS) as nvidia-smi 550's
+ * slots 212-214 return them: *count in is the capacity, out the number written (or
+ * needed, with INSUFFICIENT_SIZE); each entry a process detail and its name. */
+nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *count, void *entries);
+
 /* --- fields.c: T.Limit --------------------------------------------------------- */
 
-/* How far the GPU's temperature lies below T.Limit (its slowdown threshold), in
+/* How far the GPU's temperature lies below T.Limit (its maximum operating temperature), in
  * degrees C, negative past it: `nvidia-smi -q`'s "GPU T.Limit Temp". NVML_SUCCESS,
  * NVML_ERROR_NOT_SUPPORTED before Ada (no T.Limit sensor) or without the readings,
  * or the handle's error. */
 nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin);
+
+/* --- board.c: rows of the report NVML has no call for ------------------------ */
+
+/* The host's maximum PCIe generation (pcie.max_host_link_gen). */
+nvmlReturn_t mock_host_max_pcie_gen(nvmlDevice_t device, unsigned int *gen);
+/* The addressing mode (0 none, 1 HMM, 2 ATS), the sparse operation mode (1 enabled)
+ * and the PCIe atomics, outbound and inbound (NVML_PCIE_ATOMICS_CAP_* bits). */
+nvmlReturn_t mock_addressing_mode(nvmlDevice_t device, unsigned int *mode);
+nvmlReturn_t mock_sparse_operation_mode(nvmlDevice_t device, unsigned int *mode);
+nvmlReturn_t mock_pcie_atomics(nvmlDevice_t device, unsigned int masks[2]);
+/* The GPU part number (fru 0) or FRU part number (fru 1), as a string of `length` bytes. */
+nvmlReturn_t mock_part_number(nvmlDevice_t device, int fru, char *buf, unsigned int length);
 
 #endif

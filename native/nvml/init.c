@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mig.h"
 #include "mock.h"
 
 struct nvmlDevice_st mock_handles[MOCK_MAX_GPUS];
@@ -49,7 +50,7 @@ static nvmlReturn_t visible_slot(nvmlDevice_t device, const struct mock_node *n,
 
 /* `mokka ctl set GPU lost=true` (overrides `failure.lost`): every query of that
  * GPU, its handle included, fails as a GPU that fell off the bus does. */
-static int gpu_lost(const struct mock_gpu *g)
+int mock_gpu_lost(const struct mock_gpu *g)
 {
     int lost = 0;
     return gpu_flag(g, MOKKA_STATE_LOST_KEY, &lost) == 1 && lost;
@@ -70,8 +71,8 @@ nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g)
     unsigned int slot;
     ret = visible_slot(device, n, &slot);
     if (ret != NVML_SUCCESS)
-        return ret;
-    if (gpu_lost(&n->gpus[n->visible[slot]]))
+        return mig_refuse(device);                /* a MIG device answers only what mig_device.c says */
+    if (mock_gpu_lost(&n->gpus[n->visible[slot]]))
         return NVML_ERROR_GPU_IS_LOST;
     *g = &n->gpus[n->visible[slot]];
     return NVML_SUCCESS;
@@ -160,7 +161,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevic
     const struct mock_node *n = mock_node();
     if (!device || index >= n->nvisible)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (gpu_lost(&n->gpus[n->visible[index]]))
+    if (mock_gpu_lost(&n->gpus[n->visible[index]]))
         return NVML_ERROR_GPU_IS_LOST;
     *device = &mock_handles[index];
     return NVML_SUCCESS;
@@ -191,7 +192,7 @@ static nvmlReturn_t find(const void *arg, gpu_match match, nvmlDevice_t *device)
                 *device = &mock_handles[i];
         }
     }
-    if (hits == 1 && gpu_lost(&n->gpus[n->visible[*device - mock_handles]]))
+    if (hits == 1 && mock_gpu_lost(&n->gpus[n->visible[*device - mock_handles]]))
         return NVML_ERROR_GPU_IS_LOST;
     return hits == 0 ? NVML_ERROR_NOT_FOUND : hits == 1 ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
@@ -223,6 +224,8 @@ static int match_bus(const struct mock_gpu *g, const void *arg)
 
 nvmlReturn_t DECLDIR nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
+    if (uuid && device && strncasecmp(uuid, "MIG-", 4) == 0 && mock_require_init() == NVML_SUCCESS)
+        return mig_handle_by_uuid(uuid, device);
     return find(uuid, match_uuid, device);
 }
 

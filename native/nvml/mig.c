@@ -1,75 +1,104 @@
-/* MIG as the profile declares it: capable when mig.max_gpu_instances > 0
- * (values.mig_mode); no instances exist, and creating them is not supported. */
+/* MIG mode, as the driver keeps it: a GPU whose board has a MIG table (mig_table.c)
+ * is MIG-capable; every other answers NOT_SUPPORTED.
+ *
+ * A mode change is pending until the GPU is reset: nvmlDeviceSetMigMode sets the
+ * pending mode and answers activationStatus RESET_REQUIRED, and the reset NVIDIA's
+ * `nvidia-smi -r` asks for (reset.c) makes it current, as mig-parted expects when
+ * it resets the GPUs whose change is pending. Disabling MIG while GPU instances
+ * exist is refused with IN_USE. A reset also ends every instance of the GPU.
+ */
 #define _GNU_SOURCE
-#include "mock.h"
+#include <string.h>
 
-static nvmlReturn_t mig_capable(nvmlDevice_t device, const struct mock_gpu **g, unsigned long long *max)
+#include "mig.h"
+
+nvmlReturn_t mig_gpu_of(nvmlDevice_t device, int enabled, const struct mock_gpu **g, const struct mig_table **t,
+                        struct mig_gpu *st)
 {
     nvmlReturn_t ret = mock_gpu_of(device, g);
     if (ret != NVML_SUCCESS)
         return ret;
-    if (!gpu_u64(*g, K_MIG_MAX_GPU_INSTANCES, max) || *max == 0)
+    *t = mig_table((*g)->node, (*g)->phys);
+    if (!*t || !mig_gpu_get((*g)->node, (*g)->phys, st) || (enabled && !st->current))
         return NVML_ERROR_NOT_SUPPORTED;
     return NVML_SUCCESS;
+}
+
+int mig_enabled(const struct mock_gpu *g)
+{
+    struct mig_gpu st;
+    return mig_gpu_get(g->node, g->phys, &st) && st.current;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode)
 {
     const struct mock_gpu *g;
-    unsigned long long max;
+    const struct mig_table *t;
+    struct mig_gpu st;
     nvmlReturn_t ret = mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!currentMode || !pendingMode)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if ((ret = mig_capable(device, &g, &max)) != NVML_SUCCESS)
+    if ((ret = mig_gpu_of(device, 0, &g, &t, &st)) != NVML_SUCCESS)
         return ret;
-    int cur = 0, pend = 0;                        /* unset: Disabled */
-    gpu_flag(g, K_MIG_MODE_CURRENT, &cur);
-    gpu_flag(g, K_MIG_MODE_PENDING, &pend);
-    *currentMode = cur ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
-    *pendingMode = pend ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *currentMode = st.current ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *pendingMode = st.pending ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+struct set_mode {
+    unsigned char mode;
+    nvmlReturn_t activation;
+};
+
+static nvmlReturn_t set_mode(const struct mig_table *t, struct mig_gpu *gpu, void *arg)
+{
+    struct set_mode *s = arg;
+    (void)t;
+    if (s->mode == gpu->current) {
+        gpu->pending = s->mode;                   /* a pending change taken back */
+        s->activation = NVML_SUCCESS;
+        return NVML_SUCCESS;
+    }
+    if (gpu->ngi > 0)
+        return NVML_ERROR_IN_USE;
+    gpu->pending = s->mode;
+    s->activation = NVML_ERROR_RESET_REQUIRED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t *activationStatus)
 {
     const struct mock_gpu *g;
-    unsigned long long max;
+    const struct mig_table *t;
+    struct mig_gpu st;
     nvmlReturn_t ret = mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
-    if (!count)
+    if (!activationStatus || (mode != NVML_DEVICE_MIG_DISABLE && mode != NVML_DEVICE_MIG_ENABLE))
         return NVML_ERROR_INVALID_ARGUMENT;
-    if ((ret = mig_capable(device, &g, &max)) != NVML_SUCCESS)
+    if ((ret = mig_gpu_of(device, 0, &g, &t, &st)) != NVML_SUCCESS)
         return ret;
-    *count = (unsigned int)max;
+    struct set_mode s = {.mode = mode == NVML_DEVICE_MIG_ENABLE};
+    ret = mig_gpu_change(g->node, g->phys, set_mode, &s);
+    if (ret == NVML_SUCCESS)
+        *activationStatus = s.activation;
+    return ret;
+}
+
+static nvmlReturn_t reset(const struct mig_table *t, struct mig_gpu *gpu, void *arg)
+{
+    (void)t, (void)arg;
+    gpu->current = gpu->pending;
+    gpu->ngi = 0;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+nvmlReturn_t mig_reset(const struct mock_node *n, unsigned int phys)
 {
-    nvmlReturn_t ret = mock_check_device(device);
-    if (ret != NVML_SUCCESS)
-        return ret;
-    if (!isMigDevice)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *isMigDevice = 0;                             /* every handle is a whole GPU */
-    return NVML_SUCCESS;
-}
-
-nvmlReturn_t DECLDIR nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
-                                                         nvmlDevice_t *migDevice)
-{
-    const struct mock_gpu *g;
-    unsigned long long max;
-    (void)index;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
-    if (ret != NVML_SUCCESS)
-        return ret;
-    if (!migDevice)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if ((ret = mig_capable(device, &g, &max)) != NVML_SUCCESS)
-        return ret;
-    return NVML_ERROR_NOT_FOUND;                  /* no MIG devices exist */
+    struct mig_gpu st;
+    if (!mig_gpu_get(n, phys, &st) || (st.current == st.pending && st.ngi == 0))
+        return NVML_SUCCESS;                      /* nothing a reset changes */
+    return mig_gpu_change(n, phys, reset, NULL);
 }

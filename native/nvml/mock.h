@@ -6,7 +6,7 @@
  * the layers, highest first: the overrides of the GPU (`gpu<physical index>`),
  * the overrides of every GPU (`all`), what this process derived (topology, fabric state, the moving readings
  * of dynamic.c), the state's own
- * `gpu.<physical index>.K`.
+ * `gpu.<physical index>.K`. MIG partitions are the node's, kept apart (mig.h).
  */
 #ifndef MOKKA_NVML_MOCK_H
 #define MOKKA_NVML_MOCK_H
@@ -17,6 +17,7 @@
 
 #include "flat.h"
 #include "hooks.h"
+#include "kinds.h"
 #include "mokka_keys.h"
 #include "mokka_names.h"
 
@@ -32,6 +33,7 @@ extern struct nvmlDevice_st mock_handles[MOCK_MAX_GPUS];
 
 struct mock_node;
 struct mock_overrides;
+struct mig_node;
 
 struct mock_gpu {
     const struct mock_node *node;
@@ -57,6 +59,7 @@ struct mock_node {
     char config_yaml[MOCK_PATH_MAX];
     char overrides_dir[MOCK_PATH_MAX];
     struct mock_overrides *overrides;  /* the one mutable part */
+    struct mig_node *mig;              /* MIG: tables, this process's view, the partitions (mig.h) */
 };
 
 /* --- config.c ------------------------------------------------------------ */
@@ -71,10 +74,11 @@ void config_overrides_dir(const char *config_yaml, char *out, size_t size);
 void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, but a line already printed by this process is not repeated. */
 void mock_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The one wording of "this YAML has no usable companion": for the profile
- * (ignoring NULL: nvmlInit fails), or a document that is ignored ("overrides",
- * "topology document": a warning, printed once). */
-void mock_say_no_companion(const char *ignoring, const char *yaml, const char *companion);
+/* The one line of a document that cannot be used (flat_load failed): the file and the
+ * reason, never a value read from it. For the profile (ignoring NULL: nvmlInit fails),
+ * or a document that is ignored ("overrides", "topology document", "Xid events": a
+ * warning, printed once); `compilable`: 'mokka compile --companion' writes its companion. */
+void mock_say_unusable(const char *ignoring, const char *yaml, const struct flat_why *why, int compilable);
 
 /* --- node.c -------------------------------------------------------------- */
 
@@ -130,6 +134,8 @@ int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t
 
 /* The GPU behind a handle, after the init and handle checks of every query. */
 nvmlReturn_t mock_gpu_of(nvmlDevice_t device, const struct mock_gpu **g);
+/* Whether `mokka ctl set GPU lost=true` holds for the GPU: every query of it fails. */
+int mock_gpu_lost(const struct mock_gpu *g);
 /* The published node (NULL before the first successful nvmlInit). */
 const struct mock_node *mock_node(void);
 nvmlDevice_t mock_handle_of(const struct mock_gpu *g);
@@ -153,6 +159,9 @@ int api_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus,
 void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, unsigned int device,
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
 int api_pre_ada(const struct mock_gpu *g);
+/* NVML_SUCCESS unless the GPU's `refused` block names the reading `key` (K_REFUSED_...):
+ * then the error its word stands for (names.REFUSALS). */
+nvmlReturn_t api_refusal(const struct mock_gpu *g, const char *key);
 
 /* --- ecc.c, sram.c: ECC counters ---------------------------------------- */
 
@@ -162,6 +171,12 @@ int ecc_enabled(const struct mock_gpu *g);
  * gives it: 1 and *out, or 0 when ECC is off, the state has no ecc.sram or the sum
  * does not fit. */
 int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned long long *out);
+
+/* --- board.c ------------------------------------------------------------ */
+
+/* The GPU's PCIe atomic operations of a direction (NVML_PCIE_ATOMICS_CAP_* bits):
+ * 1, or 0 when the state lists none. */
+int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask);
 
 /* --- violations.c: how long a reason held the clocks back -------------------- */
 

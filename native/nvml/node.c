@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mig.h"
 #include "mock.h"
 
 const char *node_get(const struct mock_node *n, const char *key)
@@ -37,18 +39,59 @@ static const char *base_get(const struct mock_node *n, const struct mock_gpu *g,
 
 /* --- topology: this node's clique and cluster from the document ------------ */
 
+/* Whether `a` and `b` are files of the same directory. */
+static int same_directory(const char *a, const char *b)
+{
+    char da[MOCK_PATH_MAX], db[MOCK_PATH_MAX];
+    snprintf(da, sizeof da, "%s", a);
+    snprintf(db, sizeof db, "%s", b);
+    char *sa = strrchr(da, '/'), *sb = strrchr(db, '/');
+    if (!sa || !sb)
+        return 0;
+    sa[sa == da] = '\0';                          /* "/x" -> "/" */
+    sb[sb == db] = '\0';
+    struct stat x, y;
+    return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Where to read a topology file from: `path` itself, its last component never
+ * followed, but for one layout outside the staged config directory: a ConfigMap
+ * volume's `NAME -> ..data/NAME`, read as `..data/NAME` (the kubelet's `..data`
+ * link to its current directory followed as a directory is). Inside the staged
+ * config directory, writable by every injected container, no link is followed. */
+static void topology_file(const struct mock_node *n, const char *path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char target[MOCK_PATH_MAX], kubelet[MOCK_PATH_MAX];
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    if (len <= 0)
+        return;
+    target[len] = '\0';
+    snprintf(kubelet, sizeof kubelet, MOKKA_KUBELET_DATA_LINK "/%s", base);
+    if (strcmp(target, kubelet) != 0 || same_directory(path, n->config_yaml))
+        return;
+    int w = snprintf(out, size, "%.*s%s", (int)(base - path), path, kubelet);
+    if (w < 0 || (size_t)w >= size)
+        snprintf(out, size, "%s", path);          /* too long to follow: refused as a link */
+}
+
 static void apply_topology(struct mock_node *n)
 {
     const char *node_name = getenv(MOKKA_ENV_NODE_NAME);
     const char *path = getenv(MOKKA_ENV_TOPOLOGY_CONFIG);
     struct stat st;
-    if (!node_name || !*node_name || !path || !*path || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (!node_name || !*node_name || !path || !*path || lstat(path, &st) != 0)
         return;                                   /* a missing document is a silent no-op */
-    char companion[MOCK_PATH_MAX];
-    config_companion_path(path, companion, sizeof companion);
+    char yaml[MOCK_PATH_MAX], beside[MOCK_PATH_MAX], companion[MOCK_PATH_MAX];
+    topology_file(n, path, yaml, sizeof yaml);
+    config_companion_path(path, beside, sizeof beside);
+    topology_file(n, beside, companion, sizeof companion);
     struct flat doc;
-    if (flat_load(path, companion, MOKKA_TOPOLOGY_COMPANION_KIND, &doc) != FLAT_OK) {
-        mock_say_no_companion("topology document", path, companion);
+    struct flat_why why;
+    if (flat_load(AT_FDCWD, yaml, companion, &KIND_TOPOLOGY, &doc, &why) != FLAT_OK) {
+        mock_say_unusable("topology document", yaml, &why, 1);
         return;
     }
     char key[MOCK_VALUE_MAX];
@@ -189,6 +232,8 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
             unsigned long idx = strtoul(p, NULL, 10);
             if (idx < n->count)
                 keep[idx] = 1;
+        } else if (prefix_ci(item, "mig-")) {
+            mig_view_keep_listed(n, item, keep);  /* its parent, and under it only that MIG device */
         } else if (prefix_ci(item, "gpu-")) {
             for (unsigned int i = 0; i < n->count; i++) {
                 const char *uuid = base_get(n, &n->gpus[i], K_UUID);
@@ -256,19 +301,14 @@ nvmlReturn_t node_build(struct mock_node **out)
     }
     char companion[MOCK_PATH_MAX];
     config_companion_path(n->config_yaml, companion, sizeof companion);
-    enum flat_status st = flat_load(n->config_yaml, companion, MOKKA_STATE_COMPANION_KIND, &n->state);
-    if (st == FLAT_YAML_MISSING) {
-        mock_say("cannot read %s: set %s to a readable profile", n->config_yaml, MOKKA_ENV_NVML_CONFIG);
-        free(n);
-        return NVML_ERROR_DRIVER_NOT_LOADED;
-    }
-    if (st != FLAT_OK) {
-        mock_say_no_companion(NULL, n->config_yaml, companion);
+    struct flat_why why;
+    if (flat_load(AT_FDCWD, n->config_yaml, companion, &KIND_STATE, &n->state, &why) != FLAT_OK) {
+        mock_say_unusable(NULL, n->config_yaml, &why, 1);
         free(n);
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     unsigned long long count = 0;
-    node_u64(n, NODE_GPU_LEN, &count);
+    node_u64(n, NODE_GPU_LEN, &count);                /* at most MOCK_MAX_GPUS (kinds.c) */
     n->count = count > MOCK_MAX_GPUS ? MOCK_MAX_GPUS : (unsigned int)count;
     for (unsigned int i = 0; i < n->count; i++) {
         struct mock_gpu *g = &n->gpus[i];
@@ -283,6 +323,10 @@ nvmlReturn_t node_build(struct mock_node **out)
     resolve_fabric(n);
     dynamic_read_clock(n);
     config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
+    if (!(n->mig = mig_node_open(n))) {
+        node_free(n);
+        return NVML_ERROR_MEMORY;
+    }
     select_visible(n);
     *out = n;
     return NVML_SUCCESS;
@@ -296,7 +340,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
         strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_dir, b->overrides_dir) != 0)
         return 0;
-    if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0)
+    if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0 || !mig_node_same(a->mig, b->mig))
         return 0;
     for (unsigned int i = 0; i < a->count; i++) {
         const struct mock_gpu *x = &a->gpus[i], *y = &b->gpus[i];
@@ -311,6 +355,7 @@ void node_free(struct mock_node *n)
 {
     if (!n)
         return;
+    mig_node_free(n->mig);
     flat_free(&n->state);
     free(n);
 }

@@ -8,6 +8,9 @@
 
 #include "mock.h"
 
+_Static_assert(MOKKA_MAX_NVLINK_LINKS == NVML_NVLINK_MAX_LINKS,
+               "mokka/core/names.py MAX_NVLINK_LINKS must be what NVML allows");
+
 /* The position in nvlink_links of link number `link`, or -1. */
 static int link_slot(const struct mock_gpu *g, unsigned int link)
 {

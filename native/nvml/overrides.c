@@ -10,15 +10,22 @@
  * after the other): while one is pending the layer in use stays; only a
  * mismatching pair that stays unchanged that long is reported, once, and that
  * scope ignored.
+ *
+ * The directory is writable by every injected container, so it is opened afresh
+ * at each check without following it (a link in its place is refused) and each
+ * document is read relative to it (flat.h): no file a workload swaps in can be
+ * followed, block the open under the lock, or be trusted in part.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mock.h"
 
@@ -62,12 +69,12 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static struct file_id file_id_of(const char *path)
+static struct file_id file_id_at(int dirfd, const char *name)
 {
     struct file_id id;
     struct stat st;
     memset(&id, 0, sizeof id);
-    if (stat(path, &st) == 0) {
+    if (dirfd >= 0 && name[0] && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         id.present = 1;
         id.dev = st.st_dev;
         id.ino = st.st_ino;
@@ -92,36 +99,41 @@ static void layer_unref(struct ovr_layer *l)
     }
 }
 
-static int blank_file(const char *path)
-{
-    size_t len = 0;
-    char *text = flat_read_file(path, &len);
-    if (!text)
-        return 0;
-    int blank = 1;
-    for (size_t i = 0; i < len; i++)
-        blank &= isspace((unsigned char)text[i]) != 0;
-    free(text);
-    return blank;
-}
-
 enum scope_result { SCOPE_READY, SCOPE_PENDING };
 
 struct scope_paths {
-    char yaml[MOCK_PATH_MAX];
+    char yaml[MOCK_PATH_MAX];              /* for messages: the directory's path and the name */
     char nvml[MOCK_PATH_MAX];
+    char yaml_name[32];                    /* what is opened, relative to the directory */
+    char nvml_name[32];
 };
 
-/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE); empty paths
- * (no such file) when the directory's name leaves no room for them. */
+/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE). */
 static void paths_of(const struct mock_overrides *o, unsigned int s, struct scope_paths *p)
 {
-    int n = s == ALL_SCOPE
-                ? snprintf(p->yaml, sizeof p->yaml, "%s/%s.yaml", o->dir, MOKKA_OVERRIDES_ALL_SCOPE)
-                : snprintf(p->yaml, sizeof p->yaml, "%s/%s%u.yaml", o->dir, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
-    if (n < 0 || (size_t)n >= sizeof p->yaml)
-        p->yaml[0] = '\0';
-    config_companion_path(p->yaml, p->nvml, sizeof p->nvml);
+    if (s == ALL_SCOPE)
+        snprintf(p->yaml_name, sizeof p->yaml_name, "%s.yaml", MOKKA_OVERRIDES_ALL_SCOPE);
+    else
+        snprintf(p->yaml_name, sizeof p->yaml_name, "%s%u.yaml", MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
+    config_companion_path(p->yaml_name, p->nvml_name, sizeof p->nvml_name);
+    if (snprintf(p->yaml, sizeof p->yaml, "%s/%s", o->dir, p->yaml_name) >= (int)sizeof p->yaml ||
+        snprintf(p->nvml, sizeof p->nvml, "%s/%s", o->dir, p->nvml_name) >= (int)sizeof p->nvml)
+        p->yaml[0] = p->nvml[0] = '\0';          /* only messages name these */
+}
+
+/* The directory, opened afresh (a workload may have replaced it): -1 when there is none,
+ * or when it is not a directory (a link in its place included: reported once). */
+static int open_dir(const struct mock_overrides *o)
+{
+    int fd = flat_open_dir(AT_FDCWD, o->dir);
+    if (fd >= 0 || errno == ENOENT)
+        return fd;
+    struct stat st;
+    int link = lstat(o->dir, &st) == 0 && S_ISLNK(st.st_mode);
+    mock_warn_once("ignoring overrides %s: %s (it holds %s.yaml and %s<N>.yaml)", o->dir,
+                   link ? "a symbolic link, not followed" : "not a directory", MOKKA_OVERRIDES_ALL_SCOPE,
+                   MOKKA_OVERRIDES_GPU_SCOPE_PREFIX);
+    return -1;
 }
 
 static struct scope_files *files_of(struct mock_overrides *o, unsigned int s)
@@ -131,21 +143,24 @@ static struct scope_files *files_of(struct mock_overrides *o, unsigned int s)
 
 /* Load scope `s` into *out (left empty when absent or ignored).
  * SCOPE_PENDING: a write may be in flight; keep the layer in use for now. */
-static enum scope_result load_scope(struct mock_overrides *o, unsigned int s, long long now, int first,
-                                    struct flat *out)
+static enum scope_result load_scope(struct mock_overrides *o, int dirfd, unsigned int s, long long now,
+                                    int first, struct flat *out)
 {
     struct scope_paths p;
     paths_of(o, s, &p);
     struct scope_files *sf = files_of(o, s);
-    struct file_id y = file_id_of(p.yaml), c = file_id_of(p.nvml);
+    struct file_id y = file_id_at(dirfd, p.yaml_name), c = file_id_at(dirfd, p.nvml_name);
     memset(out, 0, sizeof *out);
     if (y.present) {
-        enum flat_status st = flat_load(p.yaml, p.nvml, MOKKA_OVERRIDES_COMPANION_KIND, out);
-        if (st != FLAT_OK && st != FLAT_YAML_MISSING && !blank_file(p.yaml)) {
+        struct flat_why why;
+        enum flat_status st = flat_load(dirfd, p.yaml_name, p.nvml_name, &KIND_OVERRIDES, out, &why);
+        if (st != FLAT_OK && st != FLAT_YAML_MISSING && !why.yaml_blank) {
             /* Writers rename the companion first: a companion no older than its
              * YAML is a write in flight (even at nvmlInit), while a YAML newer
-             * than its companion was edited by hand. */
-            int wait = !first || (c.present && c.mtime_ns >= y.mtime_ns);
+             * than its companion was edited by hand. Anything else wrong with a
+             * file is no write in flight: reported at once. */
+            int in_flight = st == FLAT_MISSING || st == FLAT_STALE;
+            int wait = in_flight && (!first || (c.present && c.mtime_ns >= y.mtime_ns));
             if (wait && (sf->mismatch_since_ms == 0 || !same_id(&y, &sf->bad_yaml) ||
                          !same_id(&c, &sf->bad_nvml))) {
                 sf->bad_yaml = y;                 /* a new pair: the writer may be between renames */
@@ -155,7 +170,8 @@ static enum scope_result load_scope(struct mock_overrides *o, unsigned int s, lo
             }
             if (wait && now - sf->mismatch_since_ms < GRACE_MS)
                 return SCOPE_PENDING;
-            mock_say_no_companion("overrides", p.yaml, p.nvml);
+            why.file = why.file == p.yaml_name ? p.yaml : p.nvml;
+            mock_say_unusable("overrides", p.yaml, &why, 1);
         }
     }
     sf->mismatch_since_ms = 0;
@@ -164,36 +180,42 @@ static enum scope_result load_scope(struct mock_overrides *o, unsigned int s, lo
     return SCOPE_READY;
 }
 
-static int scope_changed(struct mock_overrides *o, unsigned int s)
+static int scope_changed(struct mock_overrides *o, int dirfd, unsigned int s)
 {
     struct scope_paths p;
     paths_of(o, s, &p);
     const struct scope_files *sf = files_of(o, s);
-    struct file_id y = file_id_of(p.yaml), c = file_id_of(p.nvml);
+    struct file_id y = file_id_at(dirfd, p.yaml_name), c = file_id_at(dirfd, p.nvml_name);
     return !same_id(&y, &sf->seen_yaml) || !same_id(&c, &sf->seen_nvml);
 }
 
 /* Called with the lock held. `first`: at nvmlInit, report at once. */
 static void reload(struct mock_overrides *o, long long now, int first)
 {
-    int changed = !o->seen_valid || scope_changed(o, ALL_SCOPE);
+    int dirfd = open_dir(o);
+    int changed = !o->seen_valid || scope_changed(o, dirfd, ALL_SCOPE);
     for (unsigned int s = 0; s < o->count && !changed; s++)
-        changed = scope_changed(o, s);
-    if (!changed)
+        changed = scope_changed(o, dirfd, s);
+    struct ovr_layer *l = changed ? calloc(1, sizeof *l) : NULL;
+    if (!l) {
+        if (dirfd >= 0)
+            close(dirfd);
         return;
-    struct ovr_layer *l = calloc(1, sizeof *l);
-    if (!l)
-        return;
+    }
     l->refs = 1;
     int any = 0;
     for (unsigned int s = 0; s <= o->count; s++) {
         unsigned int slot = s == o->count ? ALL_SCOPE : s;
-        if (load_scope(o, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
+        if (load_scope(o, dirfd, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
             layer_unref(l);
+            if (dirfd >= 0)
+                close(dirfd);
             return;
         }
         any |= l->scope[slot].n > 0;
     }
+    if (dirfd >= 0)
+        close(dirfd);
     o->seen_valid = 1;
     struct ovr_layer *old = o->cur;
     o->cur = any ? l : NULL;
@@ -210,10 +232,6 @@ struct mock_overrides *overrides_open(const char *dir, unsigned int count)
     pthread_mutex_init(&o->lock, NULL);
     o->count = count > MOCK_MAX_GPUS ? MOCK_MAX_GPUS : count;
     snprintf(o->dir, sizeof o->dir, "%s", dir);
-    struct stat st;
-    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-        mock_warn_once("ignoring overrides %s: not a directory (it holds %s.yaml and %s<N>.yaml)", dir,
-                       MOKKA_OVERRIDES_ALL_SCOPE, MOKKA_OVERRIDES_GPU_SCOPE_PREFIX);
     return o;
 }
 

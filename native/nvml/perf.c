@@ -8,7 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mig.h"
 #include "mock.h"
+#include "processes.h"
 
 #define SAMPLING_PERIOD_US 1000000u
 
@@ -19,14 +21,23 @@ struct mem { unsigned long long total, reserved, used, free; };
 static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
-    if (ret != NVML_SUCCESS)
-        return ret;
+    nvmlReturn_t ret;
     memset(m, 0, sizeof *m);
+    if (mig_memory(device, &ret, &m->total)) {    /* a MIG device: its own, all of it free */
+        m->free = m->total;
+        return ret;
+    }
+    if ((ret = mock_gpu_of(device, &g)) != NVML_SUCCESS)
+        return ret;
     if (!gpu_u64(g, K_MEMORY_TOTAL_BYTES, &m->total))
         return NVML_ERROR_NOT_SUPPORTED;
     gpu_u64(g, K_MEMORY_RESERVED_BYTES, &m->reserved);
     gpu_u64(g, K_MEMORY_USED_BYTES, &m->used);
+    /* The node's CUDA processes, never past what the board has (a record is hostile input). */
+    unsigned long long live = mock_processes_used(g);
+    unsigned long long usable = m->total > m->reserved ? m->total - m->reserved : 0;
+    if (live > 0)
+        m->used = m->used < usable ? m->used + (live < usable - m->used ? live : usable - m->used) : m->used;
     unsigned long long taken = m->reserved + m->used;  /* values.memory_mib: never negative */
     m->free = taken < m->total ? m->total - taken : 0;
     return NVML_SUCCESS;
@@ -34,7 +45,7 @@ static nvmlReturn_t memory_of(nvmlDevice_t device, struct mem *m)
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlReturn_t ret = mig_check_any(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!memory)
@@ -50,7 +61,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *
 
 nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlReturn_t ret = mig_check_any(device);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!memory)
@@ -67,10 +78,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_
     return NVML_SUCCESS;
 }
 
+/* A MIG device maps through its parent's BAR1, with nothing of its own mapped. */
 nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t *bar1Memory)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    unsigned int phys, gi, ci;
+    int mig = mig_handle_ids(device, &phys, &gi, &ci);
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!bar1Memory)
@@ -78,7 +92,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Me
     unsigned long long total, used = 0;
     if (!gpu_u64(g, K_BAR1_MEMORY_TOTAL_BYTES, &total))
         return NVML_ERROR_NOT_SUPPORTED;
-    gpu_u64(g, K_BAR1_MEMORY_USED_BYTES, &used);
+    if (!mig)
+        gpu_u64(g, K_BAR1_MEMORY_USED_BYTES, &used);
     bar1Memory->bar1Total = total;
     bar1Memory->bar1Used = used;
     bar1Memory->bar1Free = used < total ? total - used : 0;
@@ -114,7 +129,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
     case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
         return api_u32(device, K_THERMAL_MAX_OPERATING_C, temp);
     case NVML_TEMPERATURE_THRESHOLD_MEM_MAX:      /* nvidia-smi shows it before Ada only */
-        return api_pre_ada(g) ? api_u32(device, K_THERMAL_MAX_OPERATING_C, temp) : NVML_ERROR_NOT_SUPPORTED;
+        return api_pre_ada(g) ? api_u32(device, K_THERMAL_MEMORY_MAX_C, temp) : NVML_ERROR_NOT_SUPPORTED;
     case NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR:
         return api_pre_ada(g) ? api_u32(device, K_THERMAL_TARGET_TEMPERATURE_C, temp)
                               : NVML_ERROR_NOT_SUPPORTED;
@@ -168,9 +183,14 @@ nvmlReturn_t DECLDIR nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPsta
     return pstate_of(device, pState);
 }
 
+/* The older name of the performance state, which later drivers deprecate. */
 nvmlReturn_t DECLDIR nvmlDeviceGetPowerState(nvmlDevice_t device, nvmlPstates_t *pState)
 {
-    return pstate_of(device, pState);
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret == NVML_SUCCESS)
+        ret = api_refusal(g, K_REFUSED_POWER_STATE);
+    return ret != NVML_SUCCESS ? ret : pstate_of(device, pState);
 }
 
 /* Bit i of the event-reason mask, in nvml.h's order. */
@@ -232,6 +252,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t de
 
 /* --- utilization, encoder, decoder ------------------------------------------------------ */
 
+/* nvml.h: not supported on MIG-enabled GPUs (nvidia-smi prints N/A). */
 nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
     const struct mock_gpu *g;
@@ -240,6 +261,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtil
         return ret;
     if (!utilization)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig_enabled(g))
+        return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long gpu, mem;
     if (!gpu_u64(g, K_UTILIZATION_GPU, &gpu) || !gpu_u64(g, K_UTILIZATION_MEMORY, &mem))
         return NVML_ERROR_NOT_SUPPORTED;
@@ -250,8 +273,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtil
 
 static nvmlReturn_t sampled(nvmlDevice_t device, const char *key, unsigned int *value, unsigned int *period)
 {
+    const struct mock_gpu *g;
     unsigned int v = 0;
-    nvmlReturn_t ret = api_u32(device, key, value && period ? &v : NULL);
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret == NVML_SUCCESS && value && period && mig_enabled(g))
+        return NVML_ERROR_NOT_SUPPORTED;
+    ret = api_u32(device, key, value && period ? &v : NULL);
     if (ret == NVML_SUCCESS) {
         *value = v;
         *period = SAMPLING_PERIOD_US;

@@ -1,21 +1,22 @@
-/* What the mock tells Mokka's own clients beyond NVML's API.
+/* What the mock tells Mokka's own clients beyond NVML's API (mokka_private.h).
  *
  * Our nvidia-smi, check-fabric and `mokka ctl` read every reading through
  * NVML, as NVIDIA's tools do. Two facts have no NVML call: where this node's
  * files are (ctl writes the overrides and the Xid events there), and which
  * GPU of the profile a visible index is, even when that GPU is lost and NVML
  * refuses its handle (ctl must still be able to reset it). Both are answered
- * for the node nvmlInit published, with no handle needed.
+ * for the node nvmlInit published, with no handle needed. The mock CUDA
+ * driver reads the board through NVML too; what NVML's API has no call for
+ * (the L2 cache, the per-multiprocessor limits, the multiprocessor count
+ * outside MIG) it reads from the GPU's `cuda` block here. Its process records
+ * are processes.c's.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 
 #include "mock.h"
-
-MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetNodePath(unsigned int which, char *path, unsigned int length);
-MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetDeviceIdentity(unsigned int index, unsigned int *physicalIndex,
-                                                     char *uuid, unsigned int length);
+#include "mokka_private.h"
 
 /* which: MOKKA_NODE_PATH_PROFILE (the profile in use), _OVERRIDES (the overrides
  * directory), _XID_EVENTS (the Xid events document); absolute paths. */
@@ -59,4 +60,22 @@ nvmlReturn_t nvmlMokkaGetDeviceIdentity(unsigned int index, unsigned int *physic
     if (ret == NVML_SUCCESS)
         *physicalIndex = g->phys;
     return ret;
+}
+
+/* `key` must name a value of the `cuda` block: this call reads nothing else. */
+nvmlReturn_t nvmlMokkaGetDeviceCudaValue(nvmlDevice_t device, const char *key, long long *value)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    static const char block[] = K_CUDA ".";
+    if (!key || !value || strncmp(key, block, sizeof block - 1) != 0 || !key[sizeof block - 1] ||
+        strchr(key + sizeof block - 1, '.'))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    long long v;
+    if (!gpu_i64(g, key, &v))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *value = v;
+    return NVML_SUCCESS;
 }

@@ -37,30 +37,60 @@ static void block(uint32_t h[8], const unsigned char *p)
     h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
 }
 
-void sha256_digest_text(const void *data, size_t len, char out[SHA256_DIGEST_TEXT_SIZE])
+void sha256_init(struct sha256 *s)
 {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    static const uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, initial, sizeof initial);
+    s->len = 0;
+}
+
+void sha256_update(struct sha256 *s, const void *data, size_t len)
+{
     const unsigned char *p = data;
-    size_t left = len;
-    for (; left >= 64; left -= 64, p += 64)
-        block(h, p);
+    size_t used = (size_t)(s->len % 64);
+    s->len += len;
+    if (used > 0) {
+        size_t take = 64 - used < len ? 64 - used : len;
+        memcpy(s->block + used, p, take);
+        p += take;
+        len -= take;
+        if (used + take < 64)
+            return;
+        block(s->h, s->block);
+    }
+    for (; len >= 64; len -= 64, p += 64)
+        block(s->h, p);
+    memcpy(s->block, p, len);
+}
+
+void sha256_final_text(struct sha256 *s, char out[SHA256_DIGEST_TEXT_SIZE])
+{
+    size_t used = (size_t)(s->len % 64);
     unsigned char tail[128] = {0};
-    memcpy(tail, p, left);
-    tail[left] = 0x80;
-    size_t tail_len = left < 56 ? 64 : 128;
-    uint64_t bits = (uint64_t)len * 8;
+    memcpy(tail, s->block, used);
+    tail[used] = 0x80;
+    size_t tail_len = used < 56 ? 64 : 128;
+    uint64_t bits = s->len * 8;
     for (int i = 0; i < 8; i++)
         tail[tail_len - 1 - i] = (unsigned char)(bits >> (8 * i));
-    block(h, tail);
+    block(s->h, tail);
     if (tail_len == 128)
-        block(h, tail + 64);
+        block(s->h, tail + 64);
     static const char hex[] = "0123456789abcdef";
     memcpy(out, "sha256:", 7);
     for (int i = 0; i < 32; i++) {
-        unsigned char byte = (unsigned char)(h[i / 4] >> (24 - 8 * (i % 4)));
+        unsigned char byte = (unsigned char)(s->h[i / 4] >> (24 - 8 * (i % 4)));
         out[7 + 2 * i] = hex[byte >> 4];
         out[8 + 2 * i] = hex[byte & 15];
     }
     out[71] = '\0';
+}
+
+void sha256_digest_text(const void *data, size_t len, char out[SHA256_DIGEST_TEXT_SIZE])
+{
+    struct sha256 s;
+    sha256_init(&s);
+    sha256_update(&s, data, len);
+    sha256_final_text(&s, out);
 }

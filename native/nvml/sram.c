@@ -17,6 +17,15 @@ static int sram_present(const struct mock_gpu *g)
     return ecc_enabled(g) && gpu_has_prefix(g, K_ECC_SRAM ".");
 }
 
+/* A block that counts uncorrectable errors as one number is a board's before the
+ * parity / SEC-DED split, which has no nvmlDeviceGetSramEccErrorStatus. */
+static int sram_split(const struct mock_gpu *g)
+{
+    char v[MOCK_VALUE_MAX];
+    return gpu_raw(g, K_ECC_SRAM_VOLATILE_UNCORRECTABLE, v, sizeof v) != 1 &&
+           gpu_raw(g, K_ECC_SRAM_AGGREGATE_UNCORRECTABLE, v, sizeof v) != 1;
+}
+
 /* A count of the block; 0 when the state leaves it out. */
 static unsigned long long sram_u64(const struct mock_gpu *g, const char *key)
 {
@@ -31,6 +40,10 @@ int sram_count(const struct mock_gpu *g, int corrected, int aggregate, unsigned 
         return 0;
     if (corrected) {
         *out = sram_u64(g, aggregate ? K_ECC_SRAM_AGGREGATE_CORRECTABLE : K_ECC_SRAM_VOLATILE_CORRECTABLE);
+        return 1;
+    }
+    if (!sram_split(g)) {
+        *out = sram_u64(g, aggregate ? K_ECC_SRAM_AGGREGATE_UNCORRECTABLE : K_ECC_SRAM_VOLATILE_UNCORRECTABLE);
         return 1;
     }
     return !__builtin_add_overflow(
@@ -49,7 +62,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEc
         return NVML_ERROR_INVALID_ARGUMENT;
     if (status->version != nvmlEccSramErrorStatus_v1)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    if (!sram_present(g))
+    if (!sram_present(g) || !sram_split(g))
         return NVML_ERROR_NOT_SUPPORTED;
     nvmlEccSramErrorStatus_v1_t s;
     memset(&s, 0, sizeof s);

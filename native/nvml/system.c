@@ -1,9 +1,12 @@
 /* System-wide queries and the processes the state lists. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "mig.h"
 #include "mock.h"
+#include "processes.h"
 
 static nvmlReturn_t system_string(const char *key, char *buf, unsigned int length)
 {
@@ -90,7 +93,20 @@ struct proc {
     unsigned long long used_bytes;
 };
 
-/* The GPU's processes of `kind` ('C' compute, 'G' graphics); returns how many. */
+struct append { struct proc *out; unsigned int cap, found; };
+
+static void append_live(const struct mock_process *p, void *arg)
+{
+    struct append *a = arg;
+    if (a->found < a->cap) {
+        a->out[a->found].pid = p->pid;
+        a->out[a->found].used_bytes = p->used_bytes;
+    }
+    a->found++;
+}
+
+/* The GPU's processes of `kind` ('C' compute, 'G' graphics): the state's, then for
+ * compute the CUDA processes of the node (processes.c); returns how many. */
 static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *out, unsigned int cap)
 {
     unsigned int n = gpu_list_len(g, K_PROCESSES), found = 0;
@@ -113,64 +129,120 @@ static unsigned int processes(const struct mock_gpu *g, char kind, struct proc *
         }
         found++;
     }
+    if (kind == 'C') {
+        struct append live = {out, cap, found};
+        mock_processes_each(g, append_live, &live);
+        found = live.found;
+    }
     return found;
 }
 
-#define MAX_PROCS 256
-
-/* NVML's contract: too small an array -> INSUFFICIENT_SIZE and the count needed. */
-static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, struct proc *procs,
+/* NVML's contract: too small an array -> INSUFFICIENT_SIZE and the count needed. On
+ * NVML_SUCCESS *procs holds *n processes (at most MOKKA_MAX_GPU_PROCESSES: kinds.c
+ * refuses a longer list) for the caller to free. */
+static nvmlReturn_t list(nvmlDevice_t device, char kind, unsigned int *count, struct proc **procs,
                          unsigned int *n)
 {
     const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    unsigned int phys, gi, ci;
+    int mig = mig_handle_ids(device, &phys, &gi, &ci);
+    nvmlReturn_t ret = mig ? mig_check_any(device) : mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *n = kind ? processes(g, kind, procs, MAX_PROCS) : 0;
-    if (*n > MAX_PROCS)
-        *n = MAX_PROCS;
-    if (*count < *n) {
-        *count = *n;
-        return NVML_ERROR_INSUFFICIENT_SIZE;
-    }
+    *procs = malloc(MOKKA_MAX_GPU_PROCESSES * sizeof **procs);
+    if (!*procs)
+        return NVML_ERROR_MEMORY;
+    *n = kind && !mig ? processes(g, kind, *procs, MOKKA_MAX_GPU_PROCESSES) : 0;   /* none runs in a MIG device */
+    if (*n > MOKKA_MAX_GPU_PROCESSES)
+        *n = MOKKA_MAX_GPU_PROCESSES;
+    ret = *count < *n ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
     *count = *n;
-    return NVML_SUCCESS;
+    if (ret != NVML_SUCCESS) {
+        free(*procs);
+        *procs = NULL;
+    }
+    return ret;
 }
 
 static nvmlReturn_t list_v2(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_t *infos)
 {
-    struct proc procs[MAX_PROCS];
+    struct proc *procs;
     unsigned int n;
-    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    nvmlReturn_t ret = list(device, kind, count, &procs, &n);
     if (ret != NVML_SUCCESS)
         return ret;
     if (n > 0 && !infos)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < n; i++) {
+        ret = NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
         infos[i].pid = procs[i].pid;
         infos[i].usedGpuMemory = procs[i].used_bytes;
         infos[i].gpuInstanceId = 0xFFFFFFFFu;     /* no MIG */
         infos[i].computeInstanceId = 0xFFFFFFFFu;
     }
-    return NVML_SUCCESS;
+    free(procs);
+    return ret;
 }
 
 static nvmlReturn_t list_v1(nvmlDevice_t device, char kind, unsigned int *count, nvmlProcessInfo_v1_t *infos)
 {
-    struct proc procs[MAX_PROCS];
+    struct proc *procs;
     unsigned int n;
-    nvmlReturn_t ret = list(device, kind, count, procs, &n);
+    nvmlReturn_t ret = list(device, kind, count, &procs, &n);
     if (ret != NVML_SUCCESS)
         return ret;
     if (n > 0 && !infos)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    for (unsigned int i = 0; i < n; i++) {
+        ret = NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
         infos[i].pid = procs[i].pid;
         infos[i].usedGpuMemory = procs[i].used_bytes;
     }
-    return NVML_SUCCESS;
+    free(procs);
+    return ret;
+}
+
+/* The entries of NVIDIA's nvidia-smi 550 process slots (measured: its Processes box shows
+ * pid, memory and name from these, "N/A" for the instance ids 0xFFFFFFFF). */
+struct smi_process {
+    nvmlProcessDetail_v1_t detail;
+    char name[4096];
+};
+_Static_assert(sizeof(struct smi_process) == 4128, "nvidia-smi 550 strides its buffer by 4128 bytes");
+
+/* Through NVML's own list (the count first, then the entries), so the slots follow it
+ * in every bound and error it has. */
+nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *count, void *entries)
+{
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = 0;
+    nvmlReturn_t ret = list_v2(device, kind, &n, NULL);
+    if (ret != NVML_SUCCESS && ret != NVML_ERROR_INSUFFICIENT_SIZE)
+        return ret;
+    if (*count < n) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n > 0 && !entries)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlProcessInfo_t *infos = calloc(n ? n : 1, sizeof *infos);
+    if (!infos)
+        return NVML_ERROR_MEMORY;
+    ret = list_v2(device, kind, &n, infos);      /* n may have grown since: INSUFFICIENT_SIZE */
+    *count = n;
+    struct smi_process *out = entries;
+    for (unsigned int i = 0; ret == NVML_SUCCESS && i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].detail.pid = infos[i].pid;
+        out[i].detail.usedGpuMemory = infos[i].usedGpuMemory;
+        out[i].detail.gpuInstanceId = infos[i].gpuInstanceId;
+        out[i].detail.computeInstanceId = infos[i].computeInstanceId;
+        if (nvmlSystemGetProcessName(infos[i].pid, out[i].name, sizeof out[i].name) != NVML_SUCCESS)
+            out[i].name[0] = '\0';
+    }
+    free(infos);
+    return ret;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
@@ -227,6 +299,17 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device
     return list_v1(device, 0, infoCount, infos);
 }
 
+struct named { unsigned int pid; char *name; unsigned int length; int found; };
+
+static void name_if_pid(const struct mock_process *p, void *arg)
+{
+    struct named *want = arg;
+    if (!want->found && p->pid == want->pid) {
+        snprintf(want->name, want->length, "%s", p->name);
+        want->found = 1;
+    }
+}
+
 nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
     nvmlReturn_t ret = mock_require_init();
@@ -237,6 +320,10 @@ nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsi
     const struct mock_node *n = mock_node();
     for (unsigned int v = 0; v < n->nvisible; v++) {
         const struct mock_gpu *g = &n->gpus[n->visible[v]];
+        struct named live = {pid, name, length, 0};
+        mock_processes_each(g, name_if_pid, &live);
+        if (live.found)
+            return NVML_SUCCESS;
         unsigned int count = gpu_list_len(g, K_PROCESSES);
         for (unsigned int i = 0; i < count; i++) {
             char key[96], text[MOCK_VALUE_MAX];

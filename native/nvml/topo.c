@@ -10,24 +10,37 @@
 
 #define BITS_PER_LONG (8 * sizeof(unsigned long))
 
+/* A CPU number at *p below MOKKA_MAX_CPUS into *cpu, *p moved past it: 1; else 0. */
+static int cpu_number(const char **p, unsigned long *cpu)
+{
+    if (!isdigit((unsigned char)**p))
+        return 0;
+    unsigned long v = 0;
+    for (; isdigit((unsigned char)**p); (*p)++) {
+        v = v * 10 + (unsigned long)(**p - '0');
+        if (v >= MOKKA_MAX_CPUS)
+            return 0;                             /* no larger machine exists: not a CPU list */
+    }
+    *cpu = v;
+    return 1;
+}
+
 /* Calls `each(cpu, arg)` for every CPU of a list like "0-3,8,10-11"; 0 if malformed. */
 static int cpu_list(const char *text, void (*each)(unsigned long cpu, void *arg), void *arg)
 {
     const char *p = text;
     int any = 0;
     while (*p) {
-        char *end;
-        if (!isdigit((unsigned char)*p))
+        unsigned long lo, hi;
+        if (!cpu_number(&p, &lo))
             return 0;
-        unsigned long lo = strtoul(p, &end, 10), hi = lo;
-        p = end;
+        hi = lo;
         if (*p == '-') {
-            if (!isdigit((unsigned char)p[1]))
+            p++;
+            if (!cpu_number(&p, &hi))
                 return 0;
-            hi = strtoul(p + 1, &end, 10);
-            p = end;
         }
-        if (hi < lo || hi - lo > 1u << 20)
+        if (hi < lo)
             return 0;
         for (unsigned long c = lo; c <= hi; c++)
             each(c, arg);

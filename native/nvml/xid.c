@@ -8,9 +8,15 @@
  *
  * The file is rewritten whole (companion first, then the YAML, each by rename);
  * a reader that catches the pair between the two renames sees a stale companion
- * and tries again on its next poll. events.c polls it while a wait blocks. */
+ * and tries again on its next poll. events.c polls it while a wait blocks.
+ *
+ * Every number is held to its bound before it is used (kinds.c, KIND_EVENTS): at
+ * most MOKKA_MAX_XID_EVENTS events, sequence numbers from 1 to last_seq and
+ * last_seq at most MOKKA_MAX_XID_SEQ; a document that breaks one is ignored whole
+ * (one line, once), as one that is a link, a FIFO or too large. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +50,12 @@ int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_ev
     char companion[MOCK_PATH_MAX];
     config_companion_path(yaml, companion, sizeof companion);
     struct flat f;
-    if (flat_load(yaml, companion, MOKKA_XID_EVENTS_KIND, &f) != FLAT_OK)
-        return -1;
+    struct flat_why why;
+    enum flat_status st = flat_load(AT_FDCWD, yaml, companion, &KIND_EVENTS, &f, &why);
+    if (st == FLAT_REFUSED || st == FLAT_INVALID)
+        mock_say_unusable("Xid events", yaml, &why, 0);
+    if (st != FLAT_OK)
+        return -1;                                /* absent, or between its writer's renames */
     unsigned long long count = 0, newest = 0;
     u64_of(&f, MOKKA_XID_COMPANION_EVENTS "." MOKKA_COMPANION_LEN_KEY, &count);
     u64_of(&f, MOKKA_XID_COMPANION_LAST_SEQ, &newest);
@@ -59,8 +69,8 @@ int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_ev
         snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_CODE, i);
         ok = ok && u64_of(&f, key, &e.code);
         snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_GPU, i);
-        ok = ok && u64_of(&f, key, &gpu) && gpu < MOCK_MAX_GPUS;
-        if (!ok || e.seq <= after)
+        ok = ok && u64_of(&f, key, &gpu);
+        if (!ok || e.seq <= after)                /* every event has all three (kinds.c) */
             continue;
         e.gpu = (unsigned int)gpu;
         /* keep them in sequence order (the file already is; insertion keeps it so regardless) */

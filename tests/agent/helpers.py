@@ -29,6 +29,17 @@ def profile_bytes(name: str, count: int | None = None) -> bytes:
     return ds.with_num_devices(text, count) if count else text
 
 
+def kernel_log_standin(root: str) -> str:
+    """An empty file at the agent's default kernel log under ``root`` (/dev/kmsg there):
+    the agent and ctl append to it, never create it."""
+    from mokka.core import names
+
+    kmsg = os.path.join(root, names.KMSG_PATH.lstrip("/"))
+    os.makedirs(os.path.dirname(kmsg))
+    open(kmsg, "w").close()
+    return kmsg
+
+
 def configmap_dir(directory: str, files: dict[str, bytes], version: str) -> None:
     """Lay out files the way the kubelet does: ..<ts>/, ..data -> ..<ts>, name -> ..data/name."""
     os.makedirs(directory, exist_ok=True)

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from helpers import AgentProcess, profile_bytes
+from helpers import AgentProcess, kernel_log_standin, profile_bytes
 from tests.waiting import wait_until
 from test_kernellog_process import XID13, XID_CRITICAL, inject
 
@@ -33,9 +33,7 @@ def ctl(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 def test_ctl_xid_reaches_event_waiters_and_the_kernel_log(scratch, nvml_build):
     root, outside, procs = scratch
-    kmsg = os.path.join(root, names.KMSG_PATH.lstrip("/"))     # the agent's, under its host root
-    os.makedirs(os.path.dirname(kmsg))
-    open(kmsg, "w").close()
+    kmsg = kernel_log_standin(root)
     profile = os.path.join(outside, "profile.yaml")
     healthy = profile_bytes("gb300", 4)
     with open(profile, "wb") as f:

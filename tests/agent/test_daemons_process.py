@@ -10,7 +10,7 @@ from helpers import AgentProcess, profile_bytes
 from tests.waiting import wait_until
 from treelist import diff, listing
 
-from mokka.core import flatstate, names
+from mokka.core import names
 from mokka.core.overlay import host_overlay
 from tests.conftest import run_mokka
 
@@ -113,6 +113,6 @@ def test_without_a_node_name_every_part_of_the_node_names_the_host(scratch):
     assert serving[0]["node"] == host
     with open(os.path.join(ov.ib, "sys/class/infiniband/mlx5_0/node_desc")) as f:
         assert f.read() == f"{host} mlx5_0\n"
-    with open(flatstate.companion_path(ov.profile)) as f:       # what the library reads
+    with open(os.path.join(ov.driver_config, "config.nvml")) as f:     # the compiled state the library reads
         assert f"node_name {host}" in f.read().splitlines()
     assert agent.terminate() == 0

@@ -9,7 +9,7 @@ import os
 
 import yaml
 
-from helpers import AgentProcess, profile_bytes
+from helpers import AgentProcess, kernel_log_standin, profile_bytes
 from tests.waiting import wait_until
 
 from mokka.core import names
@@ -34,9 +34,7 @@ XID13 = {"xid": {"code": 13}}
 
 def test_each_xid_announced_once_with_the_node_name_and_delivered_to_nvml(scratch, nvml_build):
     root, outside, procs = scratch
-    kmsg = os.path.join(root, names.KMSG_PATH.lstrip("/"))
-    os.makedirs(os.path.dirname(kmsg))
-    open(kmsg, "w").close()
+    kmsg = kernel_log_standin(root)
     profile = os.path.join(outside, "profile.yaml")
     healthy = profile_bytes("gb300", 4)
     with open(profile, "wb") as f:

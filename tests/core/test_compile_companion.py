@@ -26,7 +26,7 @@ def test_profile_gets_config_nvml_and_state_json(tmp_path):
     assert res.stdout == f"wrote {tmp_path}/config.nvml (profile)\n"
     digest = "sha256:" + hashlib.sha256((tmp_path / "config.yaml").read_bytes()).hexdigest()
     lines = (tmp_path / "config.nvml").read_text().splitlines()
-    assert lines[:2] == ["# mokka-nvml state 1", f"digest {digest}"]
+    assert lines[:2] == ["# mokka-nvml state 2", f"digest {digest}"]
     assert "gpu.len 4" in lines                       # t4: four GPUs
     assert not (tmp_path / "state.json").exists()
 
@@ -39,8 +39,8 @@ def test_overrides_and_topology_documents(tmp_path):
         "  cliques:\n  - id: 3\n    nodes: [worker-1]\n")
     assert run("--companion", str(tmp_path / "overrides" / "gpu0.yaml")).returncode == 0
     assert run("--companion", str(tmp_path / "topo.yaml")).returncode == 0
-    assert (tmp_path / "overrides" / "gpu0.nvml").read_text().splitlines()[2:] == ["utilization.gpu 5"]
-    assert (tmp_path / "topo.nvml").read_text().splitlines()[2:] == [
+    assert (tmp_path / "overrides" / "gpu0.nvml").read_text().splitlines()[3:] == ["utilization.gpu 5"]
+    assert (tmp_path / "topo.nvml").read_text().splitlines()[3:] == [
         "node.worker-1.clique_id 3",
         "node.worker-1.cluster_uuid 11111111-2222-3333-4444-555555555555",
         "node.worker-1.domain d"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import zlib
 
 import pytest
 
 from mokka.core import compile as comp
 from mokka.core import flatstate
+from mokka.core import names
 from mokka.core import profile as prof
 
 
@@ -27,8 +29,9 @@ def test_overrides_companion_exact_bytes():
     text = b"{thermal: {temperature_gpu_c: 77}, name: 'A\\\\B'}\n"
     doc = {"thermal": {"temperature_gpu_c": 77}, "ok": True, "none": None, "ratio": 0.5,
            "lst": ["a\nb", "c"], "name": "A\\B"}
-    want = ("# mokka-nvml overrides 1\n"
+    want = ("# mokka-nvml overrides 2\n"
             f"digest sha256:{hashlib.sha256(text).hexdigest()}\n"
+            "body 86 crc32:0d472d30\n"                # the length and zlib.crc32 of the lines below
             "lst.0 a\\nb\n"
             "lst.1 c\n"
             "lst.len 2\n"
@@ -40,7 +43,7 @@ def test_overrides_companion_exact_bytes():
 
 
 def test_an_overrides_document_that_is_no_mapping_has_no_fields():
-    assert flatstate.overrides_companion(["a"], b"- a\n").decode().splitlines()[2:] == []
+    assert flatstate.overrides_companion(["a"], b"- a\n").decode().splitlines()[2:] == ["body 0 crc32:00000000"]
 
 
 def test_keys_sort_as_c_strcmp_does():
@@ -54,8 +57,8 @@ def test_topology_companion_lists_every_node():
     doc = {"domains": [{"name": "d1", "uuid": "0a1b2c3d-0000-0000-0000-000000000001",
                         "cliques": [{"id": 7, "nodes": ["n1", "n2"]}]}]}
     lines = flatstate.topology_companion(doc, text).decode().splitlines()
-    assert lines[0] == "# mokka-nvml topology 1"
-    assert lines[2:] == [
+    assert lines[0] == "# mokka-nvml topology 2"
+    assert lines[3:] == [
         "node.n1.clique_id 7",
         "node.n1.cluster_uuid 0a1b2c3d-0000-0000-0000-000000000001",
         "node.n1.domain d1",
@@ -70,10 +73,12 @@ def test_state_companion_carries_every_scalar_of_the_state(name):
     profile = prof.load(name)
     state = comp.compile_profile(profile)
     body = flatstate.state_companion(state).decode().splitlines()
-    assert body[0] == "# mokka-nvml state 1"
+    assert body[0] == "# mokka-nvml state 2"
     assert body[1] == "digest " + profile.digest
-    table = dict(line.split(" ", 1) for line in body[2:])
-    keys = [line.split(" ", 1)[0] for line in body[2:]]
+    data = flatstate.state_companion(state).split(b"\n", 3)[3]
+    assert body[2] == f"body {len(data)} crc32:{zlib.crc32(data):08x}"
+    table = dict(line.split(" ", 1) for line in body[3:])
+    keys = [line.split(" ", 1)[0] for line in body[3:]]
     assert keys == sorted(keys, key=str.encode) and len(keys) == len(set(keys))
     assert int(table["gpu.len"]) == len(state["gpus"])
     last = state["gpus"][-1]
@@ -84,3 +89,24 @@ def test_state_companion_carries_every_scalar_of_the_state(name):
     assert table["system.driver_version"] == state["system"]["driver_version"]
     if last.get("nvlink_links"):
         assert int(table[f"gpu.{n}.nvlink_links.len"]) == len(last["nvlink_links"])
+
+
+def test_a_document_past_its_kind_bound_is_refused_before_it_fills_memory():
+    """One long domain name repeated in every node's line: refused while walking."""
+    doc = {"domains": [{"name": "d" * 1_000_000, "uuid": "0a1b2c3d-0000-0000-0000-000000000001",
+                        "cliques": [{"id": 1, "nodes": [f"n{i}" for i in range(100_000)]}]}]}
+    with pytest.raises(flatstate.CompanionError, match="more than the 16777216 bytes"):
+        flatstate.topology_companion(doc, b"doc")
+
+
+def test_an_overrides_document_past_its_line_bound_is_refused():
+    doc = {"f": {str(i): i for i in range(names.MAX_OVERRIDES_COMPANION_LINES + 1)}}
+    with pytest.raises(flatstate.CompanionError, match="2049 lines, more than the 2048"):
+        flatstate.overrides_companion(doc, b"doc")
+
+
+@pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a": "nul\0here"}],
+                         ids=["newline in a key", "tab in a key", "DEL in a key", "NUL in a value"])
+def test_keys_are_one_printable_token_and_values_hold_no_nul(doc):
+    with pytest.raises(flatstate.CompanionError):
+        flatstate.overrides_companion(doc, b"doc")

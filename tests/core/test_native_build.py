@@ -34,7 +34,8 @@ def test_build_pins_in_pyproject_equal_native_requirements():
         build_pins = _pins(f)
     with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
         test_extra = _pins(tomllib.load(f)["project"]["optional-dependencies"]["test"])
-    assert build_pins == {"shiv==1.0.8", "ziglang==0.14.1", "nvidia-nvml-dev-cu12==12.4.127"}
+    assert build_pins == {"shiv==1.0.8", "ziglang==0.14.1", "nvidia-nvml-dev-cu12==12.4.127",
+                          "nvidia-cuda-runtime-cu12==12.4.127"}
     assert build_pins <= test_extra
 
 
@@ -182,7 +183,7 @@ def test_the_getter_table_builds_against_the_pinned_nvml_h_and_none_of_it_is_stu
     table = gen_getters.table()
     getters = gen_getters.render(functions, table, keys.gpu_macros(), gen_stubs.handwritten(sources))
     stubs = gen_stubs.render(functions, gen_stubs.defined_elsewhere(sources))
-    assert {"nvmlDeviceGetName", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetTotalEnergyConsumption"} <= {
+    assert {"nvmlDeviceGetSerial", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetTotalEnergyConsumption"} <= {
         g.name for g in table}
     for g in table:
         assert getters.count(f" {g.name}(") == 1 and f" {g.name}(" not in stubs, g.name

@@ -170,8 +170,8 @@ HOSTILE_CASES = [
      "device_defaults.failure.probability", "finite number"),
     ("fabric clique id beyond 32 bits", HEAD + "device_defaults: {fabric: {clique_id: 4294967296}}\n",
      "device_defaults.fabric.clique_id", "at most 4294967295"),
-    ("nvlink links per gpu beyond 64", HEAD + "nvlink: {links_per_gpu: 65}\n",
-     "nvlink.links_per_gpu", "at most 64"),
+    ("nvlink links per gpu beyond what NVML allows", HEAD + "nvlink: {links_per_gpu: 19}\n",
+     "nvlink.links_per_gpu", "at most 18"),
     ("processes is a mapping", HEAD + "device_defaults: {processes: {a: 1}}\n",
      "device_defaults.processes", "must be a list"),
     ("a device entry is empty", HEAD + "devices: [null]\n", "devices[0]", "must be a mapping"),
@@ -183,6 +183,8 @@ HOSTILE_CASES = [
         f"{{index: {i}}}" for i in range(65)) + "]\n", "devices", "lists 65 entries; at most 64"),
     ("an unknown key with a newline", HEAD + 'device_defaults: {future: {"a\\nb": 1}}\n',
      "device_defaults.future", "key 'a\\nb' may not contain control characters"),
+    ("an unknown value with a NUL", HEAD + 'devices: [{index: 0, dynamic_metrics: {"": "a\\0b"}}]\n',
+     "devices[0].dynamic_metrics.", "'a\\x00b' may not contain a NUL"),
 ]
 CASES += HOSTILE_CASES
 

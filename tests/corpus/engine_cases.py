@@ -1,4 +1,4 @@
-"""One table of engine cases that the Python engine and the C library must both pass.
+"""One table of engine cases: what a process that loads the mock NVML library sees.
 
 Each Case names a profile, the environment a process starts with and the
 files around it (device nodes, a topology document, the fabricmanager marker,
@@ -7,8 +7,8 @@ an overrides file), and what that process must see: the visible GPUs as
 renames one, their names. Expected values are literals on purpose.
 
 ``stage(case, root)`` writes the files into a fresh directory and returns the
-environment; tests/smi/test_engine_corpus.py runs mokka.smi.engine over it and
-tests/native/test_engine_corpus.py runs the mock libnvidia-ml.so.1.
+environment; tests/native/test_engine_corpus.py runs the mock libnvidia-ml.so.1 over it,
+and tests/native/test_nvidia_smi_agree.py NVIDIA's nvidia-smi and ours.
 """
 
 from __future__ import annotations
@@ -117,6 +117,10 @@ CASES = [
          env={names.ENV_NVML_VISIBLE_DEVICES: "GPU-12345678-1234"}),
     Case("leading zeros are the same index", "a100", _seen(A100, 7),
          env={names.ENV_NVML_VISIBLE_DEVICES: "007"}),
+    Case("ten digits with leading zeros are still an index", "a100", _seen(A100, 3),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "0000000003"}),
+    Case("a blank before a comma is not part of the index", "a100", _seen(A100, 1, 3),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "3 ,1"}),
     Case("unknown index, UUID and words hide those", "a100", (),
          env={names.ENV_NVML_VISIBLE_DEVICES: "8,GPU-ffff,abc,-1"}),
     Case("a partial device tree shows only those", "h100", _seen(H100, 0, 7),

@@ -12,6 +12,17 @@
     probe.py reset INDEX...     what NVIDIA's nvidia-smi -r calls in the export table: slot 19
                                 (is primary) per GPU, 168 (mode), 181 and 182 (the group), then
                                 167 (the reset) with the GPUs' handles; the return codes
+    probe.py survey             "ready" once the library is loaded, then what a monitor asks:
+                                dump's queries of every GPU, P2P and topology sets, process
+                                names, an Xid wait; never raises (a query that fails is its
+                                error or its exception's name)
+    probe.py serve              a consumer per request: reads one JSON request a line
+                                ({"env", "stdout", "stderr", "timeout"}), forks a
+                                fresh process that sets env, runs survey (loading the library
+                                itself) into those files and exits; prints one JSON line a
+                                request: {"exit": status or null past the timeout, "max_rss"}.
+                                This process never loads the library: each child is a
+                                consumer's first load, without an interpreter's start each
 
 Prints one JSON document (watch: one line per change). An NVML error is
 ["err", code]. pynvml's own fabric struct (12.550.89) has a 80-byte UUID and is
@@ -22,15 +33,20 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import select
+import signal
 import sys
 import threading
 import time
+import traceback
 
 import pynvml as n
 
 FABRIC_V2 = 0x02000024          # sizeof(nvmlGpuFabricInfo_v2_t) | 2 << 24
 MEMORY_V2 = 0x02000028          # sizeof(nvmlMemory_v2_t) | 2 << 24
 PCI_EXT_V1 = 0x01000040         # sizeof(nvmlPciInfoExt_v1_t) | 1 << 24
+REPAIR_STATUS_V1 = 0x0100000C   # sizeof(nvmlRepairStatus_v1_t) | 1 << 24
 STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 
 
@@ -172,6 +188,9 @@ def gpu_dump(h):
     d["PciInfo"] = pci if isinstance(pci, list) else [
         pci.busId, pci.busIdLegacy, pci.domain, pci.bus, pci.device, pci.pciDeviceId, pci.pciSubSystemId]
     d["PciInfoExt"] = pci_ext(h)
+    repair = (ctypes.c_uint * 3)(REPAIR_STATUS_V1)
+    ret = lib().nvmlDeviceGetRepairStatus(h, repair)
+    d["RepairStatus"] = ["err", ret] if ret else [repair[1], repair[2]]
     for obj in range(3):
         d[f"InforomVersion{obj}"] = call(n.nvmlDeviceGetInforomVersion, h, obj)
     mem = call(n.nvmlDeviceGetMemoryInfo, h)
@@ -369,6 +388,40 @@ def extra():
     return out
 
 
+def guarded(fn, *args):
+    """``call`` that also survives what a consumer's own code may raise on odd bytes."""
+    try:
+        return call(fn, *args)
+    except Exception as exc:  # noqa: BLE001 - the survey reports, never stops
+        return ["raised", type(exc).__name__]
+
+
+def survey():
+    try:
+        n.nvmlInit()
+    except n.NVMLError as exc:
+        return {"init": exc.value}
+    handles = []
+    for i in range(n.nvmlDeviceGetCount()):
+        h = guarded(n.nvmlDeviceGetHandleByIndex, i)
+        if not isinstance(h, list):
+            handles.append(h)
+    out = {"init": 0, "gpus": [guarded(gpu_dump, h) for h in handles]}
+    out["p2p"] = [[guarded(n.nvmlDeviceGetP2PStatus, a, b, n.NVML_P2P_CAPS_INDEX_NVLINK) for b in handles]
+                  for a in handles]
+    out["gpu set cpu 0"] = guarded(lambda: len(n.nvmlSystemGetTopologyGpuSet(0)))
+    out["near"] = [guarded(lambda h=h: len(n.nvmlDeviceGetTopologyNearestGpus(h, 50))) for h in handles]
+    out["process 1"] = guarded(n.nvmlSystemGetProcessName, 1)
+    events = guarded(n.nvmlEventSetCreate)
+    if not isinstance(events, list):
+        for h in handles:
+            guarded(n.nvmlDeviceRegisterEvents, h, n.nvmlEventTypeXidCriticalError, events)
+        out["wait"] = guarded(lambda: n.nvmlEventSetWait_v2(events, 20).eventData)
+        guarded(n.nvmlEventSetFree, events)
+    n.nvmlShutdown()
+    return out
+
+
 SMI_TABLE_ID = bytes.fromhex("c4fe3e6cc98f6c4ea327ee696e12f7c4")
 SLOT = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_void_p] * 6)
 
@@ -405,6 +458,36 @@ def reset(indices):
     return out
 
 
+def serve_one(request):
+    """One forked consumer of the survey; (exit status or None past the timeout, peak RSS bytes)."""
+    pid = os.fork()
+    if pid == 0:                                  # the consumer: its own files, env and library load
+        try:
+            for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+            sys.stdout = os.fdopen(1, "w")
+            os.environ.update(request["env"])
+            print(json.dumps(survey()), flush=True)
+            os._exit(0)
+        except BaseException:                     # noqa: BLE001 - a child never returns into the server
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+    pidfd = os.pidfd_open(pid)
+    ended = bool(select.select([pidfd], [], [], request["timeout"])[0])
+    os.close(pidfd)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    return (os.waitstatus_to_exitcode(status) if ended else None), usage.ru_maxrss * 1024
+
+
+def serve():
+    for line in sys.stdin:
+        status, max_rss = serve_one(json.loads(line))
+        print(json.dumps({"exit": status, "max_rss": max_rss}), flush=True)
+
+
 def main(argv):
     cmd = argv[1]
     if cmd == "visible":
@@ -423,6 +506,12 @@ def main(argv):
             print(json.dumps({"init": exc.value}))
     elif cmd == "extra":
         print(json.dumps(extra()))
+    elif cmd == "survey":
+        n._LoadNvmlLibrary()                      # the interpreter's start is not the library's time
+        print(json.dumps(["ready"]), flush=True)
+        print(json.dumps(survey()))
+    elif cmd == "serve":
+        serve()
     elif cmd == "xid":
         xid(int(argv[2]))
     elif cmd == "reset":

@@ -7,6 +7,7 @@ Import the fixtures into a test module: ``from tests.native.staged import nvml_b
     staged_node    (session)  factory(profile name or file, nvidia_smi=True) -> StagedNode: a node
                               staged by the real agent (--once), torn down at the end;
                               its processes read the pinned second (MOCK_NVML_CLOCK)
+    stage_node(root, profile, nvidia_smi)  the same node outside pytest (bench/capture_fidelity.py)
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ class StagedNode:
                               capture_output=True, text=True, env=env, timeout=60)
 
 
+def stage_node(root: str, profile: str, nvidia_smi: str | None) -> tuple[StagedNode, list[str]]:
+    """A node the real agent stages (--once) under ``root`` with ``profile`` and, given its
+    path, NVIDIA's nvidia-smi; and the agent's command (``+ ["--teardown"]`` removes it)."""
+    agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
+             "--profile", profile, "--health-addr", "", "--log-format", "plain"]
+    if nvidia_smi:
+        agent += ["--nvidia-smi", nvidia_smi]
+    done = subprocess.run(agent + ["--once"], capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    dev_root = os.path.join(root, "empty-dev-root")
+    os.makedirs(dev_root)
+    return StagedNode(root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))), dev_root), agent
+
+
 @pytest.fixture(scope="session")
 def staged_node(nvml_build, tmp_path_factory):
     nodes: dict = {}
@@ -83,17 +98,8 @@ def staged_node(nvml_build, tmp_path_factory):
         if key in nodes:
             return nodes[key]
         root = str(tmp_path_factory.mktemp(f"node-{os.path.basename(profile).partition('.')[0]}"))
-        agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
-                 "--profile", profile, "--health-addr", "", "--log-format", "plain"]
-        if nvidia_smi:
-            agent += ["--nvidia-smi", peer("NVIDIA_SMI")]
-        done = subprocess.run(agent + ["--once"], capture_output=True, text=True, env=clean_env())
-        assert done.returncode == 0, done.stderr
+        nodes[key], agent = stage_node(root, profile, peer("NVIDIA_SMI") if nvidia_smi else None)
         agents.append(agent)
-        dev_root = os.path.join(root, "empty-dev-root")
-        os.makedirs(dev_root)
-        nodes[key] = StagedNode(root, Overlay(os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))),
-                                dev_root)
         return nodes[key]
 
     yield stage

@@ -95,7 +95,7 @@ def test_indices_are_the_callers_own_and_reset_clears_one_gpu(node):
     done = node.run_python(["-r", "-i", "3"])
     assert done.returncode == 0, done.stderr
     assert documents(node) == ["gpu5.nvml", "gpu5.yaml"]
-    assert overrides(node, 5)[1][2:] == ["thermal.temperature_gpu_c 90"]
+    assert overrides(node, 5)[1][3:] == ["thermal.temperature_gpu_c 90"]
     temps = node.run(["--query-gpu=temperature.gpu", "--format=csv,noheader"]).stdout.split()
     assert temps == ["34", "34", "34", "34", "34", "90", "34", "34"]
     assert ctl(node, "reset").returncode == 0

@@ -36,9 +36,9 @@ def test_config_that_does_not_exist(nvml_lib, tmp_path):
     assert stderr.count("\n") == 1 and f"MOCK_NVML_CONFIG={tmp_path}/nope.yaml does not exist" in stderr
 
 
-def _no_companion_line(config: str) -> str:
+def _no_companion_line(config: str, reason: str) -> str:
     stem = config[: -len(".yaml")]
-    return (f"mock NVML: {config} has no compiled state ({stem}.nvml missing or stale): "
+    return (f"mock NVML: {config} has no compiled state ({stem}.nvml: {reason}): "
             f"run 'mokka compile --companion {config}'\n")
 
 
@@ -48,17 +48,32 @@ def test_yaml_without_companion_names_the_path_and_the_command(nvml_lib, tmp_pat
     os.unlink(flatstate.companion_path(config))
     seen, stderr = run_probe(nvml_lib, env, "init")
     assert seen == {"init": DRIVER_NOT_LOADED}
-    assert stderr == _no_companion_line(config)
+    assert stderr == _no_companion_line(config, "missing")
 
 
-@pytest.mark.parametrize("spoil", ["yaml edited after compiling", "companion of another profile",
-                                   "companion of another kind", "companion cut short after the digest",
-                                   "companion keys out of order"])
-def test_stale_or_broken_companion_is_refused(nvml_lib, tmp_path, spoil):
+STALE = "stale: not compiled from this YAML"
+EDITED = "truncated or edited: its checksum is not the one its header states"
+CUT = "truncated or edited: its length is not the one its header states"
+
+
+@pytest.mark.parametrize("spoil, reason", [
+    ("yaml edited after compiling", STALE),
+    ("companion of another profile", STALE),
+    ("companion of another kind", "a companion of another kind, not state"),
+    ("companion of the format before", "written in another format version, not 2"),
+    ("companion cut short after the header", CUT),
+    ("companion cut at a line boundary", CUT),
+    ("a value edited in place", EDITED),
+    ("two lines swapped", EDITED),
+    ("a line dropped, the length restated", EDITED),
+])
+def test_stale_or_broken_companion_is_refused(nvml_lib, tmp_path, spoil, reason):
     env = _stage(tmp_path)
     config = env[names.ENV_NVML_CONFIG]
     companion = flatstate.companion_path(config)
     text = open(companion, "rb").read()
+    head, body = text.split(b"\n", 3)[:3], text.split(b"\n", 3)[3]
+    lines = body.split(b"\n")
     if spoil == "yaml edited after compiling":
         with open(config, "ab") as f:
             f.write(b"# edited\n")
@@ -66,16 +81,28 @@ def test_stale_or_broken_companion_is_refused(nvml_lib, tmp_path, spoil):
         shutil.copy(corpus.stage(corpus.Case("other", "a100", ()), str(tmp_path / "other"))[names.ENV_NVML_CONFIG]
                     .replace(".yaml", ".nvml"), companion)
     elif spoil == "companion of another kind":
-        open(companion, "wb").write(text.replace(b"# mokka-nvml state 1", b"# mokka-nvml overrides 1", 1))
-    elif spoil == "companion cut short after the digest":
-        open(companion, "wb").write(b"\n".join(text.split(b"\n")[:2]) + b"\ngarbage-without-a-value\n")
-    else:
-        lines = text.split(b"\n")
+        open(companion, "wb").write(text.replace(b"# mokka-nvml state 2", b"# mokka-nvml overrides 2", 1))
+    elif spoil == "companion of the format before":          # version 1: no body line
+        open(companion, "wb").write(b"# mokka-nvml state 1\n" + head[1] + b"\n" + body)
+    elif spoil == "companion cut short after the header":
+        open(companion, "wb").write(b"\n".join(head) + b"\n")
+    elif spoil == "companion cut at a line boundary":
+        open(companion, "wb").write(b"\n".join(head + lines[:len(lines) // 2]) + b"\n")
+    elif spoil == "a value edited in place":
+        at = next(i for i, line in enumerate(lines) if line.startswith(b"gpu.0.name "))
+        lines[at] = b"gpu.0.name NVIDIA H100 80GB HBM4"
+        open(companion, "wb").write(b"\n".join(head + lines))
+    elif spoil == "two lines swapped":
         lines[5], lines[6] = lines[6], lines[5]
-        open(companion, "wb").write(b"\n".join(lines))
+        open(companion, "wb").write(b"\n".join(head + lines))
+    else:
+        kept = b"\n".join(lines[:3] + lines[4:])
+        stated = head[2].split(b" ")
+        head[2] = b" ".join([stated[0], str(len(kept)).encode(), stated[2]])
+        open(companion, "wb").write(b"\n".join(head) + b"\n" + kept)
     seen, stderr = run_probe(nvml_lib, env, "init")
     assert seen == {"init": DRIVER_NOT_LOADED}
-    assert stderr == _no_companion_line(config)
+    assert stderr == _no_companion_line(config, reason)
 
 
 def test_library_in_the_overlay_finds_its_config(nvml_lib, tmp_path):
@@ -115,8 +142,8 @@ def test_topology_without_companion_warns_once_and_keeps_the_profile(nvml_lib, t
     os.unlink(flatstate.companion_path(topology))
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert {tuple(g["fabric"][:3]) for g in seen["gpus"]} == {corpus.PROFILE_FABRIC}
-    assert stderr == (f"mock NVML: ignoring topology document {topology}: {topology[:-5]}.nvml missing or "
-                      f"stale: run 'mokka compile --companion {topology}'\n")
+    assert stderr == (f"mock NVML: ignoring topology document {topology}: {topology[:-5]}.nvml: missing: "
+                      f"run 'mokka compile --companion {topology}'\n")
 
 
 def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
@@ -126,8 +153,8 @@ def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
         f.write("# edited without compiling\n")
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert {g["name"] for g in seen["gpus"]} == {"NVIDIA A100-SXM4-40GB"}
-    assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml missing or stale: "
-                      f"run 'mokka compile --companion {overrides}'\n")
+    assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: stale: not compiled "
+                      f"from this YAML: run 'mokka compile --companion {overrides}'\n")
 
 
 def test_blank_overrides_without_companion_are_silent(nvml_lib, tmp_path):

@@ -37,10 +37,15 @@ GLIBC_FLOOR = (2, 17)
 #: A name joins only with its own declaration in native/nvml and a test of its answers.
 LATER_API = {
     "nvmlDeviceGetPlatformInfo",        # NVML 12.6 (560): the report's Platform Info block
+    # NVML 13 (580): rows of a real board's report (native/nvml/board.c, tests/capture/)
+    "nvmlDeviceGetPdi", "nvmlDeviceGetAddressingMode", "nvmlDeviceGetCapabilities",
+    "nvmlDeviceGetRepairStatus", "nvmlDeviceGetUnrepairableMemoryFlag_v1",
 }
-#: Mokka's own calls for its clients (native/nvml/private.c): where the node's files are,
-#: and which profile GPU a visible index is.
-PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity"}
+#: Mokka's own calls for its clients (native/nvml/mokka_private.h): where the node's files
+#: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
+#: and the process records it keeps.
+PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
+               "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess"}
 
 SHT_DYNSYM = 11
 SHT_GNU_VERDEF = 0x6FFFFFFD

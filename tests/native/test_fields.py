@@ -72,7 +72,7 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
     free = mem["total_bytes"] - mem["reserved_bytes"] - used
     pstate = int(g["performance_state"][1:])
     ecc_on = ON[ecc["mode_current"]]
-    mig_ok = mig["max_gpu_instances"] > 0
+    mig_ok = bool(mig.get("gpu_instance_profiles"))     # a board with a MIG table
     reasons = sum(1 << i for i, k in enumerate(REASON_BITS) if g["clocks_throttle_reasons"][k])
     domains = ("graphics", "sm", "memory", "video")
     mems = [m["freq_mhz"] for m in g["supported_clocks"]["memory_clocks"]]
@@ -103,7 +103,9 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
         "DefaultEccMode": [ON[ecc["default_mode"]]],     # pynvml returns a list "DisplayMode": ON[g["display"]["mode"]],
         "DisplayActive": ON[g["display"]["active"]],
         "MigMode": [ON[mig["mode_current"]], ON[mig["mode_pending"]]] if mig_ok else NOT_SUPPORTED,
-        "MaxMigDeviceCount": mig["max_gpu_instances"] if mig_ok else NOT_SUPPORTED,
+        # nvml.h: zero while MIG is disabled
+        "MaxMigDeviceCount": (mig["max_gpu_instances"] if ON[mig["mode_current"]] else 0) if mig_ok
+        else NOT_SUPPORTED,
         "NumaNodeId": g["numa_node"], "NumFans": g["fan"]["count"],
         "FanSpeed": NOT_SUPPORTED if not g["fan"]["count"] else g["fan"]["speed_percent"],
         "EncoderUtilization": [g["utilization"]["encoder"], 1000000],
@@ -129,7 +131,7 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
         "UtilizationRates": list(BUILTIN_UTILIZATION[index]),
         "Temperature": thermal["temperature_gpu_c"],
         "TemperatureThreshold": [thermal["shutdown_threshold_c"], thermal["slowdown_threshold_c"],
-                                 thermal["max_operating_c"] if pre_ada else NOT_SUPPORTED,
+                                 thermal.get("memory_max_c", NOT_SUPPORTED) if pre_ada else NOT_SUPPORTED,
                                  thermal["max_operating_c"]],
         "ClockInfo": [clocks[f"{d}_current"] for d in domains],
         "MaxClockInfo": [clocks[f"{d}_max"] for d in domains],

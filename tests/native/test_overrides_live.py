@@ -82,5 +82,6 @@ def test_overrides_left_stale_while_running_warn_once_and_are_dropped(nvml_lib, 
         assert line == ["name", "NVIDIA A100-SXM4-40GB"]
         assert seen_at - written > 0.9               # a writer gets a second to rename the pair
         proc.wait(timeout=30)
-        assert proc.stderr.read() == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml "
-                                      f"missing or stale: run 'mokka compile --companion {overrides}'\n")
+        assert proc.stderr.read() == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: "
+                                      "stale: not compiled from this YAML: "
+                                      f"run 'mokka compile --companion {overrides}'\n")

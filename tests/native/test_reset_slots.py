@@ -43,7 +43,7 @@ def test_reset_removes_the_gpus_documents(before, gpus, after, nvml_lib, tmp_pat
     assert sorted(os.listdir(config_dir)) == ["config.nvml", "config.yaml", "overrides"]
 
 
-def test_a_document_that_cannot_be_removed_fails_the_reset_with_one_line(nvml_lib, tmp_path):
+def test_a_document_that_cannot_be_removed_fails_the_reset_naming_it(nvml_lib, tmp_path):
     env = engine_cases.stage(engine_cases.Case("reset", "h100", ()), str(tmp_path))
     config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
     engine_cases.write_overrides(config_dir, {1: HOT})
@@ -52,5 +52,6 @@ def test_a_document_that_cannot_be_removed_fails_the_reset_with_one_line(nvml_li
     os.mkdir(os.path.join(directory, "gpu1.yaml"))          # a directory: unlink fails with EISDIR
     seen, stderr = run_probe(nvml_lib, env, "reset", "1")
     assert seen["reset"] == 4                                 # NVML_ERROR_NO_PERMISSION
-    assert stderr == (f"mock NVML: cannot reset: removing {directory}/gpu1.yaml: Is a directory "
+    assert stderr == (f"mock NVML: ignoring overrides {directory}/gpu1.yaml: a directory, not a regular file\n"
+                      f"mock NVML: cannot reset: removing {directory}/gpu1.yaml: Is a directory "
                       "(try 'mokka ctl reset' as the file's owner)\n")

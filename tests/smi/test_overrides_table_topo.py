@@ -24,9 +24,9 @@ def test_overrides_merge_and_reset_drops_one_gpus_document(fresh, dev_root):
     assert res.returncode == 0 and "was successfully reset" in res.stdout
     assert sorted(os.listdir(ov.overrides_dir)) == ["all.nvml", "all.yaml", "gpu3.nvml", "gpu3.yaml"]
     companion = (ov.overrides_dir / "gpu3.nvml").read_text().splitlines()
-    assert companion[:2] == ["# mokka-nvml overrides 1",
+    assert companion[:2] == ["# mokka-nvml overrides 2",
                              "digest sha256:" + hashlib.sha256(b"utilization: {gpu: 99}\n").hexdigest()]
-    assert companion[2:] == ["utilization.gpu 99"]
+    assert companion[3:] == ["utilization.gpu 99"]
     rows = ov.run(q, str(dev_root)).stdout.splitlines()
     assert rows[2] == "50, 40" and rows[3] == "50, 99"
 

@@ -101,8 +101,8 @@ def test_topology_missing_is_silent_invalid_warns_and_ungated_profiles_are_uncha
     res = ov.run(["--query-gpu=fabric.cliqueId", "--format=csv,noheader"], str(dev_root),
                  NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(bad))
     assert res.returncode == 0 and set(res.stdout.split()) == {"0"}
-    assert res.stderr == (f"mock NVML: ignoring topology document {bad}: {tmp_path / 'bad.nvml'} missing or "
-                          f"stale: run 'mokka compile --companion {bad}'\n")
+    assert res.stderr == (f"mock NVML: ignoring topology document {bad}: {tmp_path / 'bad.nvml'}: missing: "
+                          f"run 'mokka compile --companion {bad}'\n")
     good = tmp_path / "t.yaml"
     write_topology(str(good), TOPOLOGY)
     a100 = fresh("a100")

@@ -24,6 +24,23 @@ GPU_CHILDREN = (
     "power_smoothing power_profiles clocks applications_clocks default_applications_clocks "
     "deferred_clocks max_clocks max_customer_boost_clocks clock_policy fabric supported_clocks "
     "processes accounted_processes capabilities").split()
+#: The same of nvidia-smi 570 (hardware capture qx-a100.xml, 570.148.08), which every
+#: built-in profile with a driver before 580 prints.
+GPU_CHILDREN_570 = (
+    "product_name product_brand product_architecture display_mode display_active "
+    "persistence_mode addressing_mode mig_mode mig_devices accounting_mode accounting_mode_buffer_size "
+    "driver_model serial uuid minor_number vbios_version multigpu_board board_id board_part_number "
+    "gpu_part_number gpu_fru_part_number platformInfo inforom_version inforom_bbx_flush gpu_operation_mode "
+    "c2c_mode gpu_virtualization_mode gpu_reset_status gpu_recovery_action gsp_firmware_version ibmnpu pci "
+    "fan_speed performance_state clocks_event_reasons sparse_operation_mode "
+    "fb_memory_usage bar1_memory_usage cc_protected_memory_usage compute_mode utilization encoder_stats "
+    "fbc_stats dram_encryption_mode ecc_mode ecc_errors retired_pages remapped_rows temperature "
+    "supported_gpu_target_temp gpu_power_readings gpu_memory_power_readings module_power_readings "
+    "power_smoothing power_profiles clocks applications_clocks default_applications_clocks "
+    "deferred_clocks max_clocks max_customer_boost_clocks clock_policy voltage fabric supported_clocks "
+    "processes accounted_processes capabilities").split()
+#: The profiles whose driver is 580 or later (gb200: 580.65.06).
+DRIVER_580 = {"gb200"}
 
 
 #: <board_id> of each GPU as nvidia-smi prints it: the PCI location packed
@@ -42,7 +59,8 @@ BOARD_IDS = {
 def _xml(ov, dev_root, *extra):
     res = ov.run(["-q", "-x", *extra], str(dev_root))
     assert res.returncode == 0, res.stderr
-    assert '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">' in res.stdout
+    dtd = "nvsmi_device_v13.dtd" if ov.profile in DRIVER_580 else "nvsmi_device_v12.dtd"
+    assert f'<!DOCTYPE nvidia_smi_log SYSTEM "{dtd}">' in res.stdout
     return ET.fromstring(res.stdout)
 
 
@@ -56,7 +74,7 @@ def test_xml_follows_the_fidelity_rules(staged, dev_root, profile):
     assert root.findtext("driver_version") == ov.state["system"]["driver_version"]
     assert [el.findtext("board_id") for el in blocks] == BOARD_IDS[profile].split()
     for gpu, el in zip(ov.state["gpus"], blocks):
-        assert [c.tag for c in el] == GPU_CHILDREN
+        assert [c.tag for c in el] == (GPU_CHILDREN if profile in DRIVER_580 else GPU_CHILDREN_570)
         assert el.get("id") == gpu["pci"]["bus_id"]
         assert el.findtext("product_name") == gpu["name"]
         assert el.findtext("uuid") == gpu["uuid"]
@@ -92,8 +110,12 @@ def test_xml_follows_the_fidelity_rules(staged, dev_root, profile):
             assert fabric.findtext("status") == "Success"
             assert fabric.findtext("cliqueId") == str(gpu["fabric"]["clique_id"])
             assert fabric.findtext("clusterUuid") == gpu["fabric"]["cluster_uuid"]
-            assert fabric.findtext("health/summary") == "Healthy"
-            assert fabric.findtext("health/incorrect_configuration") == "None"
+            if profile in DRIVER_580:              # the health summary is 580's
+                assert fabric.findtext("health/summary") == "Healthy"
+                assert fabric.findtext("health/incorrect_configuration") == "None"
+            else:
+                assert fabric.find("health/summary") is None
+            assert fabric.findtext("health/bandwidth") == "Full"
         else:
             assert fabric.findtext("state") == "N/A"
         procs = el.find("processes")

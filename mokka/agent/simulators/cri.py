@@ -28,6 +28,7 @@ def toolkit_options(host: Host) -> dict:
     # while the fabricmanager daemon has it (Apply runs after the daemons start).
     fabric = host.overlay.fabric_state
     return {"nvml_library_staged": host.native.nvml_library is not None,
+            "cuda_library_staged": host.native.cuda_library is not None,
             "fabricmanager_state_dir": fabric if os.path.isdir(fabric) else None}
 
 

@@ -1,6 +1,6 @@
 """gpudriver: device nodes, the profile copy and its compiled companion, procfs (with the
-staged /proc/devices), the shims;
-Apply publishes the driver tree at /run/nvidia/driver.
+staged /proc/devices), the shims, the mock NVML and CUDA libraries, the proc hook and the
+CUDA process records' directory; Apply publishes the driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
 the nodes the larger one had. The shim library is written by
@@ -57,16 +57,19 @@ def proc_devices(desired: Desired) -> str:
 
 
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
-    """The mock NVML library as a driver ships it (the versioned file, then the
-    soname and the development name as relative links), the proc hook when built, and
-    NVIDIA's nvidia-smi when the node gave one."""
+    """The mock NVML library and the mock CUDA driver as a driver ships them (the
+    versioned file, then the soname and the development name as relative links), the
+    proc hook when built, and NVIDIA's nvidia-smi when the node gave one."""
     out: dict[str, Entry] = {}
-    lib = host.native.nvml_library
-    if lib is not None:
-        versioned = names.NVML_LIB_VERSIONED.format(driver_version=driver_version)
-        out[os.path.join(host.overlay.lib, versioned)] = File(lib, 0o755)
-        out[os.path.join(host.overlay.lib, names.NVML_LIB_FILE)] = Link(versioned)
-        out[os.path.join(host.overlay.lib, names.NVML_LIB_DEV_LINK)] = Link(names.NVML_LIB_FILE)
+    for data, versioned, soname, dev_link in (
+            (host.native.nvml_library, names.NVML_LIB_VERSIONED, names.NVML_LIB_FILE, names.NVML_LIB_DEV_LINK),
+            (host.native.cuda_library, names.CUDA_LIB_VERSIONED, names.CUDA_LIB_FILE, names.CUDA_LIB_DEV_LINK)):
+        if data is None:
+            continue
+        file = versioned.format(driver_version=driver_version)
+        out[os.path.join(host.overlay.lib, file)] = File(data, 0o755)
+        out[os.path.join(host.overlay.lib, soname)] = Link(file)
+        out[os.path.join(host.overlay.lib, dev_link)] = Link(soname)
     if host.native.proc_hook is not None:
         out[host.overlay.proc_hook] = File(host.native.proc_hook, 0o755)
     if host.native.nvidia_smi is not None:
@@ -113,6 +116,8 @@ class GpuDriver:
             self._first = False
         self.host.fs.converge(OWNER, tree(desired, self.host), extra=self._shims,
                               writer=lambda: launcher.stage(self.host.overlay.root, self._commands))
+        if self.host.native.cuda_library is not None:
+            self._make_process_records()
 
     def apply(self, desired: Desired) -> None:
         try:
@@ -127,12 +132,22 @@ class GpuDriver:
         self._publisher.withdraw()
 
     def discard(self) -> None:
-        # The overrides are written by others into our config dir; they go with the tree.
+        # The overrides and process records are written by others into our config dir; they
+        # go with the tree.
         self._drop_overrides()
+        remove_tree_quiet(self.host.overlay.process_records)
         self.host.fs.remove_owner(OWNER)
 
     def _drop_overrides(self) -> None:
         remove_tree_quiet(self.host.overlay.overrides)
+
+    def _make_process_records(self) -> None:
+        """Where every CUDA process of the node, in any container and of any user, keeps its
+        records (native/nvml/processes.c): writable by all, sticky as /tmp. Records of live
+        processes survive a restage; the directory goes with the tree."""
+        path = self.host.overlay.process_records
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, names.PROCESS_RECORDS_MODE)
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()

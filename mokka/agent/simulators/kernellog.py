@@ -10,7 +10,13 @@ created: it is the host's). A kernel log that cannot be opened is warned about
 once and skipped (fail open); the NVML channel still gets the event.
 
 The events file is also the memory of what was announced: an agent restarted
-over an existing one announces only what is new.
+over an existing one announces only what is new. Every container can write it, so
+it is input like any other: read without following a link or blocking, bounded
+(mokka.core.xid.load), and one that is not Mokka's is logged and replaced whole;
+the numbering goes on from the highest number this agent wrote, so a waiter's
+"newer than" stays true. ``mokka ctl xid`` appends under the directory's flock;
+any workload can hold that too, so the announcer waits for it at most
+LOCK_WAIT_S and then writes without it (logged, naming the holder).
 
 Stage records the kernel log in the staged tree (``driver/kernel-log``, also with
 ``--once``; mokka.core.kmsg), so ``mokka ctl xid`` writes its line there and nowhere else.
@@ -18,7 +24,6 @@ Stage records the kernel log in the staged tree (``driver/kernel-log``, also wit
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 
@@ -30,6 +35,9 @@ from mokka.core import flatstate, fsutil, names, xid
 
 OWNER = "kernellog"
 RECORD_OWNER = "kernellog:record"      # the kernel log's record, staged apart from the events
+#: How long the announcer waits for ``mokka ctl xid``'s lock before it goes on without it:
+#: ctl holds it for one read-modify-write, a workload for as long as it likes.
+LOCK_WAIT_S = 0.5
 
 
 class KernelLog:
@@ -47,6 +55,8 @@ class KernelLog:
         self._latest: Desired | None = None
         self._changed = threading.Event()
         self._kmsg_warned = False
+        self._last_seq = 0                          # the highest number this agent wrote
+        self._notice: dict | None = None            # the last file refused or lock gone round
         self.announced = 0                          # lines written (for tests and the log)
 
     # --- the Daemon verbs ----------------------------------------------------
@@ -67,6 +77,10 @@ class KernelLog:
 
     def ready(self) -> tuple[bool, str]:
         return self.supervisor.ready()
+
+    def notice(self) -> dict | None:
+        """What the announcer last worked around (for /healthz): the file and the reason."""
+        return self._notice
 
     # --- the announcer ---------------------------------------------------------
     def _hand(self, desired: Desired) -> None:
@@ -91,17 +105,17 @@ class KernelLog:
 
     def announce(self, desired: Desired) -> list[xid.Event]:
         # The same lock and numbering as ``mokka ctl xid`` (which appends to this file).
-        directory = os.path.dirname(self.events_path)
-        with fsutil.dir_locked(self.events_path) if os.path.isdir(directory) \
-                else contextlib.nullcontext():
+        with fsutil.dir_locked_or_not(self.events_path, LOCK_WAIT_S, self._lock_held):
             previous, last = self._recorded()
-            current, new, last = xid.next_events(previous, xid.injections(desired.state), last)
-            if new or current != previous or not os.path.exists(self.events_path):
-                text, companion = xid.render(current, last)
-                # converge writes in path order: the companion (.nvml) before the YAML.
-                self.host.fs.converge(OWNER, {
-                    flatstate.companion_path(self.events_path): File(companion),
-                    self.events_path: File(text)})
+            current, new, last = xid.next_events(previous, xid.injections(desired.state),
+                                                 max(last, self._last_seq))
+            text, companion = xid.render(current, last)
+            # converge writes in path order, the companion (.nvml) before the YAML, and
+            # only what differs: a companion or a YAML edited by anyone is put back.
+            self.host.fs.converge(OWNER, {
+                flatstate.companion_path(self.events_path): File(companion),
+                self.events_path: File(text)})
+            self._last_seq = last
         for event in new:
             line = xid.kmsg_line(event.injection, self.node_name)
             self._kmsg(line)
@@ -109,21 +123,24 @@ class KernelLog:
                                   seq=event.seq, line=line)
         return new
 
+    def _lock_held(self, exc: fsutil.LockHeld) -> None:
+        self.host.log.warning("the config directory's lock is held: writing the Xid events "
+                              "without it", path=exc.directory, holder=exc.pid or "unknown")
+        self._notice = {"file": exc.directory, "reason": f"{exc}; the Xid events were written without it"}
+
     def _recorded(self) -> tuple[list[xid.Event], int]:
         try:
-            with open(self.events_path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            return [], 0
-        from mokka.core import yamlio
-        try:
-            return xid.parse(yamlio.safe_load(data))
-        except yamlio.YAMLError:
+            return xid.load(self.events_path)
+        except xid.Refused as exc:
+            self.host.log.warning("the Xid events file is not one Mokka wrote: replacing it",
+                                  path=self.events_path, reason=str(exc))
+            self._notice = {"file": self.events_path, "reason": f"{exc}; replaced by Mokka's own"}
             return [], 0
 
     def _kmsg(self, line: str) -> None:
         try:
-            fd = os.open(self.kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO with no reader there fails at once instead of hanging the announcer
+            fd = os.open(self.kmsg_path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as exc:
             if not self._kmsg_warned:
                 self._kmsg_warned = True

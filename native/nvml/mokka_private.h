@@ -1,0 +1,32 @@
+/* Mokka's private calls of the mock NVML library: what its own clients (our
+ * nvidia-smi, check-fabric, `mokka ctl`, the mock CUDA driver of native/cuda)
+ * ask beyond NVML's API. native/nvml/private.c and processes.c define them;
+ * a client finds them with dlsym, and a library without them is not Mokka's.
+ */
+#ifndef MOKKA_NVML_PRIVATE_H
+#define MOKKA_NVML_PRIVATE_H
+
+#include <nvml.h>
+
+#ifndef MOKKA_EXPORT
+#define MOKKA_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Where the node's files are: MOKKA_NODE_PATH_PROFILE, _OVERRIDES, _XID_EVENTS. */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetNodePath(unsigned int which, char *path, unsigned int length);
+/* Which GPU of the profile visible index `index` is, lost or not. */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetDeviceIdentity(unsigned int index, unsigned int *physicalIndex,
+                                                     char *uuid, unsigned int length);
+/* A value of the GPU's `cuda` block (`key` one of mokka_keys.h's K_CUDA_...): the
+ * board values the CUDA driver reports that NVML has no call for. NOT_SUPPORTED
+ * when the state has none, INVALID_ARGUMENT for a key outside the block. */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetDeviceCudaValue(nvmlDevice_t device, const char *key,
+                                                      long long *value);
+/* This process holds a CUDA context on `device` and `usedBytes` of its memory:
+ * its record, which NVML's process list and memory used count on every process
+ * of the node while this process lives (processes.c). */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaSetProcessMemory(nvmlDevice_t device, unsigned long long usedBytes);
+/* This process no longer holds a context on `device`: its record goes. */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaReleaseProcess(nvmlDevice_t device);
+
+#endif
