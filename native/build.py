@@ -5,9 +5,9 @@
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 ``--lib`` names; default out: build/native in the repo, both architectures):
 the mock ``libnvidia-ml.so.1`` (native/nvml/), the mock ``libcuda.so.1``
-(native/cuda/) and the LD_PRELOAD shims (native/shims/: the path shims share
+(native/cuda/), the LD_PRELOAD shims (native/shims/: the path shims share
 the interposers and add one map file each; the verbs shim; native/ib/: the
-umad shim). The compiler
+umad shim) and the proc hook (native/hooks/: a static executable, musl). The compiler
 is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
 one machine builds for x86_64
 and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
@@ -50,7 +50,8 @@ from mokka.core import names  # noqa: E402  (stdlib only: no install needed)
 
 
 class Library(typing.NamedTuple):
-    """One shared library: its file (also its soname) and what goes into it."""
+    """One shared library (its file is also its soname), or with ``program`` one static
+    executable (musl, so it runs whatever the host's libc), and what goes into it."""
     file: str
     sources: tuple[str, ...]            # globs relative to native/, in link order
     #: Globals of the linker version script (everything else local), or () for
@@ -60,6 +61,7 @@ class Library(typing.NamedTuple):
     cflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
     cuda: bool = False                  # cuda.h's and nvml.h's folders, and mokka_keys.h
+    program: bool = False
 
 
 #: What every path shim links: the libc interposers, the redirect decision and the
@@ -81,6 +83,8 @@ LIBRARIES: dict[str, Library] = {
     "ibmockverbs": Library(names.IB_VERBS_LIB_FILE, ("shims/ibverbs.c", "shims/env.c")),
     "ibmocksys": Library(names.IB_SYS_LIB_FILE, SHIM + ("shims/ibsys.c",)),
     "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
+    # The OCI hook that gives containers the driver's proc files (the NRI plugin adds it).
+    "prochook": Library(names.PROC_HOOK_FILE, ("hooks/*.c",), libs=(), program=True),
 }
 
 SRC = os.path.join(HERE, "nvml")
@@ -270,6 +274,9 @@ def command(lib: Library, arch: str, gen_dir: str, output: str, *,
     if sanitize:
         cc = ["gcc"]
         flags = CFLAGS + SANITIZE_CFLAGS
+    elif lib.program:
+        cc = zig_command() + ["-target", f"{arch}-linux-musl"]
+        flags = CFLAGS + ["-s"]
     else:
         cc = zig_command() + ["-target", f"{arch}-linux-gnu.{GLIBC}"]
         flags = CFLAGS + ["-s"]     # stripped, as NVIDIA's: the dynamic symbols are the API
@@ -289,7 +296,10 @@ def command(lib: Library, arch: str, gen_dir: str, output: str, *,
         includes += ["-I", os.path.dirname(found)]
     cflags = [os.path.join(HERE, f) if prev == "-include" else f
               for prev, f in zip(("",) + lib.cflags, lib.cflags)]
-    link = ["-shared", f"-Wl,-soname,{lib.file}", "-Wl,--build-id=none"]
+    if lib.program:
+        link = ["-Wl,--build-id=none"] + ([] if sanitize else ["-static"])
+    else:
+        link = ["-shared", f"-Wl,-soname,{lib.file}", "-Wl,--build-id=none"]
     if lib.exports:
         link.append(f"-Wl,--version-script={os.path.join(gen_dir, _stem(lib.file) + '.map')}")
     srcs = sources(lib) + ([os.path.join(gen_dir, f) for f in NVML_GENERATED_SOURCES] if lib.nvml else [])

@@ -28,6 +28,7 @@ from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.ib import Ib
 from mokka.agent.simulators.imex import Imex
 from mokka.agent.simulators.kernellog import KernelLog
+from mokka.agent.simulators.mig import Mig
 from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
@@ -50,6 +51,7 @@ class AgentConfig:
     resync_interval: float = 60.0
     shutdown_timeout: float = 30.0
     imex_channels: int = 0
+    mig_layout: str = ""              # boot every GPU with MIG on and this layout of the profile
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
     container_runtime: str = names.CONTAINER_RUNTIME_CONTAINERD
@@ -94,6 +96,7 @@ def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
 def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
                runtime: ContainerdSetup | None = None) -> list:
     return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
+            Mig(host),
             FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail,
                           enabled=cfg.fabricmanager),
             KernelLog(host, node_name=node_name(cfg), kmsg_path=under(cfg.host_root, cfg.kmsg_path),
@@ -124,7 +127,8 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
                     notices=lambda: {s.name: n for s in sims if (n := getattr(s, "notice", lambda: None)())})
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
     source = FileSource(cfg.profile, cfg.topology, node_name(cfg), log,
-                        resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels)
+                        resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels,
+                        mig_layout=cfg.mig_layout)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
                  health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held,
                  runtime_dirs=tuple(host.overlay.join(d) for d in names.NODE_CONFIG_DIRS))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mokka.core import compile as comp
-from mokka.core import flatstate
+from mokka.core import flatstate, mig
 from mokka.core import profile as prof
 from mokka.core import topology as topo
 
@@ -47,13 +47,31 @@ class Desired:
         return int(self.state["gpu_count"])
 
 
-def staged_text(doc: dict, count: int) -> bytes:
-    """The staged config.yaml: ``doc`` with ``system.num_devices: count``, re-dumped."""
+def staged_text(doc: dict, count: int, mig_layout: str = "") -> bytes:
+    """The staged config.yaml: ``doc`` with ``system.num_devices: count`` (and, with a
+    ``mig_layout``, MIG on with that layout on every GPU), re-dumped."""
     from mokka.core import yamlio
 
     system = dict(doc.get("system") or {})
     system["num_devices"] = count
-    return yamlio.dump({**doc, "system": system})
+    staged = {**doc, "system": system}
+    if mig_layout:
+        defaults = dict(doc.get("device_defaults") or {})
+        defaults["mig"] = {**(defaults.get("mig") or {}), "mode_current": mig.ENABLED,
+                           "mode_pending": mig.ENABLED, "layout": mig_layout}
+        staged["device_defaults"] = defaults
+    return yamlio.dump(staged)
+
+
+def mig_layout_problem(doc: dict, name: str) -> str | None:
+    """Why ``--mig-layout name`` cannot boot this profile's GPUs, or None."""
+    block = (doc.get("device_defaults") or {}).get("mig") or {}
+    known = [layout.get("name") for layout in block.get("layouts") or []]
+    if not block.get("max_gpu_instances") or not block.get("gpu_instance_profiles"):
+        return f"--mig-layout {name}: this profile's GPUs have no MIG partition table"
+    if name not in known:
+        return f"--mig-layout {name}: not one of the profile's mig.layouts ({', '.join(known)})"
+    return None
 
 
 def with_num_devices(text: bytes, count: int) -> bytes:
@@ -75,11 +93,14 @@ def parse_topology(text: bytes | None, where: str) -> dict | None:
 
 def build(generation: int, profile_source: str, profile_path: str, profile_text: bytes,
           topology_text: bytes | None = None, topology_path: str = "",
-          node_name: str = "", imex_channels: int = 0) -> Desired:
+          node_name: str = "", imex_channels: int = 0, mig_layout: str = "") -> Desired:
     """Compile one desired state; every rejection is a DesiredError naming the file."""
     try:
         first = prof.parse(profile_text, source=profile_source, path=profile_path)
-        staged = staged_text(first.doc, first.count)
+        problem = mig_layout_problem(first.doc, mig_layout) if mig_layout else None
+        if problem:
+            raise DesiredError(profile_path, problem)
+        staged = staged_text(first.doc, first.count, mig_layout)
         profile = prof.parse(staged, source=profile_source, path=profile_path)
     except prof.ProfileError as exc:
         reason = f"{exc.field}: {exc.message}" if exc.field else exc.message

@@ -1,6 +1,8 @@
 """The native files the agent stages: the mock NVML library, the mock CUDA
-driver that reads the node through it, the LD_PRELOAD shims, NVIDIA's own nvidia-smi made to load that library and the InfiniBand
-tools (mokka.agent.ibtools), the last two when the node provides them.
+driver that reads the node through it, the LD_PRELOAD shims, the proc hook (the
+OCI hook the NRI plugin gives GPU containers), NVIDIA's own nvidia-smi made to
+load that library and the InfiniBand tools (mokka.agent.ibtools), the last two
+when the node provides them.
 
 Read once when the agent starts (they do not change while it runs). NVIDIA's
 binary dlopens ``libnvidia-ml.so.1`` through the normal search path; a
@@ -35,6 +37,7 @@ class NativeFiles:
     cuda_library: bytes | None = None     # libcuda.so, staged only beside the NVML library
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
     shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
+    proc_hook: bytes | None = None        # the static proc hook executable, if built
     ib_tools: tuple[tuple[str, bytes], ...] = ()     # (overlay-relative path, bytes), if given
 
     def shim(self, file: str) -> bytes | None:
@@ -48,13 +51,13 @@ SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_
 
 def load(nvidia_smi_path: str | None, arch: str | None = None,
          ib_tools: str | None = None) -> NativeFiles:
-    lib_bytes = _read(native.nvml_library(arch))
-    cuda_bytes = _read(native.cuda_library(arch)) if lib_bytes is not None else None
+    lib_bytes = _built(native.LIBRARY, arch)
+    cuda_bytes = _built(names.CUDA_LIB_FILE, arch) if lib_bytes is not None else None
     smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None
     if smi is not None and lib_bytes is None:
         raise NativeError(f"--nvidia-smi {nvidia_smi_path}: this Mokka carries no mock NVML "
                           "library to load it with; build with ./shivfile")
-    shims = [(file, data) for file in SHIM_FILES if (data := _read(native.library(file, arch))) is not None]
+    shims = tuple((file, data) for file in SHIM_FILES if (data := _built(file, arch)) is not None)
     tools = ()
     if ib_tools:
         from mokka.agent import ibtools
@@ -62,11 +65,13 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
             tools = ibtools.load(ib_tools, arch or os.uname().machine, find_patchelf())
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
-    return NativeFiles(nvml_library=lib_bytes, cuda_library=cuda_bytes, nvidia_smi=smi, shims=tuple(shims),
-                       ib_tools=tools)
+    return NativeFiles(nvml_library=lib_bytes, cuda_library=cuda_bytes, nvidia_smi=smi, shims=shims,
+                       proc_hook=_built(names.PROC_HOOK_FILE, arch), ib_tools=tools)
 
 
-def _read(path: str | None) -> bytes | None:
+def _built(file: str, arch: str | None) -> bytes | None:
+    """The bytes of a file native/build.py built for ``arch``, or None if it is absent."""
+    path = native.library(file, arch)
     if not path:
         return None
     with open(path, "rb") as f:

@@ -179,6 +179,11 @@ class Supervisor:
 def mokka_argv(command: str, *args: str) -> tuple[list[str], dict]:
     """(argv, env) that run ``mokka COMMAND ARGS`` with this interpreter and this package,
     from a source tree, an installed package or an unpacked zipapp alike."""
+    return python_argv("mokka", command, *args)
+
+
+def python_argv(module: str, *args: str) -> tuple[list[str], dict]:
+    """(argv, env) that run ``python -m MODULE ARGS`` of this package (as mokka_argv)."""
     import sys
 
     import mokka
@@ -187,4 +192,4 @@ def mokka_argv(command: str, *args: str) -> tuple[list[str], dict]:
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(mokka.__file__)))
     env = {**os.environ, **log.child_env()}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    return [sys.executable, "-m", "mokka", command, *args], env
+    return [sys.executable, "-m", module, *args], env

@@ -41,6 +41,10 @@ ENV = "MOKKA_AGENT_"
 @click.option("--imex-channels", envvar=ENV + "IMEX_CHANNELS", type=click.IntRange(min=0), default=0,
               help=f"Stage N IMEX channels (0: {names.IMEX_CHANNEL_COUNT} on fabric profiles only). "
                    "Env MOKKA_AGENT_IMEX_CHANNELS.")
+@click.option("--mig-layout", envvar=ENV + "MIG_LAYOUT", default="", metavar="NAME",
+              help="Boot every GPU with MIG on and this layout of the profile's mig.layouts "
+                   "(e.g. all-balanced; empty: the profile's own MIG settings). "
+                   "Env MOKKA_AGENT_MIG_LAYOUT.")
 @click.option("--cdi-spec-dir", envvar=ENV + "CDI_SPEC_DIR", default=names.CDI_SPEC_DIR,
               show_default=True, help="CDI spec directory (under --host-root). "
                                       "Env MOKKA_AGENT_CDI_SPEC_DIR.")

@@ -18,8 +18,9 @@ import os
 import stat
 from dataclasses import dataclass
 
-from mokka.core import names
+from mokka.core import mig, names
 from mokka.core.edits import Device, Mount
+from mokka.core.mig import MigDevice
 from mokka.core.overlay import Overlay
 
 #: The file names a CDI spec directory's specs end with.
@@ -57,6 +58,12 @@ def control_nodes(host: Overlay) -> list[dict]:
     return [_node(host, name, major, minor) for name, major, minor in names.CONTROL_DEVICES]
 
 
+def mig_management_nodes(host: Overlay) -> list[dict]:
+    """The MIG config and monitor capabilities: what a container managing the whole node's
+    partitions gets (NVIDIA_MIG_CONFIG_DEVICES / _MONITOR_DEVICES=all)."""
+    return [_cap_node(host, names.MIG_CAP_CONFIG_MINOR), _cap_node(host, names.MIG_CAP_MONITOR_MINOR)]
+
+
 def _bind(host_path: str, container_path: str, writable: bool = False) -> dict:
     return {"hostPath": host_path, "containerPath": container_path,
             "options": ["rw" if writable else "ro", "nosuid", "nodev", "bind"]}
@@ -72,17 +79,47 @@ def _per_gpu_devices(state: dict, host: Overlay, by_uuid: bool) -> list[dict]:
     return devices
 
 
-def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = False,
-                 cuda_library_staged: bool = False,
-                 fabricmanager_state_dir: str | None = None,
-                 imex_nodes: list[dict] | None = None) -> dict:
-    """The ``nvidia.com/gpu`` spec the NVIDIA toolkit would write on a real node: the
-    libraries where its hooks would link them (beside each other, so the CUDA driver finds
-    the NVML library it reads), the config directory read-only and the CUDA process
-    records writable on top of it."""
+def toolkit_spec(state: dict, host: Overlay, **options) -> dict:
+    """The ``nvidia.com/gpu`` spec the NVIDIA toolkit would write on a real node
+    (``options``: those of ``toolkit_edits``)."""
     devices = _per_gpu_devices(state, host, by_uuid=True)
     devices.append({"name": names.CDI_DEVICE_ALL,
                     "containerEdits": {"deviceNodes": gpu_nodes(state, host)}})
+    return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_GPU,
+            "devices": devices, "containerEdits": toolkit_edits(host, **options)}
+
+
+def mig_spec(devices: list[MigDevice], host: Overlay, **options) -> dict:
+    """The MIG devices of the ``nvidia.com/gpu`` kind, as the toolkit names them: by
+    ``<gpu index>:<MIG index>`` and by UUID (``MIG-…``), each with its parent's node
+    and its GPU and compute instance's capability nodes; the toolkit's common edits."""
+    entries = []
+    for device in devices:
+        gpu = _node(host, names.gpu_node_name(device.parent_minor), names.NVIDIA_MAJOR,
+                    device.parent_minor)
+        caps = [_cap_node(host, minor) for minor in mig.device_minors(device)]
+        edits = {"deviceNodes": [gpu, *caps]}
+        entries.append({"name": f"{device.parent_index}:{device.index}", "containerEdits": edits})
+        entries.append({"name": device.uuid, "containerEdits": edits})
+    return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_GPU,
+            "devices": entries, "containerEdits": toolkit_edits(host, **options)}
+
+
+def _cap_node(host: Overlay, minor: int) -> dict:
+    name = mig.cap_node_name(minor)
+    return {"path": f"{names.CONTAINER_DEV_DIR}/{names.NVIDIA_CAPS_DEV_NAME}/{name}",
+            "hostPath": host.cap_node(minor), "type": "c", "major": names.NVIDIA_CAPS_MAJOR,
+            "minor": minor, "permissions": "rw"}
+
+
+def toolkit_edits(host: Overlay, *, nvml_library_staged: bool = False,
+                  cuda_library_staged: bool = False,
+                  fabricmanager_state_dir: str | None = None,
+                  imex_nodes: list[dict] | None = None) -> dict:
+    """The toolkit spec's common edits: control nodes, the libraries where its hooks would
+    link them (beside each other, so the CUDA driver finds the NVML library it reads),
+    nvidia-smi, the config directory read-only and the CUDA process records writable on
+    top of it."""
     mounts = []
     if nvml_library_staged:
         mounts.append(_bind(f"{host.lib}/{names.NVML_LIB_FILE}", names.CDI_NVML_LIB_MOUNT))
@@ -102,27 +139,26 @@ def toolkit_spec(state: dict, host: Overlay, *, nvml_library_staged: bool = Fals
     if fabricmanager_state_dir:
         mounts.append(_bind(fabricmanager_state_dir, fabricmanager_state_dir))
         env.append(f"{names.ENV_FABRICMANAGER_STATE_DIR}={fabricmanager_state_dir}")
-    edits = {"env": env, "deviceNodes": control_nodes(host) + list(imex_nodes or []),
-             "mounts": mounts}
-    return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_GPU,
-            "devices": devices, "containerEdits": edits}
+    return {"env": env, "deviceNodes": control_nodes(host) + list(imex_nodes or []),
+            "mounts": mounts}
 
 
 def mock_spec(state: dict, host: Overlay) -> dict:
     """The ``nvml-mock.nvidia.com/gpu`` spec the NRI plugin references in cdi mode."""
     devices = _per_gpu_devices(state, host, by_uuid=False)
     devices.append({"name": names.CDI_DEVICE_ALL,
-                    "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)}})
+                    "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)
+                                       + mig_management_nodes(host)}})
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MOCK, "devices": devices,
             "containerEdits": {"env": [f"{names.ENV_CDI_DEVICE_SOURCE}=cdi"]}}
 
 
 def management_spec(state: dict, host: Overlay) -> dict:
-    """``management.nvidia.com/gpu=all``: every GPU and the control nodes, for the
-    container toolkit's management annotations."""
+    """``management.nvidia.com/gpu=all``: every GPU, the control nodes and the MIG config
+    and monitor capabilities, for the container toolkit's management annotations."""
+    nodes = gpu_nodes(state, host) + control_nodes(host) + mig_management_nodes(host)
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MANAGEMENT,
-            "devices": [{"name": names.CDI_DEVICE_ALL,
-                         "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)}}]}
+            "devices": [{"name": names.CDI_DEVICE_ALL, "containerEdits": {"deviceNodes": nodes}}]}
 
 
 def specs(state: dict, host: Overlay, **kwargs) -> dict[str, dict]:

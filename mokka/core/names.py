@@ -387,6 +387,9 @@ CDI_KIND_DRA_CLAIM = "k8s.gpu.nvidia.com/claim"               # allocation evide
 CDI_SPEC_GPU_FILE = "nvidia.yaml"
 CDI_SPEC_MOCK_FILE = "nvml-mock-nri.yaml"
 CDI_SPEC_MANAGEMENT_FILE = "nvml-mock-management.yaml"
+#: The MIG devices of the toolkit's kind (CDI_KIND_GPU), in their own spec: they come and
+#: go with the partitions, which the node agent renders as NVML reports them.
+CDI_SPEC_MIG_FILE = "nvidia-mig.yaml"
 CDI_DEVICE_ALL = "all"
 CDI_MOCK_DEVICE_ALL = f"{CDI_KIND_MOCK}={CDI_DEVICE_ALL}"
 #: Where the toolkit's CDI spec mounts the config directory inside a container.

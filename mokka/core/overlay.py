@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from mokka.core import names
+from mokka.core.mig import cap_node_name
 
 
 def under(host_root: str, path: str) -> str:
@@ -134,6 +135,33 @@ class Overlay:
 
     def control_node(self, name: str) -> str:
         return os.path.join(self.dev, name)
+
+    @property
+    def caps(self) -> str:
+        """``dev/nvidia-caps``: the MIG (and IMEX management) capability nodes."""
+        return self.join(names.NVIDIA_CAPS_DIR)
+
+    def cap_node(self, minor: int) -> str:
+        return os.path.join(self.caps, cap_node_name(minor))
+
+    @property
+    def proc_root(self) -> str:
+        """``driver/proc/driver``: the staged /proc/driver the proc hook mounts."""
+        return self.join(names.DRIVER_PROC_ROOT)
+
+    @property
+    def proc_caps(self) -> str:
+        """``driver/proc/driver/nvidia-caps``: the nvidia-caps module's proc files."""
+        return os.path.join(self.proc_root, names.PROC_CAPS_DIR_NAME)
+
+    @property
+    def mig_state(self) -> str:
+        """The library's node-wide MIG partition state beside config.yaml."""
+        return os.path.join(self.driver_config, names.MIG_STATE_FILE)
+
+    @property
+    def proc_hook(self) -> str:
+        return self.join(names.PROC_HOOK_PATH)
 
     def proc_file(self, name: str) -> str:
         """An entry of the mock driver's procfs (``names.PROC_*``)."""

@@ -108,6 +108,10 @@ def adjustment_to_pb(adj: model.Adjustment | None,
                        options=list(m.options))
     for key, value in adj.env:
         out.env.add(key=key, value=value)
+    for hook in adj.hooks:
+        added = out.hooks.create_container.add(path=hook.path, args=list(hook.args), env=list(hook.env))
+        if hook.timeout is not None:
+            added.timeout.value = hook.timeout
     if adj.devices:
         out.linux.devices.extend(device_to_pb(d) for d in adj.devices)
     if accepts_cdi:
@@ -154,7 +158,7 @@ class ResponseEncoder:
         return data
 
     def _render(self, adj: model.Adjustment, accepts_cdi: bool) -> bytes:
-        head = adjustment_to_pb(model.Adjustment(mounts=adj.mounts, env=adj.env),
+        head = adjustment_to_pb(model.Adjustment(mounts=adj.mounts, env=adj.env, hooks=adj.hooks),
                                 False).SerializeToString()
         body = head + self._devices_bytes(adj.devices)
         if accepts_cdi and adj.cdi_devices:

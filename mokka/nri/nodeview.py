@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from mokka.core import cdi, log, names
+from mokka.core.mig import cap_node_name
 from mokka.core.overlay import Overlay, container_overlay
 from mokka.nri import watch
 from mokka.nri.inject.model import Config, Device, NodeView
@@ -120,6 +121,10 @@ class NodeViewBuilder:
         self._imex = _Cached(imex_dir, lambda: _scan_char_nodes(imex_dir, IMEX_CONTAINER_DIR, _is_channel_name))
         self._hcas = _Cached(ib_class, lambda: _count_entries(ib_class))
         self._topology = _Cached(os.path.dirname(topology), lambda: os.path.isfile(topology))
+        self._caps = _Cached(host.caps, lambda: _scan_char_nodes(host.caps, CAPS_CONTAINER_DIR,
+                                                                  _is_management_cap))
+        proc_hook = host.proc_hook
+        self._proc_hook = _Cached(os.path.dirname(proc_hook), lambda: _is_executable(proc_hook))
         self._spec_staged = _Cached(os.path.dirname(cdi_spec_host_path),
                                     lambda: bool(cdi_spec_host_path) and os.path.isfile(cdi_spec_host_path))
         if cdi_spec_dirs is None:
@@ -132,6 +137,7 @@ class NodeViewBuilder:
         self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
         # Every directory a cache reads (spec files live in the spec dirs).
         directories = (self._dev.path, self._imex.path, self._hcas.path, self._topology.path,
+                       self._caps.path, self._proc_hook.path,
                        self._spec_staged.path, *(d.path for d in self._spec_dirs),
                        *(d.path for d in self._shims.dirs))
         self._changes = watch.ChangeWatch(directories) if inotify else None
@@ -159,7 +165,8 @@ class NodeViewBuilder:
                     self._quiet_until = time.monotonic() + REVALIDATE_S
                 return self._view
             view = self._build(accepts)
-            caches = (self._dev, self._imex, self._hcas, self._topology, self._spec_staged,
+            caches = (self._dev, self._imex, self._hcas, self._topology, self._caps,
+                      self._proc_hook, self._spec_staged,
                       *self._spec_dirs, *self._spec_files.values(), *self._shims.dirs)
             # What the fast path compares: each path once, with the signature
             # every cache on it was computed at. Only when all are trusted and
@@ -189,14 +196,16 @@ class NodeViewBuilder:
         parts = (self._dev.get(now, racy), self._imex.get(now, racy),
                  self._spec_staged.get(now, racy), self._cdi_edits(now, racy),
                  self._shims.get(now, racy), self._topology.get(now, racy),
-                 self._hcas.get(now, racy), accepts)
+                 self._hcas.get(now, racy), accepts, self._caps.get(now, racy),
+                 self._proc_hook.get(now, racy))
         # Same objects as last time: hand back the same view, no allocation.
         if self._last is None or any(a is not b and a != b for a, b in zip(parts, self._last)):
             self._last = parts
             self._view = NodeView(dev_nodes=parts[0], imex_channels=parts[1],
                                   cdi_spec_staged=parts[2], cdi_edits=parts[3],
                                   staged_shims=parts[4], topology_staged=parts[5],
-                                  hca_count=parts[6], runtime_accepts_cdi=accepts)
+                                  hca_count=parts[6], runtime_accepts_cdi=accepts,
+                                  mig_caps=parts[8], proc_hook_staged=parts[9])
         return self._view
 
     def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
@@ -297,6 +306,22 @@ def _is_channel_name(name: str) -> bool:
 
 #: Where the IMEX channel nodes appear inside a container.
 IMEX_CONTAINER_DIR = f"{DEV_ROOT}/{posixpath.relpath(names.IMEX_CHANNEL_DIR, names.DEV_DIR)}"
+#: Where the MIG capability nodes appear, and the two that manage every MIG device.
+CAPS_CONTAINER_DIR = f"{DEV_ROOT}/{names.NVIDIA_CAPS_DEV_NAME}"
+_MANAGEMENT_CAPS = frozenset(cap_node_name(minor)
+                             for minor in (names.MIG_CAP_CONFIG_MINOR, names.MIG_CAP_MONITOR_MINOR))
+
+
+def _is_management_cap(name: str) -> bool:
+    return name in _MANAGEMENT_CAPS
+
+
+def _is_executable(path: str) -> bool:
+    try:
+        st = _stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
 
 
 def _count_entries(directory: str) -> int:

@@ -62,3 +62,14 @@ def test_toolkit_cdi_spec_mounts_the_library_only_when_staged(tmp_path, native, 
     mounts = {m["containerPath"]: m["hostPath"] for m in spec["containerEdits"]["mounts"]}
     want = str(tmp_path / "var/lib/nvml-mock/driver/usr/lib64/libnvidia-ml.so.1")
     assert (mounts.get("/usr/lib64/libnvidia-ml.so.1") == want) is mounted
+
+
+HOOK = b"\x7fELF-the-proc-hook"
+
+
+@pytest.mark.parametrize("native, staged", [(NativeFiles(proc_hook=HOOK), True), (NativeFiles(), False)])
+def test_the_proc_hook_is_staged_executable_only_when_built(tmp_path, native, staged):
+    tree = gpudriver.tree(desired("t4"), host(tmp_path, native))
+    path = str(tmp_path / "var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook")
+    assert (tree.get(path) == File(HOOK, 0o755)) is staged
+    assert staged or not [p for p in tree if "/libexec/" in p]

@@ -258,6 +258,15 @@ def test_everything_set_reaches_the_command_lines(render):
     assert agent["shutdown_timeout"] == 25.0 and r.pod["terminationGracePeriodSeconds"] == 30
 
 
+@pytest.mark.parametrize("sets, want", [
+    ([], ""), (["gpu.profile=a100", "gpu.mig.layout=all-balanced"], "all-balanced"),
+], ids=["off by default", "a100 all-balanced"])
+def test_the_mig_layout_reaches_the_agent(render, sets, want):
+    agent = render(*sets).container("node-agent")
+    assert print_config(agent)["mig_layout"] == want
+    assert any(a.startswith("--mig-layout") for a in agent["args"]) is bool(want)
+
+
 @pytest.mark.parametrize("enabled, want", [("true", True), ("false", False)])
 def test_fabricmanager_enabled_reaches_the_agent(render, enabled, want):
     r = render(f"fabricmanager.enabled={enabled}")
@@ -285,6 +294,7 @@ def test_the_infiniband_tier_reaches_the_plugin(render, tier, want):
     (["topology.enabled=true"], "topology.domains is empty"),
     (["gpu.count=65"], "gpu.count"),
     (["nri.pluginIndex=100"], "nri.pluginIndex"),
+    (["gpu.mig.layout=All Balanced"], "gpu.mig.layout"),
 ])
 def test_refusals_fail_the_render_with_their_message(helm, sets, message):
     done = helm_template(helm, *sets)

@@ -6,6 +6,7 @@ import yaml
 from mokka.core import cdi, names
 from mokka.core.compile import compile_profile
 from mokka.core.edits import Device, Mount
+from mokka.core.mig import MigDevice
 from mokka.core.overlay import host_overlay
 from mokka.core.profile import load, parse
 from tests.conftest import run_mokka
@@ -63,7 +64,8 @@ def test_every_device_name_maps_to_its_gpu_nodes(profile):
         assert nodes_of(toolkit, gpu["uuid"]) == own
         assert nodes_of(mock, str(gpu["index"])) == own
     assert nodes_of(toolkit, "all") == every
-    assert nodes_of(mock, "all") == every + ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    assert nodes_of(mock, "all") == every + ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                             "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2"]
     control = [n["path"] for n in toolkit["containerEdits"]["deviceNodes"]]
     assert control == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
     assert len(toolkit["devices"]) == 2 * state["gpu_count"] + 1
@@ -128,9 +130,34 @@ def test_device_nodes_are_character_devices_opened_read_write():
         "type": "c", "major": 195, "minor": 255, "permissions": "rw"}
     every = [n for spec in (*specs.values(), cdi.management_spec(state, host_overlay("/node")))
              for d in [*spec["devices"], spec] for n in (d.get("containerEdits") or {}).get("deviceNodes", [])]
-    # toolkit: by index, by UUID, all, control; mock: by index, all + control; management: all + control
-    assert len(every) == (4 + 4 + 4 + 3) + (4 + 7) + 7
+    # toolkit: by index, by UUID, all, control; mock: by index, all + control + the MIG config
+    # and monitor capabilities; management: all + control + those two
+    assert len(every) == (4 + 4 + 4 + 3) + (4 + 9) + 9
     assert {n["permissions"] for n in every} == {"rw"}
+
+
+MIG_DEVICES = [MigDevice(0, 0, 0, "MIG-11111111-1111-1111-1111-111111111111", 1, 0),
+               MigDevice(3, 5, 2, "MIG-22222222-2222-2222-2222-222222222222", 7, 1)]
+
+
+def test_mig_devices_are_named_as_the_toolkit_names_them(schema_dir):
+    spec = cdi.mig_spec(MIG_DEVICES, host_overlay("/node"), nvml_library_staged=True)
+    validate_cdi_spec(spec, schema_dir)
+    assert spec["kind"] == names.CDI_KIND_GPU
+    assert [d["name"] for d in spec["devices"]] == [
+        "0:0", "MIG-11111111-1111-1111-1111-111111111111", "3:2", "MIG-22222222-2222-2222-2222-222222222222"]
+    # gpu5/gi7 is 3 + 135*5 + 9*7 = 741, its ci1 741 + 1 + 1.
+    assert spec["devices"][2]["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/nvidia5", "hostPath": "/node/var/lib/nvml-mock/driver/dev/nvidia5",
+         "type": "c", "major": 195, "minor": 5, "permissions": "rw"},
+        {"path": "/dev/nvidia-caps/nvidia-cap741",
+         "hostPath": "/node/var/lib/nvml-mock/driver/dev/nvidia-caps/nvidia-cap741",
+         "type": "c", "major": 236, "minor": 741, "permissions": "rw"},
+        {"path": "/dev/nvidia-caps/nvidia-cap743",
+         "hostPath": "/node/var/lib/nvml-mock/driver/dev/nvidia-caps/nvidia-cap743",
+         "type": "c", "major": 236, "minor": 743, "permissions": "rw"}]
+    toolkit = cdi.toolkit_spec(compile_profile(load("a100")), host_overlay("/node"), nvml_library_staged=True)
+    assert spec["containerEdits"] == toolkit["containerEdits"]
 
 
 # --- reading: what a runtime without CDI support gets of a spec ----------------------
@@ -145,7 +172,8 @@ def test_what_the_writer_writes_the_reader_reads_back():
     assert [(d.path, d.major, d.minor) for d in edits["nvml-mock.nvidia.com/gpu=all"][1].devices] == [
         ("/dev/nvidia0", 195, 0), ("/dev/nvidia1", 195, 1), ("/dev/nvidia2", 195, 2),
         ("/dev/nvidia3", 195, 3), ("/dev/nvidiactl", 195, 255), ("/dev/nvidia-uvm", 510, 0),
-        ("/dev/nvidia-uvm-tools", 510, 1)]
+        ("/dev/nvidia-uvm-tools", 510, 1), ("/dev/nvidia-caps/nvidia-cap1", 236, 1),
+        ("/dev/nvidia-caps/nvidia-cap2", 236, 2)]
 
 
 def test_the_toolkit_specs_common_edits_come_with_every_device():

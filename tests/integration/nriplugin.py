@@ -61,6 +61,17 @@ class PluginProcess:
         return self.proc.returncode if self.proc else None
 
 
+@contextlib.contextmanager
+def plugin_for(containerd, zipapp: str, staged: tuple[str, Overlay]):
+    """The plugin for a node staged as ``(root, overlay)``, stopped after."""
+    root, overlay = staged
+    plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root).start()
+    try:
+        yield plugin
+    finally:
+        plugin.stop()
+
+
 def env_of(spec: dict) -> dict:
     env = {}
     for item in spec["process"].get("env", []):

@@ -11,7 +11,7 @@ import pytest
 
 from mokka.core import names
 from tests.integration.nodes import GLIBC_IMAGE, native_node
-from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.nriplugin import PluginProcess, make, plugin_for
 from tests.integration.pods import exec_sync, start_container
 from tests.peers import peer
 
@@ -30,10 +30,8 @@ def ib_node(tmp_path_factory):
 
 @pytest.fixture
 def plugin(glibc_containerd, zipapp, ib_node):
-    root, overlay = ib_node
-    started = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root).start()
-    yield started
-    started.stop()
+    with plugin_for(glibc_containerd, zipapp, ib_node) as started:
+        yield started
 
 
 def run_in(containerd, name: str, annotations: dict, cmd: list[str]):

@@ -43,6 +43,8 @@ def start_plugin(zipapp, node):
 
 GPU_NODES = [f"/dev/nvidia{i}" for i in range(4)]
 CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+#: The MIG config and monitor capabilities: every GPU is the whole node's, its partitions too.
+MIG_CAPS = ["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2"]
 
 
 def test_plugin_registers_under_its_name_and_index(containerd, start_plugin):
@@ -67,7 +69,7 @@ def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_
     assert env[names.ENV_PCI_ROOT] == MOUNT.root
     assert env[names.ENV_IB] == names.IB_OFF
     assert env["PATH"].startswith(MOUNT.bin + ":")
-    assert device_paths(spec) == sorted(GPU_NODES + CONTROL)
+    assert device_paths(spec) == sorted(GPU_NODES + CONTROL + MIG_CAPS)
 
     start_container(cri, cid)
     seen = exec_sync(cri, cid, ["sh", "-c",
@@ -144,7 +146,7 @@ def test_cdi_mode_on_nri_v061_applies_the_spec_edits_itself(containerd, start_pl
     plugin = start_plugin(containerd, "--device-injection-mode", "cdi")
     _, _, spec = make(containerd.client(), "cdi", {names.ANNOTATION_DEVICES: "true"})
     # containerd 1.7 would drop a CDI reference: the spec's nodes and env arrive directly.
-    assert device_paths(spec) == sorted(GPU_NODES + CONTROL)
+    assert device_paths(spec) == sorted(GPU_NODES + CONTROL + MIG_CAPS)
     assert env_of(spec)[names.ENV_CDI_DEVICE_SOURCE] == "cdi"
     assert "cdi" in plugin.log_text().lower()
 
@@ -216,7 +218,7 @@ def test_staging_gate_follows_the_running_agent(containerd, zipapp, tmp_path):
         plugin.start()
         cri = containerd.client()
         _, _, spec = make(cri, "gated-open", {names.ANNOTATION_DEVICES: "true"})
-        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL)
+        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL + MIG_CAPS)
 
         agent.send_signal(signal.SIGTERM)                  # teardown: the tree goes away
         assert agent.wait(timeout=30) == 0
@@ -278,7 +280,7 @@ def test_prelaunched_by_containerd_from_its_plugin_directory(containerd, zipapp,
                    lambda: "the plugin's /readyz 200; its output:\n"
                            + (err.read_text() if err.exists() else "none"), timeout=10)
         _, _, spec = make(containerd.client(), "prelaunched", {names.ANNOTATION_DEVICES: "true"})
-        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL)
+        assert mounts_at(spec, MOUNT.root) and device_paths(spec) == sorted(GPU_NODES + CONTROL + MIG_CAPS)
     finally:
         wrapper.unlink()
         containerd.stop()                       # ends the plugin it launched

@@ -13,7 +13,7 @@ from mokka.core import names
 from mokka.core.overlay import Overlay
 from tests.compiled import state_of
 from tests.integration.nodes import GLIBC_IMAGE, native_node
-from tests.integration.nriplugin import PluginProcess, make
+from tests.integration.nriplugin import make, plugin_for
 from tests.integration.pods import exec_sync, start_container
 from tests.peers import peer
 
@@ -30,10 +30,8 @@ def nvml_node(tmp_path_factory):
 
 @pytest.fixture
 def plugin(glibc_containerd, zipapp, nvml_node):
-    root, overlay = nvml_node
-    started = PluginProcess(zipapp, glibc_containerd.nri_socket, overlay, root).start()
-    yield started
-    started.stop()
+    with plugin_for(glibc_containerd, zipapp, nvml_node) as started:
+        yield started
 
 
 def uuids(node_overlay: Overlay) -> list[str]:

@@ -146,12 +146,28 @@ def imex(n: int) -> tuple[model.Device, ...]:
                  for i in range(n))
 
 
+HOOK = model.Hook("/var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook",
+                  ("nvml-mock-proc-hook", "/var/lib/nvml-mock"), timeout=5)
+
+
+def test_hooks_render_as_create_container_hooks():
+    out = convert.adjustment_to_pb(model.Adjustment(hooks=(HOOK, model.Hook("/bin/true"))), False)
+    first, second = out.hooks.create_container
+    assert (first.path, list(first.args), list(first.env), first.timeout.value) == (
+        HOOK.path, list(HOOK.args), [], 5)
+    assert second.path == "/bin/true" and not second.HasField("timeout")
+    assert not (out.hooks.prestart or out.hooks.create_runtime or out.hooks.start_container)
+
+
 @pytest.mark.parametrize("adj", [
     ADJ,
     model.Adjustment(env=(("A", "1"),)),
     model.Adjustment(devices=imex(2048)),
     model.Adjustment(mounts=ADJ.mounts, env=ADJ.env, devices=imex(3), cdi_devices=("x/y=z",)),
-], ids=["mounts env devices cdi", "env only", "2048 imex channels", "every field"])
+    model.Adjustment(mounts=ADJ.mounts, env=ADJ.env, devices=imex(3), hooks=(HOOK,)),
+    model.Adjustment(hooks=(HOOK,)),
+], ids=["mounts env devices cdi", "env only", "2048 imex channels", "every field",
+        "with the proc hook", "the hook alone"])
 @pytest.mark.parametrize("accepts", [True, False])
 def test_encoder_bytes_are_protobufs_own_every_time(adj, accepts):
     encoder = convert.ResponseEncoder()

@@ -361,3 +361,36 @@ def test_resolution_dirs_follow_each_link(links, path, holders, resolved, tmp_pa
     assert got[-1] == root + resolved                  # where it resolves to
     assert {root + h for h in holders} <= set(got)     # every directory holding a hop
     assert "/" in got
+
+
+def test_the_mig_management_capabilities_are_the_config_and_monitor_nodes(host, tmp_path):
+    os.makedirs(host.caps)
+    for minor, mode in ((1, 0o400), (2, 0o444), (12, 0o444), (13, 0o444)):
+        mknod(host.cap_node(minor), names.NVIDIA_CAPS_MAJOR, minor, mode)
+    open(host.cap_node(3), "w").close()                  # an unprivileged agent's placeholder
+    view = builder(host, tmp_path).build()
+    assert view.mig_caps == (Device("/dev/nvidia-caps/nvidia-cap1", "c", 236, 1, 0o400, 0, 0),
+                             Device("/dev/nvidia-caps/nvidia-cap2", "c", 236, 2, 0o444, 0, 0))
+    # A GPU instance's capability never reaches the whole-node view; nor do the caps the top level.
+    assert not [d for d in view.dev_nodes if "caps" in d.path]
+
+
+@pytest.mark.parametrize("mode,staged", [(0o755, True), (0o644, False)],
+                         ids=["an executable helper is staged", "a file that cannot run is not"])
+def test_the_proc_hook_counts_as_staged_only_when_it_can_run(host, tmp_path, mode, staged):
+    assert not builder(host, tmp_path).build().proc_hook_staged
+    os.makedirs(os.path.dirname(host.proc_hook))
+    with open(host.proc_hook, "wb") as f:
+        f.write(b"\x7fELF")
+    os.chmod(host.proc_hook, mode)
+    assert builder(host, tmp_path).build().proc_hook_staged is staged
+
+
+def test_a_proc_hook_staged_later_is_seen_by_the_same_builder(host, tmp_path):
+    view = builder(host, tmp_path)
+    assert not view.build().proc_hook_staged
+    os.makedirs(os.path.dirname(host.proc_hook))
+    with open(host.proc_hook, "wb") as f:
+        f.write(b"\x7fELF")
+    os.chmod(host.proc_hook, 0o755)
+    assert view.build().proc_hook_staged

@@ -21,15 +21,19 @@ from mokka.core import cdi, names
 OWNER = "cri"
 
 
-def tree(desired: Desired, host: Host) -> dict[str, Entry]:
+def toolkit_options(host: Host) -> dict:
+    """The toolkit spec's edits as this node has them (cdi.toolkit_edits' options)."""
     # The toolkit spec mounts config.yaml's directory alone (at /etc/nvml-mock), so the
     # fabricmanager state dir is not beside it there: the spec mounts it and names it,
     # while the fabricmanager daemon has it (Apply runs after the daemons start).
     fabric = host.overlay.fabric_state
-    specs = dict(cdi.specs(desired.state, host.overlay,
-                           nvml_library_staged=host.native.nvml_library is not None,
-                           cuda_library_staged=host.native.cuda_library is not None,
-                           fabricmanager_state_dir=fabric if os.path.isdir(fabric) else None))
+    return {"nvml_library_staged": host.native.nvml_library is not None,
+            "cuda_library_staged": host.native.cuda_library is not None,
+            "fabricmanager_state_dir": fabric if os.path.isdir(fabric) else None}
+
+
+def tree(desired: Desired, host: Host) -> dict[str, Entry]:
+    specs = dict(cdi.specs(desired.state, host.overlay, **toolkit_options(host)))
     specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
             for file, spec in specs.items()}

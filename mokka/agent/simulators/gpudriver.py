@@ -1,6 +1,6 @@
-"""gpudriver: device nodes, the profile copy and its compiled companion, procfs, the shims,
-the mock NVML and CUDA libraries and the CUDA process records' directory; Apply publishes
-the driver tree at /run/nvidia/driver.
+"""gpudriver: device nodes, the profile copy and its compiled companion, procfs (with the
+staged /proc/devices), the shims, the mock NVML and CUDA libraries, the proc hook and the
+CUDA process records' directory; Apply publishes the driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
 the nodes the larger one had. The shim library is written by
@@ -15,7 +15,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
-from mokka.agent.simulators import Host, Readiness
+from mokka.agent.simulators import Host, Readiness, imex
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import flatstate, launcher, names
 
@@ -45,14 +45,21 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     ver = state["system"]["driver_version"]
     out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
+    out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
     out.update(native_tree(host, ver))
     return out
 
 
+def proc_devices(desired: Desired) -> str:
+    """The staged /proc/devices: the driver's dynamic majors (IMEX channels when staged)."""
+    channels = imex.PROC_DEVICES_LINE if imex.channel_count(desired) else ""
+    return f"{channels}{names.NVIDIA_CAPS_MAJOR} {names.NVIDIA_CAPS_DEV_NAME}\n"
+
+
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
     """The mock NVML library and the mock CUDA driver as a driver ships them (the
-    versioned file, then the soname and the development name as relative links),
-    and NVIDIA's nvidia-smi when the node gave one."""
+    versioned file, then the soname and the development name as relative links), the
+    proc hook when built, and NVIDIA's nvidia-smi when the node gave one."""
     out: dict[str, Entry] = {}
     for data, versioned, soname, dev_link in (
             (host.native.nvml_library, names.NVML_LIB_VERSIONED, names.NVML_LIB_FILE, names.NVML_LIB_DEV_LINK),
@@ -63,6 +70,8 @@ def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
         out[os.path.join(host.overlay.lib, file)] = File(data, 0o755)
         out[os.path.join(host.overlay.lib, soname)] = Link(file)
         out[os.path.join(host.overlay.lib, dev_link)] = Link(soname)
+    if host.native.proc_hook is not None:
+        out[host.overlay.proc_hook] = File(host.native.proc_hook, 0o755)
     if host.native.nvidia_smi is not None:
         out[os.path.join(host.overlay.bin, names.NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
     return out

@@ -1,4 +1,4 @@
-"""imex: channel devices, the /proc/devices substitute and the fabric-imex-mgmt capability.
+"""imex: channel devices, their line of the staged /proc/devices and the fabric-imex-mgmt capability.
 
 On profiles with a fabric block (h100, gb200, gb300) or when --imex-channels
 asks. The nvidia-imex binaries come only from a user archive, which this
@@ -15,8 +15,8 @@ from mokka.agent.simulators import Host, Readiness
 from mokka.core import names
 
 OWNER = "imex"
-PROC_DEVICES = (f"{names.IMEX_CHANNEL_MAJOR} nvidia-caps-imex-channels\n"
-                f"{names.IMEX_CAPS_MAJOR} nvidia-caps\n")
+#: The channels' line of /proc/devices (gpudriver stages that file, the driver's majors).
+PROC_DEVICES_LINE = f"{names.IMEX_CHANNEL_MAJOR} nvidia-caps-imex-channels\n"
 CAPABILITY = (f"DeviceFileMinor: {names.IMEX_CAPS_MGMT_MINOR}\n"
               f"DeviceFileMode: {names.DEVICE_FILE_MODE}\nDeviceFileModify: 0\n")
 
@@ -35,7 +35,6 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     ov = host.overlay
     out: dict[str, Entry] = {ov.imex_channel(i): CharDev(names.IMEX_CHANNEL_MAJOR, i)
                              for i in range(count)}
-    out[ov.imex_proc_devices] = File(PROC_DEVICES.encode())
     out[ov.proc_file(names.PROC_IMEX_MGMT_CAPABILITY)] = File(CAPABILITY.encode())
     return out
 

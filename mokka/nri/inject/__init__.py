@@ -13,14 +13,14 @@ open on an unexpected error is the driver's job, not a rule's.
 
 from __future__ import annotations
 
-from mokka.nri.inject import devices, env, ib, imex, management, overlay, skip
+from mokka.nri.inject import devices, env, ib, imex, management, overlay, prochook, skip
 from mokka.nri.inject.draft import Draft
 from mokka.nri.inject.model import (Adjustment, CDIEdits, Config, Container, Decision, Device,
-                                    DeviceRule, Mount, NodeView, Pod)
+                                    DeviceRule, Hook, Mount, NodeView, Pod)
 from mokka.nri.inject.selection import Selection, select
 
 __all__ = ["adjust", "plan", "skip_reason", "Adjustment", "CDIEdits", "Config", "Container", "Decision",
-           "Device", "DeviceRule", "Mount", "NodeView", "Pod", "Selection"]
+           "Device", "DeviceRule", "Hook", "Mount", "NodeView", "Pod", "Selection"]
 
 
 def plan(config: Config, pod: Pod, container: Container) -> tuple[str | None, Selection | None]:
@@ -62,6 +62,9 @@ def adjust(config: Config, pod: Pod, container: Container, view: NodeView,
         overlay.attach(config, view, draft)
         env.apply_table(draft.env, config, view,
                         gpu=selection.gpu, infiniband=selection.infiniband)
+    if selection.gpu:
+        env.name_allocated(draft.env, selection.allocated_ids)
+        prochook.attach(config, view, draft)
     if selection.infiniband:
         ib.check_hcas(view, draft)
     if selection.all_gpus:

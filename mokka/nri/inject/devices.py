@@ -6,7 +6,8 @@ whatever the scheduler allocated is never widened).
 
 deviceInjectionMode changes how, never whether:
 
-* raw: the staged /dev/nvidia* char nodes go straight into the adjustment;
+* raw: the staged /dev/nvidia* char nodes go straight into the adjustment, with
+  the MIG config and monitor capability nodes (every MIG device of the node);
 * cdi: a reference to the configured CDI device, only while its spec is staged
   (containerd fails creation on an unresolvable name, so an unstaged spec falls
   back to raw); a runtime that cannot take CDI references gets the device's
@@ -57,3 +58,5 @@ def _attach_raw(view: NodeView, draft: Draft) -> None:
         draft.warn(NO_DEVICE_NODES)
         return
     draft.add_devices(view.dev_nodes)
+    # The whole node's MIG devices too: the config and monitor capabilities.
+    draft.add_devices(view.mig_caps)

@@ -10,17 +10,18 @@ from __future__ import annotations
 from typing import Iterable
 
 from mokka.nri.inject.env import EnvSet
-from mokka.nri.inject.model import Adjustment, Container, Device, Mount
+from mokka.nri.inject.model import Adjustment, Container, Device, Hook, Mount
 
 
 class Draft:
-    __slots__ = ("env", "mounts", "devices", "cdi_devices", "warnings", "_device_paths")
+    __slots__ = ("env", "mounts", "devices", "cdi_devices", "hooks", "warnings", "_device_paths")
 
     def __init__(self, container: Container, warnings: Iterable[str] = ()):
         self.env = EnvSet(container.env)
         self.mounts: list[Mount] = []
         self.devices: list[Device] = []
         self.cdi_devices: list[str] = []
+        self.hooks: list[Hook] = []
         self.warnings: list[str] = list(warnings)
         self._device_paths: set[str] = set()
 
@@ -43,10 +44,15 @@ class Draft:
             if name not in self.cdi_devices:
                 self.cdi_devices.append(name)
 
+    def add_hook(self, hook: Hook) -> None:
+        if hook not in self.hooks:
+            self.hooks.append(hook)
+
     def freeze(self) -> Adjustment | None:
         """The finished adjustment, or None when no step found anything to add."""
         env = self.env.changed()
-        if not (self.mounts or env or self.devices or self.cdi_devices):
+        if not (self.mounts or env or self.devices or self.cdi_devices or self.hooks):
             return None
         return Adjustment(mounts=tuple(self.mounts), env=env,
-                          devices=tuple(self.devices), cdi_devices=tuple(self.cdi_devices))
+                          devices=tuple(self.devices), cdi_devices=tuple(self.cdi_devices),
+                          hooks=tuple(self.hooks))

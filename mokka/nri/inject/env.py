@@ -26,6 +26,7 @@ from typing import Iterable
 
 from mokka.core import names
 from mokka.core.overlay import container_overlay, gpu_env, ib_env, topology_env
+from mokka.nri.inject.gpu import is_mig_id
 from mokka.nri.inject.model import Config, NodeView
 
 SEARCH_PATH_SEPARATOR = ":"
@@ -197,6 +198,17 @@ def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infin
         # No /dev/nvidiaN here, so the staged nvidia-smi would otherwise show
         # every GPU on the node.
         env.force(names.ENV_NVML_VISIBLE_DEVICES, names.VISIBLE_NONE)
+
+
+def name_allocated(env: EnvSet, allocated_ids: tuple[str, ...]) -> None:
+    """A container allocated MIG devices by name sees those: the device plugin's ids
+    go into both visible-devices variables it does not set itself (the mock library
+    reads MOCK_NVML_VISIBLE_DEVICES; NVIDIA's stack reads the other)."""
+    if not any(is_mig_id(device_id) for device_id in allocated_ids):
+        return
+    listed = ",".join(allocated_ids)
+    env.default(names.ENV_NVML_VISIBLE_DEVICES, listed)
+    env.default(names.ENV_NVIDIA_VISIBLE_DEVICES, listed)
 
 
 def _defaults(env: EnvSet, table: dict[str, str]) -> None:

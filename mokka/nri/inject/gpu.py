@@ -5,8 +5,11 @@ runtime asks the plugin, so the allocation is visible in the incoming spec.
 Three shapes count, and nothing else:
 
 * a numbered ``/dev/nvidiaN`` character device 195:N together with a cgroup
-  rule allowing exactly that device (device plugin, --pass-device-specs);
-* a CDI device ``k8s.device-plugin.nvidia.com/gpu=<id>`` (cdi-cri strategy);
+  rule allowing exactly that device (device plugin, --pass-device-specs; a MIG
+  device comes as its parent's node plus two /dev/nvidia-caps nodes, which alone
+  name no GPU);
+* a CDI device ``k8s.device-plugin.nvidia.com/gpu=<id>`` (cdi-cri strategy; a MIG
+  device's id is its ``MIG-`` UUID, or ``<gpu>:<mig>`` with the index strategy);
 * a CDI device ``k8s.gpu.nvidia.com/claim=<id>`` (NVIDIA DRA driver).
 
 The rules are strict so that nothing is ever mistaken for an allocation: a
@@ -30,6 +33,8 @@ CHAR = "c"
 OPENING_ACCESS = frozenset("rw")
 #: The CDI kinds whose devices identify an allocated GPU, with their '=' separator.
 EVIDENCE_KINDS = (f"{names.CDI_KIND_DEVICE_PLUGIN}=", f"{names.CDI_KIND_DRA_CLAIM}=")
+DEVICE_PLUGIN_KIND = EVIDENCE_KINDS[0]
+MIG_UUID_PREFIX = "MIG-"
 #: Characters an allocator never puts in a device id; one of them means a
 #: malformed or forged name, not an allocation.
 _FORBIDDEN_ID_CHARS = frozenset("/=")
@@ -38,6 +43,23 @@ _FORBIDDEN_ID_CHARS = frozenset("/=")
 def allocated(container: Container) -> bool:
     """Whether the incoming spec carries evidence of a GPU allocation."""
     return any(_is_evidence_name(name) for name in cdi_names(container)) or _raw_allocation(container)
+
+
+def named_devices(container: Container) -> tuple[str, ...]:
+    """The device ids the device plugin's CDI evidence names (``MIG-…``, ``GPU-…``, an
+    index or ``i:j``), in order, once each: what a container was allocated by name."""
+    ids: dict[str, None] = {}
+    for name in cdi_names(container):
+        if isinstance(name, str) and name.startswith(DEVICE_PLUGIN_KIND) and _is_evidence_name(name):
+            ids[name[len(DEVICE_PLUGIN_KIND):]] = None
+    return tuple(ids)
+
+
+def is_mig_id(device_id: str) -> bool:
+    """A MIG device as the device plugin names it: its UUID, or ``<gpu>:<mig>`` indices."""
+    gpu, sep, index = device_id.partition(":")
+    return device_id.startswith(MIG_UUID_PREFIX) or (
+        bool(sep) and gpu.isascii() and gpu.isdigit() and index.isascii() and index.isdigit())
 
 
 def cdi_names(container: Container) -> Iterator[str]:

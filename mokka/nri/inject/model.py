@@ -21,6 +21,14 @@ __all__ = ["Adjustment", "CDIEdits", "Config", "Container", "Decision", "Device"
            "Mount", "NodeView", "Pod"]
 
 
+class Hook(NamedTuple):
+    """An OCI hook (NRI Hook): a host path the runtime runs, its argv and env."""
+    path: str
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    timeout: int | None = None
+
+
 class DeviceRule(NamedTuple):
     """A device cgroup rule; None major/minor is the wildcard '*'."""
     allow: bool
@@ -69,6 +77,9 @@ class NodeView:
     topology_staged: bool = False
     hca_count: int = 0
     runtime_accepts_cdi: bool = False         # the runtime's NRI can take CDI devices in an adjustment
+    #: The staged MIG config and monitor capability nodes (/dev/nvidia-caps/nvidia-cap1, 2).
+    mig_caps: tuple[Device, ...] = ()
+    proc_hook_staged: bool = False            # the proc hook binary is in the overlay
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,8 @@ class Adjustment:
     env: tuple[tuple[str, str], ...] = ()
     devices: tuple[Device, ...] = ()
     cdi_devices: tuple[str, ...] = ()
+    #: OCI createContainer hooks (run in the container's mount namespace before pivot_root).
+    hooks: tuple[Hook, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ class Selection:
     infiniband: bool = False
     imex: bool = False
     management: tuple[str, ...] = ()     # toolkit CDI names to deliver
+    allocated_ids: tuple[str, ...] = ()  # the devices the device plugin's CDI names allocated
     warnings: tuple[str, ...] = ()
 
     @property
@@ -58,6 +59,7 @@ def select(config: Config, pod: Pod, container: Container) -> Selection:
     cdi_names, warnings = management.requested(config, pod, container)
     return Selection(
         gpu_allocated=gpu.allocated(container),
+        allocated_ids=gpu.named_devices(container),
         gpu_requested=devices.requested(config, pod),
         infiniband=ib.selected(config, pod),
         imex=imex.selected(config, pod),

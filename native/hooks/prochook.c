@@ -1,0 +1,358 @@
+/* nvml-mock-proc-hook: the driver's proc files inside a container, as an OCI
+ * createContainer hook.
+ *
+ *     nvml-mock-proc-hook OVERLAY      (the OCI state on stdin)
+ *
+ * Programs that read /proc themselves (the device plugin reads
+ * /proc/driver/nvidia-caps/mig-minors, mig-parted looks for `nvidia` in /proc/modules)
+ * cannot be reached by LD_PRELOAD, and runc refuses OCI mounts under /proc. A
+ * createContainer hook runs in the container's mount namespace before pivot_root, with
+ * the container's /proc already mounted at <rootfs>/proc: there this helper
+ *
+ *   - mounts a small read-only tmpfs on <rootfs>/proc/driver holding each directory
+ *     of the staged driver proc tree (OVERLAY/driver/proc/driver: nvidia/, nvidia-caps/)
+ *     bound read-only, and every entry the kernel's /proc/driver had bound back in;
+ *   - where the kernel has /proc/modules, binds over it a copy with the driver's lines
+ *     added (unless an `nvidia` line is there already).
+ *
+ * It never fails the container: every problem is one line on stderr and exit 0, the
+ * container then starts without the files. The mounts live and die with the container's
+ * mount namespace; the container's /proc is made private first, so none of them
+ * propagates back to the host. Paths inside the rootfs are opened one component at a
+ * time without following links; the OCI state and config.json are read within bounds.
+ * Static (musl): it runs in the runtime's namespace, whatever the host's libc. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "mokka_names.h"
+
+#define STATE_MAX (1 << 20)
+#define CONFIG_MAX (16 << 20)
+#define MODULES_MAX (1 << 20)
+#define ENTRIES_MAX 64
+#define NAME_MAX_LEN 255
+#define FD_PATH 32
+#define PROC_NAME "proc"
+#define DRIVER_NAME "driver"
+#define MODULES_NAME "modules"
+#define MODULES_COPY ".modules"
+#define RO_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", MOKKA_PROC_HOOK_FILE);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* Reads at most max bytes of fd; the length in *len, NULL (errno set) past max or on error. */
+static char *read_all(int fd, size_t max, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            cap = cap * 2 > max ? max : cap * 2;
+            char *bigger = realloc(buf, cap + 1);
+            if (!bigger) {
+                free(buf);
+                return NULL;
+            }
+            buf = bigger;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            return NULL;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static void fd_path(char out[FD_PATH], int fd)
+{
+    snprintf(out, FD_PATH, "/proc/self/fd/%d", fd);
+}
+
+static int bind_fd(int source, int target, unsigned long extra)
+{
+    char from[FD_PATH], to[FD_PATH];
+    fd_path(from, source);
+    fd_path(to, target);
+    return mount(from, to, NULL, MS_BIND | extra, NULL);
+}
+
+/* Remounts read-only what `name` under dir is now (a bind mount's root). */
+static int read_only(int dir, const char *name)
+{
+    int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char path[FD_PATH];
+    fd_path(path, fd);
+    int ret = mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | RO_FLAGS, NULL);
+    close(fd);
+    return ret;
+}
+
+/* The rootfs: config.json's root.path, against the bundle when relative. */
+static int rootfs_path(char *out, size_t size)
+{
+    size_t len;
+    char *state = read_all(STDIN_FILENO, STATE_MAX, &len);
+    if (!state) {
+        say("cannot read the OCI state on stdin: %s", strerror(errno));
+        return -1;
+    }
+    char bundle[4096];
+    int found = json_string_member(state, len, "bundle", bundle, sizeof bundle);
+    free(state);
+    if (found != 1 || bundle[0] != '/') {
+        say("the OCI state names no absolute bundle");
+        return -1;
+    }
+    char config_path[4096 + 16];
+    snprintf(config_path, sizeof config_path, "%s/config.json", bundle);
+    int fd = open(config_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        say("cannot open %s: %s", config_path, strerror(errno));
+        return -1;
+    }
+    char *config = read_all(fd, CONFIG_MAX, &len);
+    close(fd);
+    if (!config) {
+        say("cannot read %s: %s", config_path, strerror(errno));
+        return -1;
+    }
+    char root[4096];
+    found = json_nested_string(config, len, "root", "path", root, sizeof root);
+    free(config);
+    if (found != 1 || !root[0]) {
+        say("%s names no root.path", config_path);
+        return -1;
+    }
+    int n = root[0] == '/' ? snprintf(out, size, "%s", root) : snprintf(out, size, "%s/%s", bundle, root);
+    if (n < 0 || (size_t)n >= size) {
+        say("the rootfs path is too long");
+        return -1;
+    }
+    return 0;
+}
+
+struct entries {
+    unsigned count;
+    char name[ENTRIES_MAX][NAME_MAX_LEN + 1];
+    unsigned char dir[ENTRIES_MAX];
+};
+
+/* The entries of an open directory (its offset moves; the fd stays usable for *at). */
+static int list(int dir, struct entries *out)
+{
+    int copy = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (copy < 0)
+        return -1;
+    DIR *d = fdopendir(copy);
+    if (!d) {
+        close(copy);
+        return -1;
+    }
+    out->count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && out->count < ENTRIES_MAX) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || e->d_name[0] == '.')
+            continue;
+        struct stat st;
+        if (fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+            continue;                          /* procfs has links (self): not ours to keep */
+        snprintf(out->name[out->count], sizeof out->name[0], "%s", e->d_name);
+        out->dir[out->count++] = S_ISDIR(st.st_mode) ? 1 : 0;
+    }
+    closedir(d);
+    return 0;
+}
+
+static int listed(const struct entries *e, const char *name)
+{
+    for (unsigned i = 0; i < e->count; i++)
+        if (strcmp(e->name[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* A mount point for `name` in the new tmpfs, bound from `source`'s entry of that name. */
+static void bind_entry(int tmpfs, int source, const char *name, int is_dir, int make_read_only)
+{
+    int made = is_dir ? mkdirat(tmpfs, name, 0555) : 0;
+    if (!is_dir) {
+        int fd = openat(tmpfs, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+        made = fd < 0 ? -1 : close(fd);
+    }
+    int from = openat(source, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int to = openat(tmpfs, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (made != 0 || from < 0 || to < 0 || bind_fd(from, to, 0) != 0)
+        say("cannot mount /proc/driver/%s: %s", name, strerror(errno));
+    else if (make_read_only && read_only(tmpfs, name) != 0)
+        say("cannot make /proc/driver/%s read-only: %s", name, strerror(errno));
+    if (from >= 0)
+        close(from);
+    if (to >= 0)
+        close(to);
+}
+
+static int has_nvidia_line(const char *text)
+{
+    static const char word[] = "nvidia ";
+    for (const char *line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, word, sizeof word - 1) == 0)
+            return 1;
+    return 0;
+}
+
+/* The kernel's /proc/modules with the driver's lines, bound over it read-only. The copy is
+ * written in the new /proc/driver tmpfs (a hidden name), bound, and unlinked: the bind
+ * keeps it. */
+static void give_modules(int proc, int tmpfs)
+{
+    int kernel = openat(proc, MODULES_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (kernel < 0) {
+        say("the kernel has no /proc/modules (%s): no driver to add to it", strerror(errno));
+        return;
+    }
+    size_t len;
+    char *text = read_all(kernel, MODULES_MAX, &len);
+    close(kernel);
+    if (!text) {
+        say("cannot read /proc/modules: %s", strerror(errno));
+        return;
+    }
+    if (has_nvidia_line(text)) {
+        free(text);
+        return;
+    }
+    size_t extra = strlen(MOKKA_PROC_MODULES_NVIDIA);
+    int fd = openat(tmpfs, MODULES_COPY, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len &&
+             write(fd, MOKKA_PROC_MODULES_NVIDIA, extra) == (ssize_t)extra;
+    if (fd >= 0)
+        close(fd);
+    int from = ok ? openat(tmpfs, MODULES_COPY, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int to = ok ? openat(proc, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (!ok || from < 0 || to < 0 || bind_fd(from, to, 0) != 0 || read_only(proc, MODULES_NAME) != 0)
+        say("cannot mount the driver's /proc/modules: %s", strerror(errno));
+    if (from >= 0)
+        close(from);
+    if (to >= 0)
+        close(to);
+    unlinkat(tmpfs, MODULES_COPY, 0);
+    free(text);
+}
+
+/* A tmpfs on /proc/driver: the kernel's entries bound back, the staged directories bound
+ * read-only, the driver's /proc/modules; then the tmpfs itself read-only. */
+static void give_driver_dir(int proc, int staged)
+{
+    int kernel = openat(proc, DRIVER_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (kernel < 0) {
+        say("the kernel has no /proc/driver (%s): no driver proc files", strerror(errno));
+        return;
+    }
+    struct entries had, ours;
+    if (list(kernel, &had) != 0 || list(staged, &ours) != 0) {
+        say("cannot list /proc/driver or the staged tree: %s", strerror(errno));
+        close(kernel);
+        return;
+    }
+    char target[FD_PATH];
+    fd_path(target, kernel);
+    if (mount("tmpfs", target, "tmpfs", RO_FLAGS, "mode=0555,size=65536,nr_inodes=1024") != 0) {
+        say("cannot mount a tmpfs on /proc/driver: %s", strerror(errno));
+        close(kernel);
+        return;
+    }
+    int tmpfs = openat(proc, DRIVER_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tmpfs < 0) {
+        say("cannot open the new /proc/driver: %s", strerror(errno));
+        close(kernel);
+        return;
+    }
+    for (unsigned i = 0; i < had.count; i++)   /* the kernel's own entries, as they were */
+        if (!listed(&ours, had.name[i]))
+            bind_entry(tmpfs, kernel, had.name[i], had.dir[i], 0);
+    for (unsigned i = 0; i < ours.count; i++)
+        if (ours.dir[i])
+            bind_entry(tmpfs, staged, ours.name[i], 1, 1);
+    give_modules(proc, tmpfs);
+    char root[FD_PATH];
+    fd_path(root, tmpfs);
+    if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | RO_FLAGS, "mode=0555") != 0)
+        say("cannot make /proc/driver read-only: %s", strerror(errno));
+    close(tmpfs);
+    close(kernel);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] != '/') {
+        say("usage: %s OVERLAY (its absolute host path; the OCI state on stdin)", MOKKA_PROC_HOOK_FILE);
+        return 0;
+    }
+    char rootfs[4096];
+    if (rootfs_path(rootfs, sizeof rootfs) != 0)
+        return 0;
+    char staged_path[4096];
+    snprintf(staged_path, sizeof staged_path, "%s/%s", argv[1], MOKKA_DRIVER_PROC_ROOT);
+    int staged = open(staged_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int proc = root < 0 ? -1 : openat(root, PROC_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat root_st, proc_st;
+    if (staged < 0) {
+        say("no staged driver proc tree at %s: %s", staged_path, strerror(errno));
+    } else if (proc < 0) {
+        say("cannot open %s/%s: %s", rootfs, PROC_NAME, strerror(errno));
+    } else if (fstat(root, &root_st) != 0 || fstat(proc, &proc_st) != 0 || root_st.st_dev == proc_st.st_dev) {
+        say("%s/%s is not a mount of its own: the container has no /proc to add to", rootfs, PROC_NAME);
+    } else {
+        char path[FD_PATH];
+        fd_path(path, proc);
+        if (mount(NULL, path, NULL, MS_PRIVATE, NULL) != 0)
+            say("cannot make the container's /proc private: %s; leaving it as it is", strerror(errno));
+        else
+            give_driver_dir(proc, staged);
+    }
+    if (proc >= 0)
+        close(proc);
+    if (root >= 0)
+        close(root);
+    if (staged >= 0)
+        close(staged);
+    return 0;
+}
