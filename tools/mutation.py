@@ -51,7 +51,8 @@ _CODEC = ["tests/nri/test_codec_rules.py", "tests/nri/test_codec.py", "tests/nri
 
 #: What a process sees, decided in the library: the corpus and the moving-reading vectors.
 _ENGINE = ["tests/native/test_lookup_rules.py", "tests/native/test_engine_corpus.py", "tests/native/test_dynamic.py",
-           "tests/native/test_overrides_live.py", "tests/native/test_errors.py"]
+           "tests/native/test_overrides_live.py", "tests/native/test_errors.py",
+           "tests/native/test_fabric_state_dir.py"]
 #: The companion format, both ends (the C side through the format probe, built from the copy).
 _FORMAT = ["tests/native/test_flat_format.py", "tests/core/test_flatstate.py"]
 #: Which GPUs our nvidia-smi shows, and how it names refused ones, against NVIDIA's.
