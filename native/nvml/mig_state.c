@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_id.h"
 #include "mig.h"
 #include "mig_file.h"
 
@@ -41,14 +42,6 @@ struct mig_view;
 struct mig_view *mig_view_open(const struct mock_node *n);
 void mig_view_free(struct mig_view *v);
 int mig_view_same(const struct mig_view *a, const struct mig_view *b);
-
-struct file_id {
-    int present;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    long long mtime_ns;
-};
 
 struct mig_node {
     struct mig_tables *tables;
@@ -65,34 +58,6 @@ struct mig_node {
 struct mig_view *mig_node_view(const struct mock_node *n)
 {
     return n->mig ? n->mig->view : NULL;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct file_id file_id_of(const char *path)
-{
-    struct file_id id;
-    struct stat st;
-    memset(&id, 0, sizeof id);
-    if (lstat(path, &st) == 0) {
-        id.present = 1;
-        id.dev = st.st_dev;
-        id.ino = st.st_ino;
-        id.size = st.st_size;
-        id.mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    }
-    return id;
-}
-
-static int same_id(const struct file_id *a, const struct file_id *b)
-{
-    return a->present == b->present && (!a->present || (a->dev == b->dev && a->ino == b->ino &&
-                                                        a->size == b->size && a->mtime_ns == b->mtime_ns));
 }
 
 struct mig_node *mig_node_open(const struct mock_node *n)
@@ -292,8 +257,8 @@ static void refresh(const struct mock_node *n, long long now)
     if (m->loaded && now < m->next_check_ms)
         return;
     m->next_check_ms = now + CHECK_MS;
-    struct file_id id = file_id_of(m->path);
-    if (m->loaded && same_id(&id, &m->seen))
+    struct file_id id = file_id_at(AT_FDCWD, m->path);
+    if (m->loaded && file_id_same(&id, &m->seen))
         return;
     load(n, -1, m->gpus);
     m->seen = id;
@@ -306,7 +271,7 @@ int mig_gpu_get(const struct mock_node *n, unsigned int phys, struct mig_gpu *ou
         return 0;
     struct mig_node *m = n->mig;
     pthread_mutex_lock(&m->lock);
-    refresh(n, now_ms());
+    refresh(n, monotonic_ms());
     *out = m->gpus[phys];
     pthread_mutex_unlock(&m->lock);
     return 1;
@@ -317,14 +282,14 @@ int mig_gpu_get(const struct mock_node *n, unsigned int phys, struct mig_gpu *ou
 /* The directory's flock within MIG_LOCK_WAIT_MS: 1, else 0. */
 static int lock_bounded(int dirfd)
 {
-    long long deadline = now_ms() + MOKKA_MIG_LOCK_WAIT_MS;
+    long long deadline = monotonic_ms() + MOKKA_MIG_LOCK_WAIT_MS;
     long wait_us = 200;
     for (;;) {
         if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
             return 1;
         if (errno != EWOULDBLOCK && errno != EINTR)
             return 0;
-        if (now_ms() >= deadline)
+        if (monotonic_ms() >= deadline)
             return 0;
         struct timespec ts = {0, wait_us * 1000};
         nanosleep(&ts, NULL);
@@ -373,9 +338,9 @@ nvmlReturn_t mig_gpu_change(const struct mock_node *n, unsigned int phys, mig_ed
         if (ret != NVML_SUCCESS && changed)
             load(n, dirfd, gpus);                 /* the write failed: the file as it is */
         memcpy(m->gpus, gpus, n->count * sizeof *gpus);
-        m->seen = file_id_of(m->path);
+        m->seen = file_id_at(AT_FDCWD, m->path);
         m->loaded = 1;
-        m->next_check_ms = now_ms() + CHECK_MS;
+        m->next_check_ms = monotonic_ms() + CHECK_MS;
         pthread_mutex_unlock(&m->lock);
     }
     free(gpus);

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_id.h"
 #include "mock.h"
 
 #define CHECK_MS 250
@@ -36,14 +37,6 @@
 struct ovr_layer {
     unsigned int refs;
     struct flat scope[MOCK_MAX_GPUS + 1];
-};
-
-struct file_id {
-    int present;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    long long mtime_ns;
 };
 
 struct scope_files {
@@ -61,34 +54,6 @@ struct mock_overrides {
     int seen_valid;
     struct scope_files files[MOCK_MAX_GPUS + 1];
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct file_id file_id_at(int dirfd, const char *name)
-{
-    struct file_id id;
-    struct stat st;
-    memset(&id, 0, sizeof id);
-    if (dirfd >= 0 && name[0] && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        id.present = 1;
-        id.dev = st.st_dev;
-        id.ino = st.st_ino;
-        id.size = st.st_size;
-        id.mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    }
-    return id;
-}
-
-static int same_id(const struct file_id *a, const struct file_id *b)
-{
-    return a->present == b->present && (!a->present || (a->dev == b->dev && a->ino == b->ino &&
-                                                        a->size == b->size && a->mtime_ns == b->mtime_ns));
-}
 
 static void layer_unref(struct ovr_layer *l)
 {
@@ -161,8 +126,8 @@ static enum scope_result load_scope(struct mock_overrides *o, int dirfd, unsigne
              * file is no write in flight: reported at once. */
             int in_flight = st == FLAT_MISSING || st == FLAT_STALE;
             int wait = in_flight && (!first || (c.present && c.mtime_ns >= y.mtime_ns));
-            if (wait && (sf->mismatch_since_ms == 0 || !same_id(&y, &sf->bad_yaml) ||
-                         !same_id(&c, &sf->bad_nvml))) {
+            if (wait && (sf->mismatch_since_ms == 0 || !file_id_same(&y, &sf->bad_yaml) ||
+                         !file_id_same(&c, &sf->bad_nvml))) {
                 sf->bad_yaml = y;                 /* a new pair: the writer may be between renames */
                 sf->bad_nvml = c;
                 sf->mismatch_since_ms = now;
@@ -186,7 +151,7 @@ static int scope_changed(struct mock_overrides *o, int dirfd, unsigned int s)
     paths_of(o, s, &p);
     const struct scope_files *sf = files_of(o, s);
     struct file_id y = file_id_at(dirfd, p.yaml_name), c = file_id_at(dirfd, p.nvml_name);
-    return !same_id(&y, &sf->seen_yaml) || !same_id(&c, &sf->seen_nvml);
+    return !file_id_same(&y, &sf->seen_yaml) || !file_id_same(&c, &sf->seen_nvml);
 }
 
 /* Called with the lock held. `first`: at nvmlInit, report at once. */
@@ -240,7 +205,7 @@ void overrides_start(struct mock_overrides *o)
     if (!o)
         return;
     pthread_mutex_lock(&o->lock);
-    long long now = now_ms();
+    long long now = monotonic_ms();
     reload(o, now, 1);
     o->next_check_ms = now + CHECK_MS;
     pthread_mutex_unlock(&o->lock);
@@ -251,7 +216,7 @@ struct ovr_layer *overrides_acquire(struct mock_overrides *o)
     if (!o)
         return NULL;
     pthread_mutex_lock(&o->lock);
-    long long now = now_ms();
+    long long now = monotonic_ms();
     if (now >= o->next_check_ms) {
         o->next_check_ms = now + CHECK_MS;
         reload(o, now, 0);
