@@ -49,6 +49,12 @@ def build(report: xmlreport.Report, records: list, source: str, dynamic: bool) -
             rec["compute_capability"] = cc
         p.comments["compute_capability"] = [f"guessed: the built-in {board.name} profile's ({arch}); -q shows none"]
         guessed.append("compute_capability")
+    attrs = closest.cuda(board, records[0].get("name"))
+    if attrs:
+        for rec in records:
+            rec["cuda"] = copy.deepcopy(attrs)
+        p.comments["cuda"] = [f"guessed: the built-in {board.name} profile's CUDA attributes; -q shows none"]
+        guessed.append("cuda")
     mig = closest.mig_instances(board)
     table = closest.mig_table(board)
     if any("mig" in rec for rec in records):

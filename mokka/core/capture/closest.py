@@ -1,8 +1,9 @@
 """The built-in board closest to a capture, and what a profile takes from it
 because ``nvidia-smi -q`` does not show it: the NVLink peer map, the PCI tree
 (root complexes, NUMA nodes, CPU affinity), InfiniBand, the compute capability
-(of a board of the same architecture) and, with ``--dynamic``, the moving
-readings. Pure but for reading the built-in profiles.
+(of a board of the same architecture), the CUDA attributes and the MIG partition
+table (of the same board) and, with ``--dynamic``, the moving readings. Pure but for
+reading the built-in profiles.
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ def infiniband(board: Board) -> dict | None:
 def compute_capability(board: Board, architecture: str | None) -> dict | None:
     if architecture and board.device.get("architecture") == architecture:
         return copy.deepcopy(board.device.get("compute_capability"))
+    return None
+
+
+def cuda(board: Board, name: str | None) -> dict | None:
+    """The CUDA attributes of the same board (-q shows none; compile derives the rest
+    from the compute capability)."""
+    if name and board.device.get("name") == name:
+        return copy.deepcopy(board.device.get("cuda"))
     return None
 
 
