@@ -21,10 +21,12 @@ def test_once_stages_library_links_and_binary_and_teardown_removes_them(nvml_bui
     assert done.returncode == 0, done.stderr
     lib64 = root / "var/lib/nvml-mock/driver/usr/lib64"
     try:
-        assert sorted(os.listdir(lib64)) == ["libnvidia-ml.so", "libnvidia-ml.so.1",
+        assert sorted(os.listdir(lib64)) == ["libcuda.so", "libcuda.so.1", "libcuda.so.550.163.01",
+                                             "libnvidia-ml.so", "libnvidia-ml.so.1",
                                              "libnvidia-ml.so.550.163.01"]
-        assert os.readlink(lib64 / "libnvidia-ml.so.1") == "libnvidia-ml.so.550.163.01"
-        assert os.readlink(lib64 / "libnvidia-ml.so") == "libnvidia-ml.so.1"
+        for library in ("libnvidia-ml", "libcuda"):
+            assert os.readlink(lib64 / f"{library}.so.1") == f"{library}.so.550.163.01"
+            assert os.readlink(lib64 / f"{library}.so") == f"{library}.so.1"
         with open(nvml_build, "rb") as f:
             assert (lib64 / "libnvidia-ml.so.550.163.01").read_bytes() == f.read()
         smi = (root / "var/lib/nvml-mock/driver/usr/bin/nvidia-smi").read_bytes()
