@@ -12,7 +12,9 @@ this module fills in: ``index``, ``uuid``, ``minor_number``, ``pci`` (``bus_id``
 as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
 ``root_complex``, ``cpu_affinity``, ``board_id``, ``nvlink_links``, a
 normalized ``fabric`` (absent when the profile has none) and the ``cuda`` block
-completed from the compute capability (mokka.core.cudaboard). ``mokka.core.statekeys``
+completed from the compute capability (mokka.core.cudaboard); its MIG partition
+table is one of the state's ``mig_tables``, shared by the GPUs of one board (the GPU
+keeps ``mig.table``, its number). ``mokka.core.statekeys``
 declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 
@@ -52,6 +54,7 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
         if isinstance(gpu.get("mig"), dict):
             gpu["mig"] = _mig(gpu["mig"])
         gpu["cuda"] = cudaboard.fill(gpu)
+    mig_tables = share_mig_tables(gpus)
     state = {
         "schema_version": names.STATE_SCHEMA_VERSION,
         "generator": f"mokka {__version__}",
@@ -66,6 +69,7 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
         },
         "gpu_count": len(gpus),
         "gpus": gpus,
+        "mig_tables": mig_tables,
         "nvlink": nvlink,
         "pcie_topology": {"root_complexes": roots,
                           "cores_per_numa": (doc.get("pcie_topology") or {}).get("cores_per_numa")},
@@ -243,6 +247,22 @@ def _mig(block: dict) -> dict:
                        if entry.get("name") == block["layout"]), [])
     out["boot"] = mig.plan_layout(block.get("gpu_instance_profiles") or [], wanted)
     return out
+
+
+def share_mig_tables(gpus: list[dict]) -> list[dict]:
+    """Each distinct partition table once, in the order GPUs first name it; a GPU keeps
+    its table's number (``mig.table``). Eight or 64 GPUs of one board share one table,
+    so the state the library reads grows with the GPUs' own fields only."""
+    tables: list[dict] = []
+    for gpu in gpus:
+        block = gpu.get("mig")
+        if not isinstance(block, dict) or "gpu_instance_profiles" not in block:
+            continue
+        table = {"gpu_instance_profiles": block.pop("gpu_instance_profiles")}
+        if table not in tables:
+            tables.append(table)
+        block["table"] = tables.index(table)
+    return tables
 
 
 def _infiniband(block: dict, gpu_count: int) -> dict:

@@ -28,6 +28,10 @@ _NVLINK = _PROFILE["nvlink"].fields
 _ROOT_COMPLEX = _PROFILE["pcie_topology"].fields["root_complexes"].item.fields
 _FABRIC = schema.DEVICE_FIELDS["fabric"].fields
 
+#: The profile's MIG fields a compiled GPU does not hold: its named layouts (compiled to
+#: ``boot``) and its partition table (one of the state's ``mig_tables``).
+_MIG_NOT_PER_GPU = ("layouts", "gpu_instance_profiles")
+
 #: A compiled GPU: the profile's device fields, the PCI address as sysfs spells it and
 #: as numbers, its board id, root complex and NUMA placement, and its NVLinks.
 GPU = Map({
@@ -40,9 +44,11 @@ GPU = Map({
     "numa_node": _ROOT_COMPLEX["numa_node"],
     "cpu_affinity": _ROOT_COMPLEX["cpu_affinity"],
     "nvlink_links": _NVLINK["links"],
-    # The partition table, and in place of the named layouts the GPU instances the chosen
-    # one creates at boot, with their placements (mokka.core.mig.plan_layout).
-    "mig": Map({**{k: v for k, v in schema.MIG.fields.items() if k != "layouts"},
+    # Which of the node's partition tables is the GPU's (``table``: an item of the state's
+    # ``mig_tables``), and in place of the named layouts the GPU instances the chosen one
+    # creates at boot, with their placements (mokka.core.mig.plan_layout).
+    "mig": Map({**{k: v for k, v in schema.MIG.fields.items() if k not in _MIG_NOT_PER_GPU},
+                "table": Int(maximum=names.MAX_GPUS - 1),
                 "boot": List(Map(schema.ints("profile_id placement_start placement_size")),
                              max_len=8)}),
 }, required=schema.DEVICE_ENTRY.required)
@@ -56,6 +62,9 @@ STATE = Map({
     "system": _PROFILE["system"],
     "gpu_count": Int(maximum=names.MAX_GPUS),
     "gpus": List(GPU, max_len=names.MAX_GPUS),
+    # Each distinct partition table once, however many GPUs of the board the node has.
+    "mig_tables": List(Map({"gpu_instance_profiles": schema.MIG.fields["gpu_instance_profiles"]}),
+                       max_len=names.MAX_GPUS),
     "nvlink": Map({key: _NVLINK[key] for key in ("version", "links_per_gpu", "bandwidth_per_link_mbps",
                                                  "c2c_enabled", "switches")}),
     "pcie_topology": _PROFILE["pcie_topology"],
@@ -102,6 +111,11 @@ def lists(spec: schema.Spec, path: Key = ()) -> Iterator[tuple[Key, int]]:
 def gpu_keys() -> list[Key]:
     """A GPU's keys, relative to ``gpu.<physical index>.`` (and to the overrides' GPU)."""
     return list(walk(GPU))
+
+
+def mig_table_keys() -> list[Key]:
+    """A MIG partition table's keys, relative to ``mig_tables.<n>.``."""
+    return list(walk(STATE.fields["mig_tables"].item))
 
 
 def _node_wide() -> tuple[Map, List]:

@@ -9,14 +9,17 @@ declaration has cannot be named at all.
     K_NVLINK_LINKS_N_STATE        "nvlink_links.%u.state"        _N_: a list item,
                                                                  a printf format
     NODE_SYSTEM_DRIVER_VERSION    "system.driver_version"        a node-wide key
+    MIG_TABLE_GPU_INSTANCE_PROFILES_LEN                          a key of one MIG table
+                                  "gpu_instance_profiles.len"
     LIST_BOUNDS_GPU, _NODE        {"nvlink_links", 18}, ...     every list and the most
                                                                  items it may hold
 
 A GPU's keys are relative (``gpu.<physical index>.`` in the state, the same in
-the overrides), the node-wide ones are whole. String literals, not an enum:
-every lookup keeps taking a ``const char *``, a prefix is a macro and a
-literal side by side (``K_FABRIC "."``), and printf checks each item format
-against its arguments. Never committed.
+the overrides), a MIG table's relative to ``mig_tables.<n>.``, the node-wide
+ones are whole. String literals, not an enum: every lookup keeps taking a
+``const char *``, a prefix is a macro and a literal side by side
+(``K_FABRIC "."``), and printf checks each item format against its arguments.
+Never committed.
 
     python3 native/nvml/gen_keys.py OUT_DIR
 """
@@ -35,6 +38,7 @@ from mokka.core import statekeys  # noqa: E402  (stdlib only: no install needed)
 
 GPU_PREFIX = "K_"
 NODE_PREFIX = "NODE_"
+MIG_TABLE_PREFIX = "MIG_TABLE_"
 ITEM_WORD = "N"
 
 
@@ -62,6 +66,10 @@ def node_macros() -> dict[str, str]:
     return macros(NODE_PREFIX, statekeys.node_keys())
 
 
+def mig_table_macros() -> dict[str, str]:
+    return macros(MIG_TABLE_PREFIX, statekeys.mig_table_keys())
+
+
 def _c_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -76,7 +84,9 @@ def render() -> str:
              "#ifndef MOKKA_KEYS_H", "#define MOKKA_KEYS_H", ""]
     for title, table in (("A GPU's keys: gpu.<physical index>.K in the state, K in the overrides.",
                           gpu_macros()),
-                         ("The node-wide keys of the state.", node_macros())):
+                         ("The node-wide keys of the state.", node_macros()),
+                         ("A MIG partition table's keys: mig_tables.<n>.K in the state.",
+                          mig_table_macros())):
         lines.append(f"/* {title} */")
         lines += [f"#define {name} {_c_string(value)}" for name, value in sorted(table.items())]
         lines.append("")

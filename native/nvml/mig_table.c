@@ -1,6 +1,7 @@
-/* The MIG table a GPU's profile declares (mig.gpu_instance_profiles), and the GPU
- * instances it boots with (mig.boot: the chosen layout, placed by compile), read
- * from the node's compiled state the first time a MIG call needs it.
+/* The MIG table a GPU's profile declares (one of the state's mig_tables, shared by
+ * the GPUs of one board; the GPU's mig.table names it), and the GPU instances it
+ * boots with (mig.boot: the chosen layout, placed by compile), read from the node's
+ * compiled state the first time a MIG call needs it.
  *
  * The state is a file a workload can write, so every number is bounded before it
  * is kept: a profile index NVML does not have, a placement that does not fit the
@@ -22,7 +23,7 @@
 
 struct reader {
     const struct mock_node *n;
-    char base[24];                                /* "gpu.<phys>." */
+    char base[32];                                /* "gpu.<phys>." or "mig_tables.<n>." */
 };
 
 static const char *get(const struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,28 +65,28 @@ static void copy_name(char *out, const char *v)
 static int read_ci(const struct reader *r, unsigned int i, unsigned int j, struct mig_gi_profile *gi)
 {
     unsigned int index;
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_INDEX, i, j),
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_INDEX, i, j),
                  MIG_CI_PROFILES - 1, &index))
         return 0;
     struct mig_ci_profile *c = &gi->ci[index];
     if (c->present)
         return 0;                                 /* one profile per index */
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_ID, i, j), 0xffffffffu, &c->id) ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_SLICES, i, j), gi->slices,
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_ID, i, j), 0xffffffffu, &c->id) ||
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_SLICES, i, j), gi->slices,
                  &c->slices) || c->slices == 0 ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_INSTANCES, i, j), MIG_CI_IDS,
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_INSTANCES, i, j), MIG_CI_IDS,
                  &c->instances) ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_MULTIPROCESSORS, i, j),
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_MULTIPROCESSORS, i, j),
                  0xffffffffu, &c->multiprocessors))
         return 0;
-    copy_name(c->name, get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_NAME, i, j));
+    copy_name(c->name, get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_NAME, i, j));
     unsigned int n = 0;
-    const char *len = get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i, j);
+    const char *len = get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i, j);
     if (len && !bounded(len, MIG_MEMORY_SLICES, &n))
         return 0;
     for (unsigned int k = 0; k < n; k++) {
         unsigned int start;
-        if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_N, i, j, k),
+        if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_N_PLACEMENTS_N, i, j, k),
                      MIG_MEMORY_SLICES - 1, &start) || start + c->slices > gi->slices)
             return 0;
         c->placement_start[k] = start;
@@ -98,12 +99,12 @@ static int read_ci(const struct reader *r, unsigned int i, unsigned int j, struc
 static int read_placements(const struct reader *r, unsigned int i, struct mig_gi_profile *p)
 {
     unsigned int n;
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENT_SIZE, i), MIG_MEMORY_SLICES, &p->placement_size) ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i), MIG_MEMORY_SLICES, &n) || n == 0)
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_PLACEMENT_SIZE, i), MIG_MEMORY_SLICES, &p->placement_size) ||
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_PLACEMENTS_LEN, i), MIG_MEMORY_SLICES, &n) || n == 0)
         return 0;
     for (unsigned int k = 0; k < n; k++) {
         unsigned int start;
-        if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_PLACEMENTS_N, i, k), MIG_MEMORY_SLICES - 1,
+        if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_PLACEMENTS_N, i, k), MIG_MEMORY_SLICES - 1,
                      &start) || mig_gi_id_of(start, p->placement_size) < 0)
             return 0;
         p->placement_start[k] = start;
@@ -116,23 +117,23 @@ static int read_placements(const struct reader *r, unsigned int i, struct mig_gi
 static int read_gi(const struct reader *r, unsigned int i, struct mig_table *t)
 {
     unsigned int index, nci;
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_INDEX, i), MIG_GI_PROFILES - 1, &index) ||
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_INDEX, i), MIG_GI_PROFILES - 1, &index) ||
         t->gi[index].present)
         return 0;
     struct mig_gi_profile p;
     memset(&p, 0, sizeof p);
     unsigned long long memory;
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_ID, i), 0xffffffffu, &p.id) ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_SLICES, i), MIG_MEMORY_SLICES, &p.slices) || p.slices == 0 ||
-        !bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_INSTANCES, i), MIG_MAX_GIS, &p.instances) ||
-        !flat_parse_u64(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_MEMORY_MIB, i), &memory) ||
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_ID, i), 0xffffffffu, &p.id) ||
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_SLICES, i), MIG_MEMORY_SLICES, &p.slices) || p.slices == 0 ||
+        !bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_INSTANCES, i), MIG_MAX_GIS, &p.instances) ||
+        !flat_parse_u64(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_MEMORY_MIB, i), &memory) ||
         !read_placements(r, i, &p))
         return 0;
     p.memory_mib = memory;
     unsigned int *counts[] = {&p.multiprocessors, &p.copy_engines, &p.decoders, &p.encoders, &p.jpegs, &p.ofas};
-    const char *keys[] = {K_MIG_GPU_INSTANCE_PROFILES_N_MULTIPROCESSORS, K_MIG_GPU_INSTANCE_PROFILES_N_COPY_ENGINES,
-                          K_MIG_GPU_INSTANCE_PROFILES_N_DECODERS, K_MIG_GPU_INSTANCE_PROFILES_N_ENCODERS,
-                          K_MIG_GPU_INSTANCE_PROFILES_N_JPEGS, K_MIG_GPU_INSTANCE_PROFILES_N_OFAS};
+    const char *keys[] = {MIG_TABLE_GPU_INSTANCE_PROFILES_N_MULTIPROCESSORS, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COPY_ENGINES,
+                          MIG_TABLE_GPU_INSTANCE_PROFILES_N_DECODERS, MIG_TABLE_GPU_INSTANCE_PROFILES_N_ENCODERS,
+                          MIG_TABLE_GPU_INSTANCE_PROFILES_N_JPEGS, MIG_TABLE_GPU_INSTANCE_PROFILES_N_OFAS};
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
         char key[KEY_MAX];
         snprintf(key, sizeof key, keys[k], i);
@@ -141,9 +142,9 @@ static int read_gi(const struct reader *r, unsigned int i, struct mig_table *t)
         if (v && !bounded(v, 0xffffffffu, counts[k]))
             return 0;
     }
-    p.p2p = truthy(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_P2P, i));
-    copy_name(p.name, get(r, K_MIG_GPU_INSTANCE_PROFILES_N_NAME, i));
-    if (!bounded(get(r, K_MIG_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_LEN, i), MIG_CI_PROFILES, &nci))
+    p.p2p = truthy(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_P2P, i));
+    copy_name(p.name, get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_NAME, i));
+    if (!bounded(get(r, MIG_TABLE_GPU_INSTANCE_PROFILES_N_COMPUTE_INSTANCE_PROFILES_LEN, i), MIG_CI_PROFILES, &nci))
         nci = 0;
     for (unsigned int j = 0; j < nci; j++)
         if (!read_ci(r, i, j, &p))
@@ -177,16 +178,15 @@ static void read_boot(const struct reader *r, struct mig_table *t)
     }
 }
 
-static struct mig_table *read_table(const struct mock_node *n, unsigned int phys)
+/* Item k of the state's mig_tables: its GPU instance profiles into t->gi; 0 when it
+ * has none NVML can have. */
+static int read_profiles(const struct mock_node *n, unsigned int k, struct mig_table *t)
 {
     struct reader r = {.n = n};
-    snprintf(r.base, sizeof r.base, NODE_GPU_N ".", phys);
+    snprintf(r.base, sizeof r.base, NODE_MIG_TABLES_N ".", k);
     unsigned int count;
-    if (!bounded(get(&r, K_MIG_GPU_INSTANCE_PROFILES_LEN), 64, &count) || count == 0)
-        return NULL;
-    struct mig_table *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
+    if (!bounded(get(&r, MIG_TABLE_GPU_INSTANCE_PROFILES_LEN), 64, &count) || count == 0)
+        return 0;
     for (unsigned int i = 0; i < count; i++)
         if (!read_gi(&r, i, t))                   /* one line for the node, however many */
             mock_warn_once("ignoring MIG profiles in %s that NVML cannot have (index, id, slices, "
@@ -194,24 +194,57 @@ static struct mig_table *read_table(const struct mock_node *n, unsigned int phys
     int any = 0;
     for (unsigned int p = 0; p < MIG_GI_PROFILES; p++)
         any |= t->gi[p].present;
-    if (!any) {
-        free(t);
-        return NULL;
+    return any;
+}
+
+/* --- one table per GPU, read once ------------------------------------------------ */
+
+/* The GPUs of one board share their partition table (mig_tables), so each is parsed
+ * once, however many GPUs name it; a GPU's own table copies it and adds its modes
+ * and boot layout. */
+struct mig_tables {
+    pthread_mutex_t lock;
+    unsigned char read[MOCK_MAX_GPUS];
+    struct mig_table *table[MOCK_MAX_GPUS];          /* by physical GPU */
+    unsigned char shared_read[MOCK_MAX_GPUS];
+    struct mig_table *shared[MOCK_MAX_GPUS];         /* by item of mig_tables: profiles only */
+};
+
+static const struct mig_table *shared_profiles(struct mig_tables *ts, const struct mock_node *n,
+                                               unsigned int k)
+{
+    if (!ts->shared_read[k]) {
+        ts->shared_read[k] = 1;
+        struct mig_table *t = calloc(1, sizeof *t);
+        if (t && !read_profiles(n, k, t)) {
+            free(t);
+            t = NULL;
+        }
+        ts->shared[k] = t;
     }
+    return ts->shared[k];
+}
+
+static struct mig_table *read_table(struct mig_tables *ts, const struct mock_node *n, unsigned int phys)
+{
+    struct reader r = {.n = n};
+    snprintf(r.base, sizeof r.base, NODE_GPU_N ".", phys);
+    unsigned int k;
+    if (!bounded(get(&r, K_MIG_TABLE), MOCK_MAX_GPUS - 1, &k))
+        return NULL;
+    const struct mig_table *profiles = shared_profiles(ts, n, k);
+    if (!profiles)
+        return NULL;
+    struct mig_table *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    *t = *profiles;
     bounded(get(&r, K_MIG_MAX_GPU_INSTANCES), 64, &t->max_devices);
     t->boot_current = truthy(get(&r, K_MIG_MODE_CURRENT));
     t->boot_pending = get(&r, K_MIG_MODE_PENDING) ? truthy(get(&r, K_MIG_MODE_PENDING)) : t->boot_current;
     read_boot(&r, t);
     return t;
 }
-
-/* --- one table per GPU, read once ------------------------------------------------ */
-
-struct mig_tables {
-    pthread_mutex_t lock;
-    unsigned char read[MOCK_MAX_GPUS];
-    struct mig_table *table[MOCK_MAX_GPUS];
-};
 
 struct mig_tables *mig_tables_open(void)
 {
@@ -225,8 +258,10 @@ void mig_tables_free(struct mig_tables *ts)
 {
     if (!ts)
         return;
-    for (unsigned int i = 0; i < MOCK_MAX_GPUS; i++)
+    for (unsigned int i = 0; i < MOCK_MAX_GPUS; i++) {
         free(ts->table[i]);
+        free(ts->shared[i]);
+    }
     pthread_mutex_destroy(&ts->lock);
     free(ts);
 }
@@ -239,7 +274,7 @@ const struct mig_table *mig_tables_get(struct mig_tables *ts, const struct mock_
         return ts->table[phys];
     pthread_mutex_lock(&ts->lock);
     if (!ts->read[phys]) {
-        ts->table[phys] = read_table(n, phys);
+        ts->table[phys] = read_table(ts, n, phys);
         __atomic_store_n(&ts->read[phys], 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&ts->lock);

@@ -243,14 +243,28 @@ def test_a_layout_in_the_profile_without_mig_on_boots_nothing():
     assert state["gpus"][0]["mig"]["boot"] == [{"profile_id": 0, "placement_start": 0, "placement_size": 8}]
 
 
-def test_the_compiled_gpu_keeps_the_table_not_the_named_layouts():
-    block = compiled("all-7g.80gb")["gpus"][0]["mig"]
-    assert "layouts" not in block and len(block["gpu_instance_profiles"]) == 7
+def test_the_gpus_of_one_board_share_one_table_and_keep_no_named_layouts():
+    state = compiled("all-7g.80gb")
+    assert [g["mig"]["table"] for g in state["gpus"]] == [0] * 8
+    assert len(state["mig_tables"]) == 1 and len(state["mig_tables"][0]["gpu_instance_profiles"]) == 7
+    block = state["gpus"][0]["mig"]
+    assert "layouts" not in block and "gpu_instance_profiles" not in block
     keys = {statekeys.text(k) for k in statekeys.gpu_keys()}
-    assert {"mig.boot.%u.profile_id", "mig.boot.%u.placement_start", "mig.boot.%u.placement_size",
-            "mig.gpu_instance_profiles.%u.memory_mib", "mig.gpu_instance_profiles.%u.placements.%u",
-            "mig.gpu_instance_profiles.%u.compute_instance_profiles.%u.multiprocessors"} <= keys
-    assert not any(k.startswith("mig.layouts") for k in keys)
+    assert {"mig.table", "mig.boot.%u.profile_id", "mig.boot.%u.placement_start",
+            "mig.boot.%u.placement_size"} <= keys
+    assert not any(k.startswith(("mig.layouts", "mig.gpu_instance_profiles")) for k in keys)
+    table_keys = {statekeys.text(k) for k in statekeys.mig_table_keys()}
+    assert {"gpu_instance_profiles.%u.memory_mib", "gpu_instance_profiles.%u.placements.%u",
+            "gpu_instance_profiles.%u.compute_instance_profiles.%u.multiprocessors"} <= table_keys
+
+
+def test_gpus_with_different_tables_keep_each_its_own():
+    one, two = [{"index": 0, "id": 0}], [{"index": 0, "id": 0}, {"index": 1, "id": 5}]
+    gpus = [{"mig": {"gpu_instance_profiles": one, "boot": []}}, {"mig": {"gpu_instance_profiles": two}},
+            {"mig": {"gpu_instance_profiles": list(one)}}, {"mig": {"max_gpu_instances": 0}}, {}]
+    assert comp.share_mig_tables(gpus) == [{"gpu_instance_profiles": one}, {"gpu_instance_profiles": two}]
+    assert gpus == [{"mig": {"table": 0, "boot": []}}, {"mig": {"table": 1}}, {"mig": {"table": 0}},
+                    {"mig": {"max_gpu_instances": 0}}, {}]
 
 
 @pytest.mark.parametrize("board,layout,words", [

@@ -72,7 +72,7 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
     free = mem["total_bytes"] - mem["reserved_bytes"] - used
     pstate = int(g["performance_state"][1:])
     ecc_on = ON[ecc["mode_current"]]
-    mig_ok = bool(mig.get("gpu_instance_profiles"))     # a board with a MIG table
+    mig_ok = "table" in mig                             # a board with a MIG table
     reasons = sum(1 << i for i, k in enumerate(REASON_BITS) if g["clocks_throttle_reasons"][k])
     domains = ("graphics", "sm", "memory", "video")
     mems = [m["freq_mhz"] for m in g["supported_clocks"]["memory_clocks"]]

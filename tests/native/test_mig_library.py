@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from mokka.core import names
+from mokka.core import compile as comp, flatstate, names, profile as prof
 from tests.native import mig_nodes as mn
 from tests.native.mig_nodes import INVALID_ARGUMENT, IN_USE, NOT_FOUND, NOT_SUPPORTED
 
@@ -82,6 +82,20 @@ def test_a_board_without_a_mig_table_does_not_support_mig(nvml_lib, tmp_path):
                                                  "Treating as warning and moving on.\nAll done.\n")
     done = mn.nvidia_smi(nvml_lib, env, "mig", "-lgi")
     assert (done.returncode, done.stdout) == (NOT_FOUND, "No MIG-supported devices found.\n")
+
+
+def test_a_gpu_naming_a_partition_table_the_state_lacks_does_not_support_mig(nvml_lib, tmp_path):
+    env = mn.board(str(tmp_path), "h100")
+    config = env[names.ENV_NVML_CONFIG]
+    state = comp.compile_profile(prof.load(config))
+    assert len(state["mig_tables"]) == 1
+    state["gpus"][0]["mig"]["table"] = 1            # past the one table
+    state["gpus"][1]["mig"]["table"] = 64           # past the most a node can have
+    state["gpus"][2]["mig"]["table"] = "first"
+    with open(flatstate.companion_path(config), "wb") as f:
+        f.write(flatstate.state_companion(state))
+    modes = [gpu["mode"] for gpu in mn.probe(nvml_lib, env, "state")["gpus"]]
+    assert modes == [["err", NOT_SUPPORTED]] * 3 + [[0, 0]] * 5
 
 
 def test_a_board_booting_with_mig_on_has_its_layout_from_the_first_nvml_init(nvml_lib, tmp_path):

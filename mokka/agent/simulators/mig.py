@@ -77,9 +77,11 @@ def spec_path(host: Host) -> str:
 
 
 def declaration(desired: Desired) -> str:
-    """What a GPU's partitions depend on: its identity and its MIG block."""
-    return json.dumps([(g.get("uuid"), g.get("minor_number"), g.get("mig")) for g in desired.state["gpus"]],
-                      sort_keys=True)
+    """What a GPU's partitions depend on: its identity, its MIG block and its partition table."""
+    tables = desired.state.get("mig_tables") or []
+    return json.dumps([(g.get("uuid"), g.get("minor_number"), g.get("mig"),
+                        tables[g["mig"]["table"]] if "table" in (g.get("mig") or {}) else None)
+                       for g in desired.state["gpus"]], sort_keys=True)
 
 
 def drop_partition_state(ov: Overlay) -> None:
