@@ -21,9 +21,6 @@ of one shows otherwise. Pure.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 DTD_V12, DTD_V13 = "nvsmi_device_v12.dtd", "nvsmi_device_v13.dtd"
 #: nvmlErrorString(NVML_ERROR_DEPRECATED): what 580 on prints as the display mode.
 DEPRECATED_TEXT = "Requested functionality has been deprecated"
@@ -44,14 +41,31 @@ UNTIL = {"gpu_reset_status": R580, "voltage": R580}
 
 def version(text: str | None) -> tuple:
     """"580.173.02" -> (580, 173, 2); anything unreadable is taken as the newest."""
-    numbers = re.findall(r"\d+", text or "")
-    return tuple(int(n) for n in numbers) if numbers else (10**6,)
+    # Every run of ASCII digits, as the driver's dotted version has them (no re: the
+    # report is on nvidia-smi's startup path, and re with enum is a third of it).
+    numbers, run = [], ""
+    for ch in text or "":
+        if "0" <= ch <= "9":
+            run += ch
+        elif run:
+            numbers.append(int(run))
+            run = ""
+    if run:
+        numbers.append(int(run))
+    return tuple(numbers) if numbers else (10**6,)
 
 
-@dataclass(frozen=True)
 class Layout:
-    driver: tuple
-    without: tuple = ()                # element paths the caller leaves out
+    """What one driver's report prints: its version, and the element paths the caller
+    leaves out."""
+    __slots__ = ("driver", "without", "dropped", "above_dropped")
+
+    def __init__(self, driver: tuple, without: tuple = ()):
+        self.driver, self.without = driver, without
+        # Only the paths the rules or the caller name can be left out: prune looks for
+        # them, and descends only into the elements that hold one.
+        self.dropped = frozenset(p for p in (*SINCE, *UNTIL, *without) if not self.prints(p))
+        self.above_dropped = frozenset(p[:at] for p in self.dropped for at in range(len(p)) if p[at] == "/")
 
     @property
     def dtd(self) -> str:
@@ -74,10 +88,14 @@ def for_driver(text: str | None, without: tuple = ()) -> Layout:
 
 def prune(nodes: list, layout: Layout, prefix: str = "") -> list:
     """The tree without the elements this driver does not print."""
+    if not layout.dropped:
+        return nodes
     out = []
     for tag, value in nodes:
         path = prefix + tag
-        if not layout.prints(path):
+        if path in layout.dropped:
             continue
-        out.append((tag, prune(value, layout, path + "/") if isinstance(value, list) else value))
+        if path in layout.above_dropped and isinstance(value, list):
+            value = prune(value, layout, path + "/")
+        out.append((tag, value))
     return out
