@@ -4,8 +4,12 @@ long as the profile's."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 from tests.corpus import engine_cases as corpus
-from tests.native.conftest import run_probe
+from tests.native.conftest import clean_env, run_probe
 
 NOT_SUPPORTED = ["err", 3]
 
@@ -48,3 +52,59 @@ def test_a_flag_reads_as_nvmls_one(nvml_lib, tmp_path):
     gpus = _dump(nvml_lib, tmp_path, "h100", {2: "remapped_rows:\n  pending: true\n"})
     # (correctable, uncorrectable, pending, failure occurred)
     assert [g["RemappedRows"] for g in gpus[1:3]] == [[0, 0, 0, 0], [0, 0, 1, 0]]
+
+
+def test_na_is_the_words_na_and_n_slash_a_in_any_case_and_spacing_or_nothing(nvml_lib, tmp_path):
+    serials = ["n/a  ", " NA ", "na", "", "N/AB", "NAN", "N", "N/A/"]
+    gpus = _dump(nvml_lib, tmp_path, "h100", {i: f'serial: "{s}"\n' for i, s in enumerate(serials)})
+    assert [g["Serial"] for g in gpus] == [NOT_SUPPORTED] * 4 + ["N/AB", "NAN", "N", "N/A/"]
+
+
+def test_a_block_a_gpus_document_sets_to_a_value_hides_the_profiles_block(nvml_lib, tmp_path):
+    # "thermal: N/A" owns every key below thermal: none comes from the profile.
+    gpus = _dump(nvml_lib, tmp_path, "h100", {1: 'thermal: "N/A"\n'})
+    assert [g["Temperature"] for g in gpus[:3]] == [34, NOT_SUPPORTED, 34]
+    assert [g["TemperatureThreshold"] for g in gpus[:2]] == [[92, 87, NOT_SUPPORTED, 83], [NOT_SUPPORTED] * 4]
+
+
+def test_a_list_a_gpus_document_sets_owns_every_item(nvml_lib, tmp_path):
+    # The document's one memory clock is the whole list: no item of the profile's shows through.
+    gpus = _dump(nvml_lib, tmp_path, "h100", {0: "supported_clocks:\n  memory_clocks:\n"
+                                                 "    - freq_mhz: 1593\n      graphics_clocks_mhz: [1980]\n"})
+    assert [g["SupportedMemoryClocks"] for g in gpus[:2]] == [[1593], [2619]]
+
+
+SERIALS = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+assert lib.nvmlInit_v2() == 0
+out = []
+for arg in sys.argv[1:]:                       # GPU:buffer size
+    index, size = map(int, arg.split(":"))
+    h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(2048)
+    assert lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(h)) == 0
+    code = lib.nvmlDeviceGetSerial(h, buf, ctypes.c_uint(size))
+    out.append([code, len(buf.value)])
+print(json.dumps(out))
+"""
+
+
+def _serials(nvml_lib, tmp_path, overrides: dict, *asks: str) -> list:
+    env = corpus.stage(corpus.Case("lookup", "h100", (), overrides=overrides), str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", SERIALS, *asks], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_a_string_fills_a_buffer_one_longer_than_itself_and_no_shorter(nvml_lib, tmp_path):
+    # (code, length read); NVML_ERROR_INSUFFICIENT_SIZE is 7, and the buffer is left as it was.
+    assert _serials(nvml_lib, tmp_path, {0: 'serial: "ABCDEFGH"\n'}, "0:9", "0:8", "0:30") == \
+        [[0, 8], [7, 0], [0, 8]]
+
+
+def test_a_value_longer_than_the_library_holds_is_not_read(nvml_lib, tmp_path):
+    # 511 characters and the end of the string fill the library's 512 bytes; 512 are a reading
+    # it cannot hold, which it does not report (NVML_ERROR_NOT_SUPPORTED, 3).
+    overrides = {0: f'serial: "{"S" * 511}"\n', 1: f'serial: "{"S" * 512}"\n'}
+    assert _serials(nvml_lib, tmp_path, overrides, "0:1024", "1:1024") == [[0, 511], [3, 0]]
