@@ -20,12 +20,11 @@ declares all of it, as ``mokka.core.schema`` declares the profile.
 
 from __future__ import annotations
 
-import copy
 import json
 
 from mokka import __version__
 from mokka.core import cudaboard, mig, names
-from mokka.core.profile import Profile, parse_bus_id, _as_int
+from mokka.core.profile import Profile, copy_tree, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
 NVIDIA_VENDOR = 0x10DE
@@ -43,7 +42,7 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
                     node_name: str = "") -> dict:
     doc = profile.doc
     system = doc.get("system") or {}
-    gpus = [copy.deepcopy(d) for d in profile.devices]
+    gpus = [copy_tree(d) for d in profile.devices]
     _fill_identity(gpus)
     roots = _root_complexes(doc.get("pcie_topology") or {}, gpus)
     nvlink = _nvlink(doc.get("nvlink") or {}, gpus)
@@ -227,7 +226,7 @@ def normalize_cluster_uuid(value) -> str:
 def _fabric(block) -> dict | None:
     if not isinstance(block, dict):
         return None
-    out = copy.deepcopy(block)
+    out = copy_tree(block)
     out["cluster_uuid"] = normalize_cluster_uuid(block.get("cluster_uuid"))
     out["clique_id"] = int(block.get("clique_id") or 0)
     out["state"] = str(block.get("state") or names.FABRIC_STATE_DEFAULT).lower()
@@ -240,7 +239,7 @@ def _fabric(block) -> dict | None:
 def _mig(block: dict) -> dict:
     """The GPU's partition table and the GPU instances its layout creates at boot
     (``boot``, with placements; only with MIG mode enabled), in place of the named layouts."""
-    out = {k: copy.deepcopy(v) for k, v in block.items() if k != "layouts"}
+    out = {k: copy_tree(v) for k, v in block.items() if k != "layouts"}
     wanted: list = []
     if str(block.get("mode_current") or "").lower() == mig.ENABLED and block.get("layout"):
         wanted = next((entry.get("gpu_instances") or [] for entry in block.get("layouts") or []

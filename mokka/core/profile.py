@@ -12,7 +12,6 @@ within the depth and alias-expansion bounds of ``mokka.core.yamlio``.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import re
@@ -349,9 +348,21 @@ def _check_merged(where: str, merged: list[dict], by_index: dict[int, dict],
         _check_memory(where, dev, f"devices[index={dev['index']}]")
 
 
+def copy_tree(value):
+    """A copy of a document's tree of mappings and lists; its scalars (strings, numbers,
+    dates) are immutable and shared. copy.deepcopy's result for the plain data YAML
+    gives, at a fraction of its cost (no memo): a 64-GPU node copies its device 128
+    times on every profile change."""
+    if isinstance(value, dict):
+        return {k: copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_tree(v) for v in value]
+    return value
+
+
 def merge_device(defaults: dict, entry: dict) -> dict:
     """One GPU: ``device_defaults`` with a device entry merged in (Go rules)."""
-    dev = copy.deepcopy(defaults)
+    dev = copy_tree(defaults)
     for key in IDENTITY_FIELDS:
         if entry.get(key) not in (None, ""):
             dev[key] = entry[key]
@@ -362,9 +373,9 @@ def merge_device(defaults: dict, entry: dict) -> dict:
             dev[key] = block
     for key in REPLACED_BLOCKS:
         if key in entry and entry[key] is not None:
-            dev[key] = copy.deepcopy(entry[key])
+            dev[key] = copy_tree(entry[key])
     for key in PER_DEVICE_FIELDS + MOKKA_DEVICE_FIELDS:
         if key in entry and entry[key] is not None:
-            dev[key] = copy.deepcopy(entry[key])
+            dev[key] = copy_tree(entry[key])
     # Anything else in a device entry is ignored, as the Go engine ignores it.
     return dev
