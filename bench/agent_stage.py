@@ -41,6 +41,7 @@ def stage_seconds(count: int, repeats: int = 3) -> tuple[float, float]:
             host = build_host(AgentConfig(host_root=root), mlog.get("bench"))
             sims = simulators(host)
             for bucket in (cold, warm):
+                os.sync()             # each stage starts on a settled disk, not the last one's writeback
                 t0 = time.perf_counter()
                 for sim in sims:
                     sim.stage(desired)
@@ -84,6 +85,7 @@ def wait_digest(port: int, digest: str, timeout: float = 30.0) -> float:
 
 
 def process_figures() -> dict:
+    os.sync()                         # not timed against the stages' writeback
     work = tempfile.mkdtemp(prefix="mokka-bench-")
     root, path = os.path.join(work, "host"), os.path.join(work, "profile.yaml")
     os.mkdir(root)
