@@ -45,7 +45,8 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CORE = ["tests/core/test_compile_rules.py", "tests/core/test_compile.py", "tests/core/test_cdi.py",
-         "tests/core/test_profile_merge.py", "tests/core/test_profile_errors.py"]
+         "tests/core/test_profile_merge.py", "tests/core/test_profile_errors.py",
+         "tests/core/test_mig_profiles.py"]
 _CODEC = ["tests/nri/test_codec_rules.py", "tests/nri/test_codec.py", "tests/nri/test_codec_fuzz.py",
           "tests/nri/test_plugin.py"]
 

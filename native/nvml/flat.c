@@ -60,9 +60,10 @@ static int open_regular(int dirfd, const char *path, size_t max, enum flat_statu
     struct stat st;
     *status = FLAT_REFUSED;
     if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
+        int absent = errno == ENOENT || errno == ENOTDIR;
+        if (absent)
             *status = missing;
-        say(why, path, "%s", errno == ENOENT || errno == ENOTDIR ? "missing" : strerror(errno));
+        say(why, path, "%s", absent ? "missing" : strerror(errno));
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {               /* never opened: a FIFO, a device */
