@@ -18,6 +18,10 @@ NO_DEVICES = "No devices were found"
 NO_DEVICES_LIST = "No devices found."      # what NVIDIA's -L prints, with exit status 0
 NO_TOPOLOGY = "Failed to run topology matrix"
 INVALID_OPTION = "ERROR: Option {} is not valid for this command. Please run 'nvidia-smi -h' for help.\n\n"
+UNRECOGNIZED = "ERROR: Option {} is not recognized. Please run 'nvidia-smi -h'.\n\n"
+BAD_DISPLAY = "Failed to parse --display/-d flags"
+DISPLAY_WITHOUT_QUERY = ("Invalid combination of input arguments. Specify -q/--query and -d/--display to run "
+                         "a filtered query.  Please run 'nvidia-smi -h' for help.\n\n")
 #: Exit statuses the real tool uses (NVML return codes).
 EXIT_INVALID, EXIT_NOT_FOUND, EXIT_NO_DRIVER, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN = 2, 6, 9, 3, 255
 EXIT_GPU_LOST = 15          # nvidia-smi(1): the GPU has fallen off the bus or is otherwise inaccessible
@@ -54,6 +58,11 @@ class Usage(Exception):
     """A bad command line: INVALID on stdout, exit 2."""
 
 
+class Unrecognized(Exception):
+    """A word NVIDIA's nvidia-smi does not know where it stands (a subcommand is only
+    ever the first word): UNRECOGNIZED on stdout, exit 255."""
+
+
 def _take(args: list, i: int, flag: str) -> tuple[str, int]:
     arg = args[i]
     if "=" in arg and arg.startswith("--"):
@@ -69,7 +78,7 @@ def parse(args: list) -> dict:
     while i < len(args):
         a = args[i]
         name = a.split("=", 1)[0] if a.startswith("--") else a
-        if opts["sub"] is None and not a.startswith("-") and not opts.get("mode"):
+        if i == 0 and not a.startswith("-"):
             opts["sub"], opts["rest"] = a, args[i + 1:]
             break
         if name in ("-h", "--help"):
@@ -97,7 +106,7 @@ def parse(args: list) -> dict:
         elif a.startswith("-i") and a[2:].replace(",", "").isalnum():
             opts["id"] = a[2:]
         else:
-            raise Usage(a)
+            raise Unrecognized(a)
         i += 1
     return opts
 
@@ -112,6 +121,9 @@ def main(args: list[str], prog_name: str = PROG) -> int:
     except Usage:
         print(INVALID, file=out)
         return EXIT_INVALID
+    except Unrecognized as exc:
+        out.write(UNRECOGNIZED.format(exc))
+        return EXIT_UNKNOWN
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
@@ -135,6 +147,7 @@ def run(opts: dict, out) -> int:
         return 0
 
     from mokka.smi import devices, nvml
+    from mokka.smi import values as v
     try:
         lib = nvml.open_library(sys.argv[0] if sys.argv else None)
     except nvml.LibraryError as exc:
@@ -185,7 +198,7 @@ def run(opts: dict, out) -> int:
         out.write(refused.text)
         return refused.code
     now = time.time()
-    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now))
+    stamp = time.strftime(v.TIMESTAMP_FORMAT, time.localtime(now))
 
     if mode == "reset":
         return _reset(lib, gpus, out)
@@ -217,7 +230,8 @@ def run(opts: dict, out) -> int:
         try:
             tags = report.parse_sections(opts["display"]) if opts.get("display") else ()
         except ValueError:
-            raise Usage("-d") from None
+            print(BAD_DISPLAY, file=out)
+            return EXIT_INVALID
         if opts.get("xml"):
             out.write(report.render_xml(gpus, head, stamp, tags))
         else:
@@ -225,7 +239,8 @@ def run(opts: dict, out) -> int:
             out.write(textq.render(gpus, head, stamp, tags))
         return 0
     if opts.get("display"):
-        raise Usage("-d")
+        out.write(DISPLAY_WITHOUT_QUERY)
+        return EXIT_INVALID
     from mokka.smi import table
     out.write(table.render(gpus, head["driver_version"], head["cuda_version"], stamp))
     return 0
@@ -299,4 +314,4 @@ def _subcommand(sub: str, rest: list, lib, count: int, gpus: list, out) -> int:
     if sub in ("pmon", "dmon", "vgpu", "conf-compute", "drain", "nvswitch"):
         print("Not supported on the device(s)", file=out)
         return EXIT_UNKNOWN
-    raise Usage(sub)
+    raise Unrecognized(sub)

@@ -19,6 +19,7 @@ from mokka.smi.gpu import Gpu
 
 EXIT_NOT_FOUND = 6
 EXIT_UNKNOWN = 255
+UNPARSABLE_IDS = "Failed to parse device string on command line"
 NO_DEVICES = "No devices were found"
 
 
@@ -61,6 +62,9 @@ def every(lib: nvml.Library, count: int) -> list:
 
 def pick(lib: nvml.Library, count: int, ids: str) -> list:
     """The GPUs an ``-i`` value names, or Refused."""
+    if not [p for p in ids.split(",") if p]:
+        # No item at all ("", ","): NVIDIA's parser gives up on the string itself (no newline).
+        raise Refused(UNPARSABLE_IDS, EXIT_UNKNOWN)
     items = [p.strip() for p in ids.split(",") if p.strip()]
     if items and all(p.isdigit() and int(p) < count for p in items):
         return [open_gpu(lib, i) for i in sorted({int(p) for p in items})]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from mokka.smi import devices, nvml, report
+from mokka.smi import devices, nvml, report, values
 
 
 def report_xml(path: str) -> str:
@@ -28,7 +28,7 @@ def report_xml(path: str) -> str:
             raise nvml.LibraryError(refused.text.strip()) from None
         head = {"driver_version": lib.system_string("nvmlSystemGetDriverVersion"),
                 "cuda_version": lib.cuda_version(), "attached": count}
-        stamp = time.strftime("%a %b %d %H:%M:%S %Y")
+        stamp = time.strftime(values.TIMESTAMP_FORMAT)
         return report.render_xml(gpus, head, stamp, without=() if lib.is_mock else report.EXPORT_TABLE_ROWS)
     finally:
         lib.shutdown()

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 MIB = 1024 * 1024
 NA = "N/A"
+#: The report's timestamp, as NVIDIA's nvidia-smi prints it: ctime's layout, the day of the
+#: month padded with a space ("Wed Dec  2 05:07:53 2026").
+TIMESTAMP_FORMAT = "%a %b %e %H:%M:%S %Y"
 
 #: nvmlBrandType_t → the name nvidia-smi prints.
 BRANDS = {1: "Quadro", 2: "Tesla", 3: "NVS", 4: "Grid", 5: "GeForce", 6: "Titan",

@@ -113,6 +113,17 @@ H100_4 = "GPU-01000100-0000-0000-0000-000000000004"
     (None, ["-i", H100_4, "--query-gpu=index", "--format=csv,noheader"]),
     (None, ["nvlink", "-s", "-i", "9"]),
     (None, ["-r", "-i", "9"]),
+    (None, ["-i", ",", "-q"]),
+    (None, ["-i", "", "--query-gpu=index", "--format=csv,noheader"]),
+    (None, ["-i", " , ", "--query-gpu=index", "--format=csv,noheader"]),
+    (None, ["mig", "-lgi", "-i", ","]),
+    (None, ["foo"]),
+    (None, ["-q", "foo"]),
+    (None, ["-q", "nvlink", "-s"]),
+    (None, ["-i", "0", "--bogus"]),
+    (None, ["-q", "-d", "NOPE"]),
+    (None, ["-q", "-d", "MEMORY,NOPE"]),
+    (None, ["-d", "MEMORY"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else ("lost 3,5" if v else "none lost"))
 def test_lost_gpus_and_ids_print_as_nvidias(lost, args, nvml_build, tmp_path):
     env = corpus.stage(corpus.Case("ids", "h100", (), overrides=lost), str(tmp_path))
