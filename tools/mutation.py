@@ -71,7 +71,7 @@ TARGETS = {
     "native/nvml/lookup.c": _ENGINE,
     "native/nvml/dynamic.c": _ENGINE,
     "native/nvml/overrides.c": _ENGINE,
-    "native/nvml/flat.c": _FORMAT,
+    "native/nvml/flat.c": _FORMAT + ["tests/native/test_lookup_rules.py"],
     "native/nvml/kinds.c": _FORMAT,
     "mokka/core/flatstate.py": _FORMAT,
     "mokka/smi/devices.py": _SMI,

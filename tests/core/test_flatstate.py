@@ -100,9 +100,14 @@ def test_a_document_past_its_kind_bound_is_refused_before_it_fills_memory():
 
 
 def test_an_overrides_document_past_its_line_bound_is_refused():
-    doc = {"f": {str(i): i for i in range(names.MAX_OVERRIDES_COMPANION_LINES + 1)}}
+    doc = {"f": {str(i): i for i in range(2049)}}
     with pytest.raises(flatstate.CompanionError, match="2049 lines, more than the 2048"):
         flatstate.overrides_companion(doc, b"doc")
+
+
+def test_an_overrides_document_at_its_line_bound_is_written():
+    doc = {"f": {str(i): i for i in range(2048)}}
+    assert flatstate.overrides_companion(doc, b"doc").count(b"\n") == 2048 + 3
 
 
 @pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a": "nul\0here"}],

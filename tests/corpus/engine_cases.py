@@ -121,6 +121,8 @@ CASES = [
          env={names.ENV_NVML_VISIBLE_DEVICES: "0000000003"}),
     Case("a blank before a comma is not part of the index", "a100", _seen(A100, 1, 3),
          env={names.ENV_NVML_VISIBLE_DEVICES: "3 ,1"}),
+    Case("every blank Python's strip takes (tab to CR, 0x1c to 0x1f) is no part of an item", "a100",
+         _seen(A100, 2, 4, 6), env={names.ENV_NVML_VISIBLE_DEVICES: "\x1c2\r,\t4\x1f,\x0b6\x0c"}),
     Case("unknown index, UUID and words hide those", "a100", (),
          env={names.ENV_NVML_VISIBLE_DEVICES: "8,GPU-ffff,abc,-1"}),
     Case("a partial device tree shows only those", "h100", _seen(H100, 0, 7),

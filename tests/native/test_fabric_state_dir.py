@@ -1,5 +1,5 @@
-"""The library finds the fabricmanager state dir beside the driver root's config/, as
-mokka/smi/engine.py does: no directory, no fabricmanager (auto is completed)."""
+"""The library finds the fabricmanager state dir beside the driver root's config/, where
+the agent stages both: no directory, no fabricmanager (auto is completed)."""
 
 from __future__ import annotations
 
@@ -52,4 +52,13 @@ def test_variable_wins_over_the_state_dir_beside_the_config(nvml_lib, tmp_path):
     elsewhere.mkdir()
     (elsewhere / names.FABRICMANAGER_READY).touch()
     env[names.ENV_FABRICMANAGER_STATE_DIR] = str(elsewhere)
+    assert _states(lib_dir, env) == ["completed"]
+
+
+def test_a_profile_outside_a_config_directory_has_no_state_dir_beside_it(nvml_lib, tmp_path):
+    root, lib_dir, env = _driver_root_with_library(nvml_lib, tmp_path)
+    (root / names.DRIVER_FABRIC_STATE_DIR).mkdir()             # not ready: in_progress, were it read
+    elsewhere = root / names.DRIVER_DIR / "profiles"
+    shutil.copytree(root / names.DRIVER_CONFIG_DIR, elsewhere)
+    env[names.ENV_NVML_CONFIG] = str(elsewhere / names.PROFILE_FILE)
     assert _states(lib_dir, env) == ["completed"]

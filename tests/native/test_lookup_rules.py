@@ -108,3 +108,10 @@ def test_a_value_longer_than_the_library_holds_is_not_read(nvml_lib, tmp_path):
     # it cannot hold, which it does not report (NVML_ERROR_NOT_SUPPORTED, 3).
     overrides = {0: f'serial: "{"S" * 511}"\n', 1: f'serial: "{"S" * 512}"\n'}
     assert _serials(nvml_lib, tmp_path, overrides, "0:1024", "1:1024") == [[0, 511], [3, 0]]
+
+
+def test_a_block_a_gpus_document_holds_is_a_block_the_gpu_has(nvml_lib, tmp_path):
+    # No built-in board reports ECC repairs; one key of them in GPU 0's document (the whole
+    # document) makes GPU 0 report them: (channel repair pending, TPC repair pending).
+    gpus = _dump(nvml_lib, tmp_path, "h100", {0: "ecc:\n  repair:\n    tpc_pending: true\n"})
+    assert [g["RepairStatus"] for g in gpus[:2]] == [[0, 1], NOT_SUPPORTED]
