@@ -241,9 +241,9 @@ def _mig(block: dict) -> dict:
     (``boot``, with placements; only with MIG mode enabled), in place of the named layouts."""
     out = {k: copy_tree(v) for k, v in block.items() if k != "layouts"}
     wanted: list = []
-    if str(block.get("mode_current") or "").lower() == mig.ENABLED and block.get("layout"):
+    if str(block.get("mode_current") or "").lower() == mig.ENABLED:     # every layout is named
         wanted = next((entry.get("gpu_instances") or [] for entry in block.get("layouts") or []
-                       if entry.get("name") == block["layout"]), [])
+                       if entry.get("name") == block.get("layout")), [])
     out["boot"] = mig.plan_layout(block.get("gpu_instance_profiles") or [], wanted)
     return out
 
