@@ -19,6 +19,7 @@ from mokka.core import profile as prof
     ("/x/topology.yml", "/x/topology.nvml"),
     ("/x.d/config", "/x.d/config.nvml"),          # a dot in a directory is not a suffix
     ("/x/.hidden", "/x/.hidden.nvml"),
+    ("/x/c.yaml", "/x/c.nvml"),                    # a one-letter name keeps its letter
 ])
 def test_companion_path(yaml_path, expected):
     assert flatstate.companion_path(yaml_path) == expected

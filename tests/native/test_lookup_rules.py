@@ -115,3 +115,10 @@ def test_a_block_a_gpus_document_holds_is_a_block_the_gpu_has(nvml_lib, tmp_path
     # document) makes GPU 0 report them: (channel repair pending, TPC repair pending).
     gpus = _dump(nvml_lib, tmp_path, "h100", {0: "ecc:\n  repair:\n    tpc_pending: true\n"})
     assert [g["RepairStatus"] for g in gpus[:2]] == [[0, 1], NOT_SUPPORTED]
+
+
+def test_a_number_is_all_of_its_text(nvml_lib, tmp_path):
+    # "12abc" is no number (not reported); "1e2" is the float 100.
+    gpus = _dump(nvml_lib, tmp_path, "h100", {0: "thermal: {temperature_gpu_c: '12abc'}\n",
+                                              1: "thermal: {temperature_gpu_c: '1e2'}\n"})
+    assert [g["Temperature"] for g in gpus[:3]] == [NOT_SUPPORTED, 100, 34]
