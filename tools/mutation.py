@@ -70,7 +70,7 @@ TARGETS = {
     "native/nvml/node.c": _ENGINE,
     "native/nvml/lookup.c": _ENGINE,
     "native/nvml/dynamic.c": _ENGINE,
-    "native/nvml/overrides.c": _ENGINE,
+    "native/nvml/overrides.c": _ENGINE + ["tests/native/test_hostile_files.py"],
     "native/nvml/flat.c": _FORMAT + ["tests/native/test_lookup_rules.py"],
     "native/nvml/kinds.c": _FORMAT,
     "mokka/core/flatstate.py": _FORMAT,
