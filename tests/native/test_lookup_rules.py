@@ -5,6 +5,7 @@ long as the profile's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -122,3 +123,36 @@ def test_a_number_is_all_of_its_text(nvml_lib, tmp_path):
     gpus = _dump(nvml_lib, tmp_path, "h100", {0: "thermal: {temperature_gpu_c: '12abc'}\n",
                                               1: "thermal: {temperature_gpu_c: '1e2'}\n"})
     assert [g["Temperature"] for g in gpus[:3]] == [NOT_SUPPORTED, 100, 34]
+
+
+def _overrides_of_size(tmp_path, size: int) -> dict:
+    """A node whose GPU 0 document renames it, in a companion of exactly ``size`` bytes
+    (a padding key fills it; the YAML the digest names holds only the name)."""
+    from mokka.core import flatstate, names
+    from mokka.smi import overrides
+
+    text = b"name: Renamed GPU\n"
+    exact = None
+    for n in range(65300, 65400):             # the header's length follows the body's digits
+        try:
+            exact = flatstate.overrides_companion({"name": "Renamed GPU", "zz_padding": "p" * n}, text)
+        except flatstate.CompanionError:
+            break
+    assert exact is not None and len(exact) == 65536
+    data = exact if size == 65536 else exact.replace(b"pp\n", b"ppp\n")
+    env = corpus.stage(corpus.Case("lookup", "h100", ()), str(tmp_path))
+    path = overrides.scope_path(corpus.overrides_dir(os.path.dirname(env[names.ENV_NVML_CONFIG])), 0)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text)
+    with open(flatstate.companion_path(path), "wb") as f:
+        f.write(data)
+    assert len(data) == size
+    return env
+
+
+def test_an_overrides_companion_of_exactly_its_bound_reads_and_one_byte_more_does_not(nvml_lib, tmp_path):
+    out, err = run_probe(nvml_lib, _overrides_of_size(tmp_path / "at", 65536), "dump")
+    assert (out["gpus"][0]["Name"], err) == ("Renamed GPU", "")
+    out, err = run_probe(nvml_lib, _overrides_of_size(tmp_path / "past", 65537), "dump")
+    assert out["gpus"][0]["Name"] == "NVIDIA H100 80GB HBM3" and "larger than 65536 bytes" in err
