@@ -62,7 +62,7 @@ def every(lib: nvml.Library, count: int) -> list:
 
 def pick(lib: nvml.Library, count: int, ids: str) -> list:
     """The GPUs an ``-i`` value names, or Refused."""
-    if not [p for p in ids.split(",") if p]:
+    if not ids.replace(",", ""):
         # No item at all ("", ","): NVIDIA's parser gives up on the string itself (no newline).
         raise Refused(UNPARSABLE_IDS, EXIT_UNKNOWN)
     items = [p.strip() for p in ids.split(",") if p.strip()]
