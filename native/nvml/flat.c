@@ -1,5 +1,4 @@
-/* The companion format: reading what a workload may have written, and writing the
- * library's own documents (see flat.h). */
+/* The companion format: reading what a workload may have written (see flat.h). */
 #define _GNU_SOURCE
 #include "flat.h"
 
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "crc32.h"
@@ -21,13 +19,11 @@
 
 #define HEADER_PREFIX "# mokka-nvml "
 #define DIGEST_PREFIX "digest "
-#define DIGEST_NONE "none"
 #define BODY_PREFIX "body "
 #define CRC_PREFIX " crc32:"
 #define HEADER_LINES 3
 #define LEN_SUFFIX "." MOKKA_COMPANION_LEN_KEY
 #define YAML_CHUNK (64u * 1024u)
-#define TEMP_TRIES 16
 
 static void say(struct flat_why *why, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -219,13 +215,6 @@ static void unescape(char *s)
         }
     }
     *w = '\0';
-}
-
-/* What a writer puts in a key: no space, control character or DEL. A reader takes a
- * key as everything before the line's first space: such a byte in one breaks nothing. */
-static int key_byte_ok(unsigned char c)
-{
-    return c > ' ' && c != 0x7f;
 }
 
 static int parse_hex32(const char *s, uint32_t *out)
@@ -424,11 +413,7 @@ static enum flat_status parse(struct flat *f, const struct flat_kind *kind, cons
         return FLAT_INVALID;
     }
     digest += strlen(DIGEST_PREFIX);
-    if (!want_digest && strcmp(digest, DIGEST_NONE) != 0) {
-        say(why, path, "a companion of a YAML, not a document of its own");
-        return FLAT_INVALID;
-    }
-    if (want_digest && strcmp(digest, want_digest) != 0) {
+    if (strcmp(digest, want_digest) != 0) {
         say(why, path, "stale: not compiled from this YAML");
         return FLAT_STALE;
     }
@@ -452,15 +437,11 @@ enum flat_status flat_load(int dirfd, const char *yaml, const char *companion, c
     memset(out, 0, sizeof *out);
     memset(why, 0, sizeof *why);
     char digest[SHA256_DIGEST_TEXT_SIZE];
-    if (kind->has_yaml != (yaml != NULL)) {
-        say(why, companion, "loaded as the wrong kind of document");
-        return FLAT_INVALID;
-    }
-    enum flat_status st = yaml ? hash_yaml(dirfd, yaml, digest, why) : FLAT_OK;
+    enum flat_status st = hash_yaml(dirfd, yaml, digest, why);
     if (st == FLAT_OK)
         st = read_companion(dirfd, companion, kind->max_bytes, out, why);
     if (st == FLAT_OK)
-        st = parse(out, kind, yaml ? digest : NULL, companion, why);
+        st = parse(out, kind, digest, companion, why);
     if (st != FLAT_OK)
         flat_free(out);
     return st;
@@ -526,163 +507,4 @@ int flat_parse_u64(const char *v, unsigned long long *out)
 int flat_open_dir(int dirfd, const char *path)
 {
     return openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-}
-
-/* --- writing the library's own documents -------------------------------------- */
-
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(((const struct flat_pair *)a)->key, ((const struct flat_pair *)b)->key);
-}
-
-static int valid_key(const char *key)
-{
-    if (!*key)
-        return 0;
-    for (; *key; key++)
-        if (!key_byte_ok((unsigned char)*key))
-            return 0;
-    return 1;
-}
-
-static int valid_name(const char *name)
-{
-    return name && *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !strchr(name, '/') &&
-           strlen(name) <= 200;
-}
-
-static size_t escaped_len(const char *v)
-{
-    size_t n = 0;
-    for (; *v; v++)
-        n += 1 + (*v == '\\' || *v == '\n' || *v == '\r');
-    return n;
-}
-
-static char *put_escaped(char *w, const char *v)
-{
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '\n' || *v == '\r') {
-            *w++ = '\\';
-            *w++ = *v == '\n' ? 'n' : *v == '\r' ? 'r' : '\\';
-        } else {
-            *w++ = *v;
-        }
-    }
-    return w;
-}
-
-/* The body of sorted, checked pairs into a new buffer of *len bytes; NULL and errno. */
-static char *render_body(const struct flat_pair *sorted, size_t n, size_t max, size_t *len)
-{
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += strlen(sorted[i].key) + 1 + escaped_len(sorted[i].value) + 1;
-        if (total > max) {
-            errno = EFBIG;
-            return NULL;
-        }
-    }
-    char *body = malloc(total ? total : 1), *w = body;
-    if (!body)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        size_t klen = strlen(sorted[i].key);
-        memcpy(w, sorted[i].key, klen);
-        w += klen;
-        *w++ = ' ';
-        w = put_escaped(w, sorted[i].value);
-        *w++ = '\n';
-    }
-    *len = total;
-    return body;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A new temp file beside `name`, created exclusively: its descriptor, or -1 and errno. */
-static int create_temp(int dirfd, const char *name, char *tmp, size_t size)
-{
-    static unsigned int counter;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    for (int tries = 0; tries < TEMP_TRIES; tries++) {
-        unsigned int n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-        snprintf(tmp, size, ".%s.%ld.%u.%lx.tmp", name, (long)getpid(), n, (unsigned long)now.tv_nsec + (unsigned long)tries);
-        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
-}
-
-int flat_write(int dirfd, const char *name, const struct flat_kind *kind, const struct flat_pair *pairs,
-               size_t n)
-{
-    if (!kind || kind->has_yaml || !valid_name(name) || (n > 0 && !pairs)) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (n > kind->max_lines) {
-        errno = EFBIG;
-        return -1;
-    }
-    struct flat_pair *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
-        return -1;
-    if (n > 0)
-        memcpy(sorted, pairs, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, by_key);
-    for (size_t i = 0; i < n; i++) {
-        if (!sorted[i].key || !sorted[i].value || !valid_key(sorted[i].key) ||
-            (i > 0 && strcmp(sorted[i - 1].key, sorted[i].key) == 0)) {
-            free(sorted);
-            errno = EINVAL;
-            return -1;
-        }
-    }
-    size_t body_len = 0;
-    char *body = render_body(sorted, n, kind->max_bytes, &body_len);
-    free(sorted);
-    if (!body)
-        return -1;
-    char header[256];
-    int hlen = snprintf(header, sizeof header, HEADER_PREFIX "%s " FLAT_FORMAT_VERSION "\n" DIGEST_PREFIX
-                        DIGEST_NONE "\n" BODY_PREFIX "%zu" CRC_PREFIX "%08x\n",
-                        kind->name, body_len, (unsigned int)crc32_of(body, body_len));
-    if (hlen < 0 || (size_t)hlen >= sizeof header || (size_t)hlen + body_len > kind->max_bytes) {
-        free(body);
-        errno = EFBIG;
-        return -1;
-    }
-    char tmp[256];
-    int fd = create_temp(dirfd, name, tmp, sizeof tmp);
-    int ok = fd >= 0 && fchmod(fd, 0644) == 0 && write_all(fd, header, (size_t)hlen) == 0 &&
-             write_all(fd, body, body_len) == 0 && fsync(fd) == 0;
-    int saved = errno;
-    free(body);
-    if (fd >= 0 && close(fd) != 0 && ok) {
-        ok = 0;
-        saved = errno;
-    }
-    if (ok && renameat(dirfd, tmp, dirfd, name) != 0) {
-        ok = 0;
-        saved = errno;
-    }
-    if (!ok && fd >= 0)
-        unlinkat(dirfd, tmp, 0);
-    errno = saved;
-    return ok ? 0 : -1;
 }

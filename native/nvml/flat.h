@@ -4,19 +4,18 @@
  * per scalar of the document it stands for.
  *
  *     # mokka-nvml <kind> 2
- *     digest sha256:<64 hex digits: the SHA-256 of the YAML's bytes>      (or: digest none)
+ *     digest sha256:<64 hex digits: the SHA-256 of the YAML's bytes>
  *     body <bytes> crc32:<8 hex digits: the CRC-32 of those bytes>
  *     gpu.0.memory.total_bytes 85899345920
  *     gpu.0.name NVIDIA H100 80GB HBM3
  *     gpu.0.nvlink_links.len 18
  *     ...
  *
- * - kind: what the document is (struct flat_kind: state, overrides, topology,
- *   events, or one the library writes itself); 2 is the format's version, and a
- *   reader refuses any other ("run mokka compile --companion").
+ * - kind: what the document is (struct flat_kind: state, overrides, topology or
+ *   events); 2 is the format's version, and a reader refuses any other ("run mokka
+ *   compile --companion").
  * - digest: what the companion was compiled from, `X.yaml` beside `X.nvml`; one
- *   that no longer matches its YAML is stale. `digest none`: a document with no
- *   YAML twin, written by flat_write (its kind says so: has_yaml 0).
+ *   that no longer matches its YAML is stale.
  * - body: the exact length in bytes of everything after this line, and its CRC-32
  *   (the IEEE polynomial, as zlib computes it). A companion cut short or edited
  *   anywhere is refused whole: nothing of it is used. A checksum and not a second
@@ -43,11 +42,8 @@
  * operator's; inside the staged config directory the one directory the library enters,
  * `overrides/`, is opened by flat_open_dir (never followed) and read relative to it.
  *
- * Writing (flat_write) is for documents the library writes itself (no YAML):
- * a temp file in the same directory, created exclusively (O_EXCL, O_NOFOLLOW),
- * mode 0644 whatever the umask, written whole, synced and renamed over the name
- * (rename replaces a link, never follows it). It takes no lock a workload could
- * hold; the document is bounded by its kind as a reader bounds it.
+ * Only Python writes companions (flatstate.py): the library's own documents, MIG
+ * partitions and CUDA processes' records, have formats of their own.
  */
 #ifndef MOKKA_FLAT_H
 #define MOKKA_FLAT_H
@@ -76,7 +72,6 @@ struct flat_list {
  * instead (relative to that prefix). A list in neither drives nothing. */
 struct flat_kind {
     const char *name;
-    int has_yaml;              /* 0: a document the library writes itself ("digest none") */
     size_t max_bytes;          /* the companion, header included */
     size_t max_lines;          /* its body lines */
     const struct flat_list *lists;        /* {NULL, 0}-terminated, or NULL */
@@ -105,7 +100,7 @@ struct flat_why {
 };
 
 /* Load `companion` (relative to `dirfd`, or absolute; AT_FDCWD for the working
- * directory) and check it against `yaml`, NULL for a kind without a YAML. On
+ * directory) and check it against `yaml`, the document it was compiled from. On
  * success *out owns memory (flat_free); on failure *out is empty and *why says why. */
 enum flat_status flat_load(int dirfd, const char *yaml, const char *companion, const struct flat_kind *kind,
                            struct flat *out, struct flat_why *why);
@@ -122,22 +117,8 @@ const char *flat_value_at(const struct flat *f, size_t i);
  * overflow) into *out: 1; anything else: 0, *out untouched. */
 int flat_parse_u64(const char *v, unsigned long long *out);
 
-/* A directory to load from or write into: `path` (relative to dirfd) opened with its
+/* A directory to load from: `path` (relative to dirfd) opened with its
  * last component never followed and never blocking; the descriptor, or -1 and errno. */
 int flat_open_dir(int dirfd, const char *path);
-
-struct flat_pair {
-    const char *key;
-    const char *value;
-};
-
-/* Write document `name` (a file name, no '/') of `kind` (has_yaml 0) into directory
- * `dirfd`, holding `pairs` (in any order: sorted here; values are escaped here).
- * 0, or -1 and errno: EINVAL for a kind with a YAML, a name with a '/' (or "", ".",
- * ".."), or a key that is empty, has a space, a control character or DEL, or comes
- * twice; EFBIG past the kind's bounds; else the error of the write. A failed
- * write leaves the document as it was and no temp file behind. */
-int flat_write(int dirfd, const char *name, const struct flat_kind *kind, const struct flat_pair *pairs,
-               size_t n);
 
 #endif

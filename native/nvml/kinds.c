@@ -49,12 +49,12 @@ static int events_hold(const struct flat *f, char *reason, size_t size)
     return 1;
 }
 
-const struct flat_kind KIND_STATE = {MOKKA_STATE_COMPANION_KIND, 1, MOKKA_MAX_STATE_COMPANION_BYTES,
+const struct flat_kind KIND_STATE = {MOKKA_STATE_COMPANION_KIND, MOKKA_MAX_STATE_COMPANION_BYTES,
                                      MOKKA_MAX_STATE_COMPANION_LINES, node_lists, MOKKA_COMPANION_GPU_LIST,
                                      gpu_lists, NULL};
-const struct flat_kind KIND_OVERRIDES = {MOKKA_OVERRIDES_COMPANION_KIND, 1, MOKKA_MAX_OVERRIDES_COMPANION_BYTES,
+const struct flat_kind KIND_OVERRIDES = {MOKKA_OVERRIDES_COMPANION_KIND, MOKKA_MAX_OVERRIDES_COMPANION_BYTES,
                                          MOKKA_MAX_OVERRIDES_COMPANION_LINES, gpu_lists, NULL, NULL, NULL};
-const struct flat_kind KIND_TOPOLOGY = {MOKKA_TOPOLOGY_COMPANION_KIND, 1, MOKKA_MAX_TOPOLOGY_COMPANION_BYTES,
+const struct flat_kind KIND_TOPOLOGY = {MOKKA_TOPOLOGY_COMPANION_KIND, MOKKA_MAX_TOPOLOGY_COMPANION_BYTES,
                                         MOKKA_MAX_TOPOLOGY_COMPANION_LINES, NULL, NULL, NULL, NULL};
-const struct flat_kind KIND_EVENTS = {MOKKA_XID_EVENTS_KIND, 1, MOKKA_MAX_EVENTS_COMPANION_BYTES,
+const struct flat_kind KIND_EVENTS = {MOKKA_XID_EVENTS_KIND, MOKKA_MAX_EVENTS_COMPANION_BYTES,
                                       MOKKA_MAX_EVENTS_COMPANION_LINES, event_lists, NULL, NULL, events_hold};

@@ -5,7 +5,6 @@ so every load and write of the tests runs on the sanitizer build.
     flatprobe   (session)  the executable
     load(exe, kind, yaml, companion) -> Loaded(status, file, reason, pairs)
     batch(exe, kind, [(yaml, companion), ...]) -> [(status, file, reason), ...]   thousands a second
-    write(exe, directory, name, kind, pairs) -> "ok" | "EINVAL" | "EFBIG" | an error text
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ NVML = os.path.join(REPO, "native", "nvml")
 SOURCES = ("flat.c", "kinds.c", "crc32.c", "sha256.c")
 SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1:halt_on_error=1",
                  "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
-NO_YAML = "-"
 
 
 class Loaded(NamedTuple):
@@ -51,28 +49,23 @@ def flatprobe(tmp_path_factory) -> str:
     return exe
 
 
-def _run(args: list[str], stdin: str | None = None, umask: int = -1) -> str:
+def _run(args: list[str], stdin: str | None = None) -> str:
     done = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **SANITIZER_ENV}, umask=umask)
+                          env={**os.environ, **SANITIZER_ENV})
     assert done.returncode == 0 and not done.stderr, done.stderr[-4000:]
     return done.stdout
 
 
-def load(exe: str, kind: str, yaml: str | None, companion: str) -> Loaded:
-    lines = _run([exe, "load", kind, yaml or NO_YAML, companion]).splitlines()
+def load(exe: str, kind: str, yaml: str, companion: str) -> Loaded:
+    lines = _run([exe, "load", kind, yaml, companion]).splitlines()
     status, file, reason, count = lines[0].split("\t")
     pairs = [tuple(bytes.fromhex(part).decode() for part in line.split("\t")) for line in lines[1:]]
     assert len(pairs) == int(count)
     return Loaded(status, file, reason, pairs)
 
 
-def batch(exe: str, kind: str, files: list[tuple[str | None, str]]) -> list[tuple[str, str, str]]:
-    text = "".join(f"{yaml or NO_YAML}\t{companion}\n" for yaml, companion in files)
+def batch(exe: str, kind: str, files: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    text = "".join(f"{yaml}\t{companion}\n" for yaml, companion in files)
     rows = [tuple(line.split("\t")) for line in _run([exe, "batch", kind], text).splitlines()]
     assert len(rows) == len(files)
     return rows
-
-
-def write(exe: str, directory: str, name: str, kind: str, pairs, umask: int = -1) -> str:
-    args = [f"{k.encode().hex()}={v.encode().hex()}" for k, v in pairs]
-    return _run([exe, "write", directory, name, kind, *args], umask=umask).strip()

@@ -1,20 +1,17 @@
 """The companion format, both ends: what mokka/core/flatstate.py writes the C reader
-takes whole, every corruption of it is refused whole, and the C writer (flat_write,
-for the library's own documents) writes what the reader checks. All C runs on the
-ASan + UBSan build (tests/native/flatprobe.py)."""
+takes whole, and every corruption of it is refused whole. All C runs on the ASan +
+UBSan build (tests/native/flatprobe.py)."""
 
 from __future__ import annotations
 
 import os
-import stat
-import zlib
 
 import pytest
 
 from mokka.core import flatstate, names, xid
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
-from tests.native.flatprobe import batch, flatprobe, load, write  # noqa: F401 (fixture)
+from tests.native.flatprobe import batch, flatprobe, load  # noqa: F401 (fixture)
 from tests.native.hostile import restated
 
 CUT = "truncated or edited: its length is not the one its header states"
@@ -75,7 +72,7 @@ def _cuts(data: bytes) -> list[bytes]:
     return [data[:i + 1] for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
 
 
-def _loads(flatprobe, tmp_path, kind: str, yaml: str | None, spoilt: list[bytes]) -> list[tuple]:
+def _loads(flatprobe, tmp_path, kind: str, yaml: str, spoilt: list[bytes]) -> list[tuple]:
     """Each of ``spoilt`` loaded as a companion of ``yaml``: one row each (status, file, reason)."""
     files = []
     for n, data in enumerate(spoilt):
@@ -286,128 +283,6 @@ def test_missing_files_are_told_apart(flatprobe, tmp_path):
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("missing", "companion", "missing")
     os.unlink(yaml)
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("yaml_missing", "yaml", "missing")
-
-
-def test_a_companion_of_a_yaml_is_no_document_of_the_library_and_back(flatprobe, tmp_path):
-    yaml, companion = _documents(tmp_path)["overrides"]
-    assert load(flatprobe, "overrides", None, companion)[:3] == ("invalid", "companion",
-                                                                "loaded as the wrong kind of document")
-    assert write(flatprobe, str(tmp_path), "own.nvml", "own", [("a", "1")]) == "ok"
-    own = str(tmp_path / "own.nvml")
-    assert load(flatprobe, "own", None, own).status == "ok"
-    data = open(own, "rb").read()
-    open(own, "wb").write(data.replace(b"# mokka-nvml own 2", b"# mokka-nvml overrides 2"))
-    assert load(flatprobe, "overrides", yaml, own)[:3] == ("stale", "companion", "stale: not compiled from this YAML")
-
-
-# --- the C writer: flat_write ---------------------------------------------------------
-
-VALUES = [("gpu.0.mig.instance.0.profile", "1g.10gb"), ("a.len", "2"), ("name", "A\\B"),
-          ("text", "two\nlines\rand\ttab"), ("empty", ""), ("utf8", "Grüße ✓"), ("b.0", "x y z")]
-
-
-def _parse(data: bytes) -> tuple[list[bytes], list[tuple[str, str]]]:
-    """An independent reading of the format (zlib for the checksum): header lines, pairs."""
-    lines = data.split(b"\n", 3)
-    head, body = lines[:3], lines[3]
-    word, length, crc = head[2].split(b" ")
-    assert word == b"body" and int(length) == len(body) and crc == f"crc32:{zlib.crc32(body):08x}".encode()
-    pairs = [tuple(line.split(" ", 1)) for line in body.decode().splitlines()]
-    return head, pairs
-
-
-def test_what_the_library_writes_its_reader_takes_back(flatprobe, tmp_path):
-    assert write(flatprobe, str(tmp_path), "mig.nvml", "own", VALUES) == "ok"
-    data = (tmp_path / "mig.nvml").read_bytes()
-    head, pairs = _parse(data)
-    assert head[:2] == [b"# mokka-nvml own 2", b"digest none"]
-    assert [k for k, _ in pairs] == sorted((k for k, _ in VALUES), key=str.encode)
-    assert dict(pairs)["text"] == "two\\nlines\\rand\ttab" and dict(pairs)["name"] == "A\\\\B"
-    seen = load(flatprobe, "own", None, str(tmp_path / "mig.nvml"))
-    assert seen.status == "ok" and sorted(seen.pairs) == sorted(VALUES)
-
-
-def test_the_library_writes_mode_0644_through_a_temp_file_and_leaves_none(flatprobe, tmp_path):
-    assert write(flatprobe, str(tmp_path), "mig.nvml", "own", VALUES, umask=0o077) == "ok"
-    st = os.lstat(tmp_path / "mig.nvml")
-    assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644
-    assert write(flatprobe, str(tmp_path), "mig.nvml", "own", [("a", "2")], umask=0o000) == "ok"
-    assert stat.S_IMODE(os.lstat(tmp_path / "mig.nvml").st_mode) == 0o644
-    assert os.listdir(tmp_path) == ["mig.nvml"]
-    assert load(flatprobe, "own", None, str(tmp_path / "mig.nvml")).pairs == [("a", "2")]
-
-
-@pytest.mark.parametrize("there", ["a link to a file elsewhere", "a FIFO", "a dangling link"])
-def test_the_library_replaces_what_it_finds_at_its_name_without_following_it(flatprobe, tmp_path, there):
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    victim = outside / "secret"
-    victim.write_bytes(b"root's\n")
-    os.chmod(victim, 0o600)
-    state = tmp_path / "state"
-    state.mkdir()
-    at = state / "mig.nvml"
-    if there == "a link to a file elsewhere":
-        os.symlink(victim, at)
-    elif there == "a FIFO":
-        os.mkfifo(at)
-    else:
-        os.symlink(outside / "nothing", at)
-    assert write(flatprobe, str(state), "mig.nvml", "own", VALUES) == "ok"
-    assert stat.S_ISREG(os.lstat(at).st_mode) and load(flatprobe, "own", None, str(at)).status == "ok"
-    assert victim.read_bytes() == b"root's\n" and stat.S_IMODE(os.stat(victim).st_mode) == 0o600
-    assert sorted(os.listdir(outside)) == ["secret"] and os.listdir(state) == ["mig.nvml"]
-
-
-def test_the_library_does_not_write_into_a_linked_directory(flatprobe, tmp_path):
-    real = tmp_path / "real"
-    real.mkdir()
-    os.symlink(real, tmp_path / "state")
-    assert write(flatprobe, str(tmp_path / "state"), "mig.nvml", "own", VALUES) == "Not a directory"
-    assert os.listdir(real) == []
-
-
-@pytest.mark.parametrize("name, pairs, error", [
-    ("mig.nvml", [("a b", "1")], "EINVAL"),
-    ("mig.nvml", [("", "1")], "EINVAL"),
-    ("mig.nvml", [("a\tb", "1")], "EINVAL"),
-    ("mig.nvml", [("a\x7f", "1")], "EINVAL"),
-    ("mig.nvml", [("a", "1"), ("a", "2")], "EINVAL"),
-    ("../mig.nvml", [("a", "1")], "EINVAL"),
-    ("..", [("a", "1")], "EINVAL"),
-    ("", [("a", "1")], "EINVAL"),
-    ("mig.nvml", [(f"k{i:03d}", "v") for i in range(65)], "EFBIG"),
-    ("mig.nvml", [("a", "x" * 4096)], "EFBIG"),
-    ("mig.nvml", [("a", "x" * 4050)], "EFBIG"),               # the body fits, with the header it does not
-], ids=["a space in a key", "an empty key", "a tab in a key", "DEL in a key", "a key twice",
-        "a name with a slash", "the parent", "no name", "past the kind's lines", "past its bytes",
-        "past its bytes with the header"])
-def test_the_library_refuses_to_write_what_its_reader_would_refuse(flatprobe, tmp_path, name, pairs, error):
-    (tmp_path / "mig.nvml").write_bytes(b"before\n")
-    assert write(flatprobe, str(tmp_path), name, "own", pairs) == error
-    assert (tmp_path / "mig.nvml").read_bytes() == b"before\n" and os.listdir(tmp_path) == ["mig.nvml"]
-
-
-def test_the_library_writes_no_kind_that_has_a_yaml(flatprobe, tmp_path):
-    assert write(flatprobe, str(tmp_path), "config.nvml", "state", [("a", "1")]) == "EINVAL"
-    assert os.listdir(tmp_path) == []
-
-
-def test_a_write_that_cannot_rename_leaves_no_temp_file(flatprobe, tmp_path):
-    (tmp_path / "mig.nvml").mkdir()
-    (tmp_path / "mig.nvml" / "keep").write_bytes(b"")
-    assert write(flatprobe, str(tmp_path), "mig.nvml", "own", VALUES) == "Is a directory"
-    assert os.listdir(tmp_path) == ["mig.nvml"] and os.listdir(tmp_path / "mig.nvml") == ["keep"]
-
-
-def test_every_corruption_of_a_document_the_library_wrote_is_refused(flatprobe, tmp_path):
-    assert write(flatprobe, str(tmp_path), "mig.nvml", "own", VALUES) == "ok"
-    data = (tmp_path / "mig.nvml").read_bytes()
-    spoilt = [data[:n] for n in range(len(data))]                       # every truncation
-    spoilt += [data[:i] + bytes([data[i] ^ bit]) + data[i + 1:] for i in range(len(data)) for bit in (1, 0x80)]
-    spoilt += [data + b"x 1\n", data[:-1] + b"\0\n"]
-    rows = _loads(flatprobe, tmp_path, "own", None, spoilt)
-    assert len(rows) == 3 * len(data) + 2 and [r for r in rows if r[0] == "ok"] == []
 
 
 def test_the_profile_bounds_are_the_readers(tmp_path):
