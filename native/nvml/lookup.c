@@ -120,7 +120,7 @@ int gpu_i64(const struct mock_gpu *g, const char *key, long long *out)
         return 1;
     }
     double d = strtod(v, &end);                   /* a float leaf: 120000.0 */
-    if (*end != '\0' || !isfinite(d) || d > 9.2e18 || d < -9.2e18)
+    if (*end != '\0' || !(d < 0x1p63 && d >= -0x1p63))  /* what a long long holds; not NaN */
         return 0;
     *out = (long long)d;
     return 1;
@@ -139,22 +139,9 @@ int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out)
         return 1;
     }
     double d = strtod(v, &end);
-    if (*end != '\0' || !isfinite(d) || d > 1.8e19)
+    if (*end != '\0' || !(d < 0x1p64))         /* what 64 bits hold; not NaN */
         return 0;
     *out = (unsigned long long)d;
-    return 1;
-}
-
-int gpu_f64(const struct mock_gpu *g, const char *key, double *out)
-{
-    char v[MOCK_VALUE_MAX];
-    if (gpu_raw(g, key, v, sizeof v) != 1 || !*v)
-        return 0;
-    char *end;
-    double d = strtod(v, &end);
-    if (*end != '\0' || !isfinite(d))
-        return 0;
-    *out = d;
     return 1;
 }
 

@@ -111,7 +111,6 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size);
 int gpu_str(const struct mock_gpu *g, const char *key, char *out, size_t size);
 int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out);
 int gpu_i64(const struct mock_gpu *g, const char *key, long long *out);
-int gpu_f64(const struct mock_gpu *g, const char *key, double *out);
 /* true/enabled -> 1, false/disabled -> 0 (case-insensitive); else missing. */
 int gpu_flag(const struct mock_gpu *g, const char *key, int *out);
 /* Whether any layer has a key under `prefix` (e.g. "fabric."). */

@@ -125,6 +125,43 @@ def test_a_number_is_all_of_its_text(nvml_lib, tmp_path):
     assert [g["Temperature"] for g in gpus[:3]] == [NOT_SUPPORTED, 100, 34]
 
 
+WIDE = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+assert lib.nvmlInit_v2() == 0
+out = []
+for index in range(6):
+    h, count, value = ctypes.c_void_p(), ctypes.c_ulonglong(), ctypes.c_longlong()
+    assert lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(h)) == 0
+    ecc = lib.nvmlDeviceGetTotalEccErrors(h, 0, 0, ctypes.byref(count))     # corrected, volatile
+    cuda = lib.nvmlMokkaGetDeviceCudaValue(h, b"cuda.wide", ctypes.byref(value))
+    out.append([ecc, count.value, cuda, value.value])
+print(json.dumps(out))
+"""
+
+
+def test_a_64_bit_count_reads_to_its_last_digit(nvml_lib, tmp_path):
+    # Past 2**53 a double no longer holds every integer: these read exactly or not at all.
+    # NOT_SUPPORTED (3) for a count past 2**64 - 1 and a signed value past 2**63 - 1.
+    # A float leaf reads while it fits: 2**64 and 2**63 are the first that do not.
+    counts = ["9007199254740993", "18446744073709551615", "18446744073709551616", "7",
+              "1.8446744073709550e+19", "1.8446744073709552e+19"]
+    signed = ["9007199254740993", "-9007199254740993", "9223372036854775808", "-7",
+              "-9.223372036854775808e+18", "9.223372036854775808e+18"]
+    overrides = {i: f"ecc:\n  errors:\n    volatile:\n      single_bit:\n        total: {c}\n"
+                    f"cuda:\n  wide: {s}\n" for i, (c, s) in enumerate(zip(counts, signed))}
+    env = corpus.stage(corpus.Case("lookup", "h100", (), overrides=overrides), str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", WIDE], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [[0, 9007199254740993, 0, 9007199254740993],
+                                      [0, 18446744073709551615, 0, -9007199254740993],
+                                      [3, 0, 3, 0],
+                                      [0, 7, 0, -7],
+                                      [0, 18446744073709549568, 0, -9223372036854775808],
+                                      [3, 0, 3, 0]]
+
+
 def _overrides_of_size(tmp_path, size: int) -> dict:
     """A node whose GPU 0 document renames it, in a companion of exactly ``size`` bytes
     (a padding key fills it; the YAML the digest names holds only the name)."""
