@@ -224,12 +224,7 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
     for (char *item = strtok_r(wanted, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         item = strip(item);
         if (all_digits(item)) {
-            const char *p = item;
-            while (*p == '0' && p[1])
-                p++;                              /* int("007") == 7 */
-            if (strlen(p) > 9)
-                continue;                         /* larger than any index */
-            unsigned long idx = strtoul(p, NULL, 10);
+            unsigned long idx = strtoul(item, NULL, 10);   /* "007" is 7; past ULONG_MAX, ULONG_MAX */
             if (idx < n->count)
                 keep[idx] = 1;
         } else if (prefix_ci(item, "mig-")) {

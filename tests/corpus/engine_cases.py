@@ -119,6 +119,8 @@ CASES = [
          env={names.ENV_NVML_VISIBLE_DEVICES: "007"}),
     Case("ten digits with leading zeros are still an index", "a100", _seen(A100, 3),
          env={names.ENV_NVML_VISIBLE_DEVICES: "0000000003"}),
+    Case("an index past 32 or 64 bits is no GPU, not one it wraps to (3)", "a100", (),
+         env={names.ENV_NVML_VISIBLE_DEVICES: "4294967299,18446744073709551619,000018446744073709551619"}),
     Case("a blank before a comma is not part of the index", "a100", _seen(A100, 1, 3),
          env={names.ENV_NVML_VISIBLE_DEVICES: "3 ,1"}),
     Case("every blank Python's strip takes (tab to CR, 0x1c to 0x1f) is no part of an item", "a100",
