@@ -17,6 +17,12 @@ kills the mutant; a passing one lets it survive, and every survivor is a
 behaviour no test pins. Standard library only; not run in CI (it takes
 minutes).
 
+Some mutants no test can tell from the code: a file descriptor compared with 1
+where it is compared with 0, a buffer one byte larger. tools/mutation_equivalent.txt
+lists each with the reason; the score is given with them and without them. A listed
+mutant still runs, and one that a test kills is reported, since the listing is then
+wrong. Survivors are printed in that file's form, to review and paste.
+
 C sources (the mock NVML library, the one engine of what a process sees) are
 mutated by tokens, outside comments, strings and preprocessor lines: a
 comparison (``<`` to ``<=``, ``==`` to ``!=``, ...), ``&&`` to ``||``, a
@@ -101,6 +107,28 @@ class Mutant:
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}:{self.col + 1}"
+
+
+EQUIVALENT_FILE = os.path.join(ROOT, "tools", "mutation_equivalent.txt")
+
+
+def signature(m: Mutant) -> str:
+    """The mutant as mutation_equivalent.txt names it: file | line text | column in it | change."""
+    with open(os.path.join(ROOT, m.path), encoding="utf-8") as f:
+        line = f.read().split("\n")[m.line - 1]
+    indent = len(line) - len(line.lstrip())
+    return f"{m.path} | {line.strip()} | {m.col - indent} | {m.what}"
+
+
+def equivalents(path: str = EQUIVALENT_FILE) -> dict[str, str]:
+    """signature -> why no test can kill it."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            if raw.strip() and not raw.startswith("#"):
+                *fields, why = [x.strip() for x in raw.rstrip("\n").split(" | ")]
+                out[" | ".join(fields)] = why
+    return out
 
 
 # --- finding mutants -------------------------------------------------------------
@@ -361,7 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     stillborn = sum(1 for v in results.values() if v == "stillborn")
     not_run = len(mutants) - len(results)
     ran = killed + len(survivors)
+    listed = equivalents()
+    equivalent = [m for m in survivors if signature(m) in listed]
+    wrongly_listed = [m for m in mutants if results.get(m, "").startswith("killed") and signature(m) in listed]
     score = 100.0 * killed / ran if ran else 0.0
+    counted = ran - len(equivalent)
     print()
     print(f"killed {killed}, survived {len(survivors)}, score {score:.1f}% "
           f"({ran} run of {total} mutants"
@@ -369,10 +401,15 @@ def main(argv: list[str] | None = None) -> int:
           + (f", {not_run} not run: budget spent or interrupted" if not_run else "")
           + (f", {stillborn} stillborn: did not compile" if stillborn else "")
           + f"; {time.monotonic() - started:.0f}s)")
-    if survivors:
-        print("survivors:")
-        for m in survivors:
-            print(f"  {m.where}: {m.what}")
+    print(f"without the {len(equivalent)} survivors listed as equivalent: score "
+          f"{100.0 * killed / counted if counted else 0.0:.1f}% ({killed} of {counted})")
+    for m in wrongly_listed:
+        print(f"listed as equivalent but killed (take it out of the list): {signature(m)}")
+    others = [m for m in survivors if m not in equivalent]
+    if others:
+        print("survivors not listed as equivalent (file | line | column | change):")
+        for m in others:
+            print(f"  {signature(m)}    [{m.where}]")
     return 0
 
 

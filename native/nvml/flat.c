@@ -89,49 +89,30 @@ static int open_regular(int dirfd, const char *path, size_t max, enum flat_statu
     return fd;
 }
 
-/* Read up to max bytes; 1 at EOF, 0 past max, -1 on a read error. */
-static int read_to_end(int fd, char **buf, size_t *cap, size_t *used, size_t max)
-{
-    for (;;) {
-        if (*used == *cap) {                      /* the file grew since fstat */
-            if (*cap > max)
-                return 0;
-            size_t bigger = *cap * 2 > max + 1 ? max + 1 : *cap * 2;
-            char *grown = realloc(*buf, bigger + 1);
-            if (!grown)
-                return -1;
-            *buf = grown;
-            *cap = bigger;
-        }
-        ssize_t got = read(fd, *buf + *used, *cap - *used);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -1;
-        if (got == 0)
-            return *used <= max;
-        *used += (size_t)got;
-    }
-}
-
+/* The companion whole. fstat found it `size` bytes long; one byte more is asked for, so
+ * a file that grew or shrank since (written in place, not renamed) is refused, not
+ * read in part. */
 static enum flat_status read_companion(int dirfd, const char *path, size_t max, struct flat *f,
                                        struct flat_why *why)
 {
     enum flat_status status;
-    size_t size = 0;
+    size_t size = 0, used = 0;
     int fd = open_regular(dirfd, path, max, FLAT_MISSING, &size, &status, why);
     if (fd < 0)
         return status;
-    size_t cap = size + 1, used = 0;              /* one more: a file that grew is seen */
-    char *buf = malloc(cap + 1);
-    int done = buf ? read_to_end(fd, &buf, &cap, &used, max) : -1;
+    char *buf = malloc(size + 2);
+    ssize_t got = 1;
+    while (buf && got != 0 && used <= size) {
+        got = read(fd, buf + used, size + 1 - used);
+        if (got < 0 && errno != EINTR)
+            break;
+        if (got > 0)
+            used += (size_t)got;
+    }
     close(fd);
-    if (done != 1) {
+    if (!buf || got < 0 || used != size) {
         free(buf);
-        if (done == 0)
-            say(why, path, "larger than %zu bytes", max);
-        else
-            say(why, path, "unreadable");
+        say(why, path, "%s", buf && got >= 0 ? "changed while it was read" : "unreadable");
         return FLAT_REFUSED;
     }
     buf[used] = '\0';
