@@ -199,7 +199,7 @@ class MessageReader:
                 # Dropped as it streams past, never buffered.
                 buf.unpack(HEADER)
                 self._skip = length
-                event = self._too_large(Header._make(fields)) if length > self._max else None
+                event = self._too_large(Header._make(fields))    # None for a type nobody answers
             else:
                 if len(buf) < HEADER_SIZE + length:
                     return NEED_DATA
