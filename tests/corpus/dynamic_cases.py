@@ -74,6 +74,8 @@ VECTORS = [
     Vector("a ramp with no period is no ramp: 55 C flat, the rest static",
            {"temperature": {"base_c": 55, "variance_c": 0, "ramp_c": 15, "ramp_period_sec": 0}},
            2, 77, (55, 120000, 0, 0)),
+    Vector("a ramp of 1 C is +1 C at its peak", {"temperature": {"base_c": 50, "ramp_c": 1, "ramp_period_sec": 120}},
+           1, 60, (51, 120000, 0, 0)),
     Vector("the built-in steady utilization; temperature and power stay static", BUILTIN, 5,
            1700000000, (34, 120000, 40, 18)),
     Vector("the built-in steady utilization, a second later", BUILTIN, 5, 1700000001, (34, 120000, 17, 18)),

@@ -130,6 +130,8 @@ CASES = [
     Case("a partial device tree shows only those", "h100", _seen(H100, 0, 7),
          dev_nodes=(0, 7), fabric=PROFILE_FABRIC),
     Case("a full device tree shows every GPU", "a100", _seen(A100, *ALL8), dev_nodes=ALL8),
+    Case("a node past the GPUs is none of them: nvidia1-nvidia8 of 8 GPUs show 1-7", "a100",
+         _seen(A100, 1, 2, 3, 4, 5, 6, 7), dev_nodes=(1, 2, 3, 4, 5, 6, 7, 8)),
     Case("topology gives this node its clique and domain", "gb300", _seen(GB300, *ALL8),
          env={names.ENV_NODE_NAME: "worker-3"}, topology=TOPOLOGY, fabric=("completed", 7, RACK_A)),
     Case("topology for a node in clique 0", "gb300", _seen(GB300, 0, 1),

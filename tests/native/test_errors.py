@@ -164,3 +164,15 @@ def test_blank_overrides_without_companion_are_silent(nvml_lib, tmp_path):
     open(overrides, "w").write("  \n")
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert len(seen["gpus"]) == 8 and stderr == ""
+
+
+def test_overrides_of_one_letter_without_companion_are_named(nvml_lib, tmp_path):
+    # Only white space is a blank document: one letter before it is a document to compile.
+    env = _stage(tmp_path, "a100")
+    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "gpu2.yaml")
+    os.makedirs(os.path.dirname(overrides))
+    open(overrides, "w").write("x\n \n")
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert len(seen["gpus"]) == 8
+    assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: missing: "
+                      f"run 'mokka compile --companion {overrides}'\n")

@@ -181,6 +181,17 @@ def test_its_lists_at_their_bounds_are_taken(flatprobe, tmp_path):
     assert load(flatprobe, "overrides", yaml, companion).status == "ok"
 
 
+@pytest.mark.parametrize("line", [b"supported_clocks.memory_clocks.x.graphics_clocks.len 5000",
+                                  b"supported_clocks.memory_clocks..graphics_clocks.len 5000",
+                                  b"nvlink_links2.len 99", b"nvlink_link.len 99"],
+                         ids=["no item number", "an empty item number", "a longer name", "a shorter name"])
+def test_the_length_of_a_list_the_kind_does_not_bound_is_only_a_value(flatprobe, tmp_path, line):
+    yaml, companion = _documents(tmp_path)["overrides"]
+    data = open(companion, "rb").read()
+    open(companion, "wb").write(restated(data, _with(line)(data.split(b"\n", 3)[3])))
+    assert load(flatprobe, "overrides", yaml, companion).status == "ok"
+
+
 @pytest.mark.parametrize("lines, status, reason", [(2048, "ok", ""), (2049, "invalid", "more than 2048 lines")])
 def test_an_overrides_companion_of_its_most_lines_is_taken_and_one_more_refused(flatprobe, tmp_path, lines,
                                                                                status, reason):
