@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,13 +89,12 @@ static long long ramp(u64 t, long long height, long long period)
     return (long long)(((u64)height * smooth) >> 16);
 }
 
-static long long clamp(long long v, int has_lo, long long lo, int has_hi, long long hi)
+/* v within lo..hi; lo wins when hi is below it. */
+static long long clamp(long long v, long long lo, long long hi)
 {
-    if (has_hi && v > hi)
+    if (v > hi)
         v = hi;
-    if (has_lo && v < lo)
-        v = lo;
-    return v;
+    return v < lo ? lo : v;
 }
 
 /* The state's own value at gpu.<p>.<key>, or NULL. */
@@ -177,22 +177,23 @@ void dynamic_read_clock(struct mock_node *n)
 
 static long long temperature(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = param(g, K_DYNAMIC_METRICS_TEMPERATURE_VARIANCE_C, 0), shutdown = 0;
-    int has_shutdown = state_ll(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, &shutdown);
+    long long variance = param(g, K_DYNAMIC_METRICS_TEMPERATURE_VARIANCE_C, 0), shutdown = LLONG_MAX;
+    state_ll(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, &shutdown);
     long long v = param(g, K_DYNAMIC_METRICS_TEMPERATURE_BASE_C, param(g, K_THERMAL_TEMPERATURE_GPU_C, 0)) +
                   ramp(t, param(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_C, 0),
                        param(g, K_DYNAMIC_METRICS_TEMPERATURE_RAMP_PERIOD_SEC, 0)) +
                   pick(draw(seed, g->phys, t, TEMPERATURE), -variance, variance);
-    return clamp(v, 1, 0, has_shutdown, shutdown);
+    return clamp(v, 0, shutdown);
 }
 
 static long long power(const struct mock_gpu *g, u64 seed, u64 t)
 {
-    long long variance = param(g, K_DYNAMIC_METRICS_POWER_VARIANCE_MW, 0), lo = 0, hi = 0;
-    int has_lo = state_ll(g, K_POWER_MIN_LIMIT_MW, &lo), has_hi = state_ll(g, K_POWER_MAX_LIMIT_MW, &hi);
+    long long variance = param(g, K_DYNAMIC_METRICS_POWER_VARIANCE_MW, 0), lo = LLONG_MIN, hi = LLONG_MAX;
+    state_ll(g, K_POWER_MIN_LIMIT_MW, &lo);
+    state_ll(g, K_POWER_MAX_LIMIT_MW, &hi);
     long long v = param(g, K_DYNAMIC_METRICS_POWER_BASE_MW, param(g, K_POWER_CURRENT_DRAW_MW, 0)) +
                   pick(draw(seed, g->phys, t, POWER), -variance, variance);
-    return clamp(v, has_lo, lo, has_hi, hi);
+    return clamp(v, lo, hi);
 }
 
 /* A block of dynamic_metrics whose reading follows a pattern. */
@@ -231,8 +232,8 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
                                    : K_DYNAMIC_METRICS_UTILIZATION_GPU_MIN, 0);
     long long hi = field(g, memory ? K_DYNAMIC_METRICS_UTILIZATION_MEMORY_MAX
                                    : K_DYNAMIC_METRICS_UTILIZATION_GPU_MAX, 100);
-    lo = clamp(lo, 1, 0, 1, 100);
-    hi = clamp(hi, 1, lo, 1, 100);
+    lo = clamp(lo, 0, 100);
+    hi = clamp(hi, lo, 100);
     u64 steady = draw(seed, g->phys, t, memory ? UTIL_MEMORY : UTIL_GPU);
     return patterned(g, &UTILIZATION_BLOCK, lo, hi, t, steady);
 }
@@ -241,14 +242,14 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
  * free = total - reserved - used stays >= 0. 0 (and *ok 0) without a total. */
 static long long memory_used(const struct mock_gpu *g, u64 seed, u64 t, int *ok)
 {
-    long long total = 0, reserved = 0;
+    long long total, reserved = 0;
     *ok = param_ll(g, K_MEMORY_TOTAL_BYTES, &total);
     if (!*ok)
         return 0;
     param_ll(g, K_MEMORY_RESERVED_BYTES, &reserved);
     long long usable = total > reserved ? (total - reserved) >> 20 : 0;
-    long long lo_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MIN_PCT, 0), 1, 0, 1, 100);
-    long long hi_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MAX_PCT, 100), 1, lo_pct, 1, 100);
+    long long lo_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MIN_PCT, 0), 0, 100);
+    long long hi_pct = clamp(field(g, K_DYNAMIC_METRICS_MEMORY_USED_MAX_PCT, 100), lo_pct, 100);
     long long mib = patterned(g, &MEMORY_BLOCK, usable * lo_pct / 100, usable * hi_pct / 100, t,
                               draw(seed, g->phys, t, MEMORY_USED));
     return mib << 20;
