@@ -193,3 +193,11 @@ def test_an_overrides_companion_of_exactly_its_bound_reads_and_one_byte_more_doe
     assert (out["gpus"][0]["Name"], err) == ("Renamed GPU", "")
     out, err = run_probe(nvml_lib, _overrides_of_size(tmp_path / "past", 65537), "dump")
     assert out["gpus"][0]["Name"] == "NVIDIA H100 80GB HBM3" and "larger than 65536 bytes" in err
+
+
+def test_a_flag_is_one_of_its_four_words_in_any_case(nvml_lib, tmp_path):
+    # NVML's feature state: 1 enabled, 0 disabled; any other value, a long one included,
+    # is a reading the board does not report.
+    words = ["Enabled", "DISABLED", "True", "false", "yes", "1", "e" * 64, "enabled "]
+    gpus = _dump(nvml_lib, tmp_path, "h100", {i: f'accounting: {{mode: "{w}"}}\n' for i, w in enumerate(words)})
+    assert [g["AccountingMode"] for g in gpus] == [1, 0, 1, 0] + [NOT_SUPPORTED] * 4
