@@ -3,15 +3,18 @@ bad arguments, the init reference count, and the warnings that keep the profile.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from mokka.core import flatstate
 from mokka.core import names
 from tests.corpus import engine_cases as corpus
-from tests.native.conftest import run_probe
+from tests.native.conftest import PROBE, clean_env, run_probe
 
 DRIVER_NOT_LOADED = 9
 
@@ -176,3 +179,16 @@ def test_overrides_of_one_letter_without_companion_are_named(nvml_lib, tmp_path)
     assert len(seen["gpus"]) == 8
     assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: missing: "
                       f"run 'mokka compile --companion {overrides}'\n")
+
+
+def test_a_process_without_stdin_reads_its_node_as_any_other(nvml_lib, tmp_path):
+    # A daemon may close descriptor 0; the library's next open is then 0, a descriptor
+    # like any other (the profile, its companion, the overrides directory and documents).
+    env = _stage(tmp_path, "a100", overrides={None: "name: Overridden\n", 2: "serial: '42'\n"})
+    with_stdin, stderr = run_probe(nvml_lib, env, "dump")
+    gpus = with_stdin["gpus"]
+    assert stderr == "" and (gpus[1]["Name"], gpus[2]["Name"], gpus[2]["Serial"]) == ("Overridden", "Overridden", "42")
+    res = subprocess.run([sys.executable, PROBE, "dump"], env=clean_env(nvml_lib, env), capture_output=True,
+                         text=True, timeout=60, preexec_fn=lambda: os.close(0))
+    assert (res.returncode, res.stderr) == (0, "")
+    assert json.loads(res.stdout) == with_stdin
