@@ -91,16 +91,14 @@ class ReceiveBuffer:
     def take(self, n: int) -> bytes | None:
         """Remove and return exactly ``n`` bytes, or None if fewer are buffered."""
         out = self.peek(n)
-        if out is None:
-            return None
-        self._start += n
-        if self._start > 65536 and self._start * 2 > len(self._data):
-            del self._data[:self._start]
-            self._start = 0
+        if out is not None:
+            self.skip_to(self._start + n)
         return out
 
     def skip_to(self, start: int) -> None:
-        """Drop everything before offset ``start`` of the underlying data."""
+        """Drop everything before offset ``start`` of the underlying data: at once when
+        nothing is left, else once the dropped part is past 64 KiB and most of the buffer
+        (compaction costs a copy of what is left; it changes no byte a reader sees)."""
         if start == len(self._data):
             self._data.clear()
             self._start = 0
