@@ -201,3 +201,10 @@ def test_a_flag_is_one_of_its_four_words_in_any_case(nvml_lib, tmp_path):
     words = ["Enabled", "DISABLED", "True", "false", "yes", "1", "e" * 64, "enabled "]
     gpus = _dump(nvml_lib, tmp_path, "h100", {i: f'accounting: {{mode: "{w}"}}\n' for i, w in enumerate(words)})
     assert [g["AccountingMode"] for g in gpus] == [1, 0, 1, 0] + [NOT_SUPPORTED] * 4
+
+
+def test_a_value_that_starts_with_an_escape_reads_as_written(nvml_lib, tmp_path):
+    # The companion escapes a newline as two bytes; as the first of a value it is still one.
+    serials = ['"\\nS1"', '"\\rS2"', '"\\\\S3"', '"S4\\n"']
+    gpus = _dump(nvml_lib, tmp_path, "h100", {i: f"serial: {s}\n" for i, s in enumerate(serials)})
+    assert [g["Serial"] for g in gpus[:4]] == ["\nS1", "\rS2", "\\S3", "S4\n"]
