@@ -160,25 +160,17 @@ def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
                       f"from this YAML: run 'mokka compile --companion {overrides}'\n")
 
 
-def test_blank_overrides_without_companion_are_silent(nvml_lib, tmp_path):
+@pytest.mark.parametrize("text, named", [("  \n", False), ("x\n \n", True)],
+                         ids=["only white space is silent", "one letter is a document to compile"])
+def test_overrides_without_companion_are_named_unless_blank(nvml_lib, tmp_path, text, named):
     env = _stage(tmp_path, "a100")
     overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "gpu2.yaml")
     os.makedirs(os.path.dirname(overrides))
-    open(overrides, "w").write("  \n")
-    seen, stderr = run_probe(nvml_lib, env, "visible")
-    assert len(seen["gpus"]) == 8 and stderr == ""
-
-
-def test_overrides_of_one_letter_without_companion_are_named(nvml_lib, tmp_path):
-    # Only white space is a blank document: one letter before it is a document to compile.
-    env = _stage(tmp_path, "a100")
-    overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "gpu2.yaml")
-    os.makedirs(os.path.dirname(overrides))
-    open(overrides, "w").write("x\n \n")
+    open(overrides, "w").write(text)
     seen, stderr = run_probe(nvml_lib, env, "visible")
     assert len(seen["gpus"]) == 8
     assert stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: missing: "
-                      f"run 'mokka compile --companion {overrides}'\n")
+                      f"run 'mokka compile --companion {overrides}'\n" if named else "")
 
 
 def test_a_process_without_stdin_reads_its_node_as_any_other(nvml_lib, tmp_path):
