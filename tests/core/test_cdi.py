@@ -91,6 +91,16 @@ def test_library_mount_appears_once_a_library_is_staged():
     assert spec["containerEdits"]["mounts"][0]["containerPath"] == names.CDI_NVML_LIB_MOUNT
 
 
+@pytest.mark.parametrize("nvml, cuda, mounted", [
+    (False, False, []), (False, True, []), (True, False, ["/usr/lib64/libnvidia-ml.so.1"]),
+    (True, True, ["/usr/lib64/libnvidia-ml.so.1", "/usr/lib64/libcuda.so.1",
+                  "/etc/nvml-mock/processes"])])
+def test_the_cuda_driver_and_its_records_come_only_with_the_nvml_library_it_reads(nvml, cuda, mounted):
+    edits = cdi.toolkit_edits(host_overlay("/"), nvml_library_staged=nvml, cuda_library_staged=cuda)
+    paths = [m["containerPath"] for m in edits["mounts"]]
+    assert [p for p in paths if "lib" in p.split("/")[-1] or p.endswith("/processes")] == mounted
+
+
 def test_render_cdi_out_writes_both_files(tmp_path):
     result = run_mokka("render-cdi", "--profile", "t4", "--out", str(tmp_path), check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(

@@ -61,6 +61,14 @@ def test_pci_ids(device_id, subsystem_id, expected):
     assert pci["subsystem_id"] == (subsystem_id or 0)
 
 
+def test_the_link_generations_follow_max_link_gen_unless_the_profile_gives_them():
+    gpu = compiled(lambda d: set_in(d, "device_defaults.pcie.max_host_link_gen", 2))["gpus"][0]["pcie"]
+    assert (gpu["max_link_gen"], gpu["gpu_max_link_gen"], gpu["max_host_link_gen"]) == (3, 3, 2)
+    gpu = compiled(lambda d: without(d, "device_defaults.pcie.max_link_gen"))["gpus"][0]["pcie"]
+    assert [k for k in ("max_link_gen", "gpu_max_link_gen", "max_host_link_gen") if k in gpu] == []
+    assert gpu["current_link_gen"] == 3
+
+
 def strip_uuids(doc):
     for entry in doc["devices"]:
         entry.pop("uuid", None)

@@ -181,6 +181,13 @@ def test_its_lists_at_their_bounds_are_taken(flatprobe, tmp_path):
     assert load(flatprobe, "overrides", yaml, companion).status == "ok"
 
 
+def test_a_document_with_no_values_is_an_empty_body_and_taken(flatprobe, tmp_path):
+    text = b"{}\n"
+    yaml, companion = _pair(tmp_path, "gpu0", text, flatstate.overrides_companion({}, text))
+    assert open(companion, "rb").read().endswith(b"\nbody 0 crc32:00000000\n")
+    assert load(flatprobe, "overrides", yaml, companion) == ("ok", "", "", [])
+
+
 @pytest.mark.parametrize("line", [b"supported_clocks.memory_clocks.x.graphics_clocks.len 5000",
                                   b"supported_clocks.memory_clocks..graphics_clocks.len 5000",
                                   b"nvlink_links2.len 99", b"nvlink_link.len 99"],
