@@ -17,9 +17,9 @@ kills the mutant; a passing one lets it survive, and every survivor is a
 behaviour no test pins. Standard library only; not run in CI (it takes
 minutes).
 
-Some mutants no test can tell from the code: a file descriptor compared with 1
-where it is compared with 0, a buffer one byte larger. tools/mutation_equivalent.txt
-lists each with the reason; the score is given with them and without them. A listed
+Some mutants no test can tell from the code: a buffer one byte larger, a flag of 2
+where it is 1, a branch only a race reaches. tools/mutation_equivalent.txt lists each
+with the reason; the score is given with them and without them. A listed
 mutant still runs, and one that a test kills is reported, since the listing is then
 wrong. Survivors are printed in that file's form, to review and paste.
 
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
           + (f", {not_run} not run: budget spent or interrupted" if not_run else "")
           + (f", {stillborn} stillborn: did not compile" if stillborn else "")
           + f"; {time.monotonic() - started:.0f}s)")
-    print(f"without the {len(equivalent)} survivors listed as equivalent: score "
+    print(f"without the {len(equivalent)} survivors listed in tools/mutation_equivalent.txt: score "
           f"{100.0 * killed / counted if counted else 0.0:.1f}% ({killed} of {counted})")
     for m in wrongly_listed:
         print(f"listed as equivalent but killed (take it out of the list): {signature(m)}")
