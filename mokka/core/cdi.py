@@ -167,11 +167,6 @@ def specs(state: dict, host: Overlay, **kwargs) -> dict[str, dict]:
             names.CDI_SPEC_MOCK_FILE: mock_spec(state, host)}
 
 
-def device_names(spec: dict) -> list[str]:
-    """Fully qualified names a spec defines (``kind=name``)."""
-    return [qualified_name(spec["kind"], d["name"]) for d in spec["devices"]]
-
-
 def to_yaml(spec: dict) -> str:
     import yaml
 

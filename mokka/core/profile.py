@@ -197,10 +197,6 @@ def _as_int(value) -> int | None:
     return None
 
 
-def validate_and_merge(doc, where: str) -> list[dict]:
-    return _validate(doc, where)[0]
-
-
 def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
     """(merged devices, paths of unknown keys), or a ProfileError."""
     try:

@@ -65,9 +65,6 @@ class Fabric:
     def by_port_guid(self, guid: int) -> Hca | None:
         return next((h for h in self.hcas if h.port_guid == guid), None)
 
-    def by_gid(self, raw: bytes) -> Hca | None:
-        return self.by_port_guid(int.from_bytes(raw[8:16], "big")) if len(raw) == 16 else None
-
 
 def from_state(state: dict, node_name: str | None = None) -> Fabric:
     """The fabric of a compiled state (mokka.core.compile); no HCA when IB is off."""

@@ -24,8 +24,6 @@ HEADER_SIZE = 24
 CLASS_SMI = 0x01            # subnet management, LID-routed
 CLASS_SA = 0x03             # subnet administration
 CLASS_SMI_DIRECT = 0x81     # subnet management, directed route
-CLASS_VENDOR_RANGE2_FIRST = 0x30
-CLASS_VENDOR_RANGE2_LAST = 0x4F
 CLASS_OPENIB_PING = 0x32    # libibmad's IB_VENDOR_OPENIB_PING_CLASS (range 2 + 2)
 OPENIB_OUI = 0x001405
 
@@ -162,10 +160,6 @@ def sa_data(mad: Mad) -> bytes:
 
 def vendor_oui(mad: Mad) -> int:
     return int.from_bytes(mad.at(37, 3), "big")
-
-
-def is_vendor_range2(mgmt_class: int) -> bool:
-    return CLASS_VENDOR_RANGE2_FIRST <= mgmt_class <= CLASS_VENDOR_RANGE2_LAST
 
 
 # --- answers ----------------------------------------------------------------------
