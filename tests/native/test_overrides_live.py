@@ -85,3 +85,46 @@ def test_overrides_left_stale_while_running_warn_once_and_are_dropped(nvml_lib, 
         assert proc.stderr.read() == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: "
                                       "stale: not compiled from this YAML: "
                                       f"run 'mokka compile --companion {overrides}'\n")
+
+
+REINIT = r"""
+import ctypes, json, os, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+names = []
+for step in range(2):
+    assert lib.nvmlInit_v2() == 0
+    h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+    assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+    assert lib.nvmlDeviceGetName(h, buf, 96) == 0
+    names.append(buf.value.decode())
+    assert lib.nvmlShutdown() == 0
+    if step == 0:                              # recompiled as an agent swaps it: renames
+        for new, old in zip(sys.argv[1::2], sys.argv[2::2]):
+            os.replace(new, old)
+print(json.dumps(names))
+"""
+
+
+def test_a_profile_recompiled_between_two_inits_is_what_the_second_sees(nvml_lib, tmp_path):
+    # The same length of state, other bytes: the new node is not taken for the old one.
+    import subprocess
+    import sys
+
+    from mokka.core import flatstate
+    from tests.native.conftest import clean_env
+
+    from mokka.core import profile as prof
+
+    text = prof.load("h100").text.decode()
+    (tmp_path / "a.yaml").write_text(text)
+    (tmp_path / "b.yaml").write_text(text.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM4"))
+    env = corpus.stage(corpus.Case("reinit", str(tmp_path / "a.yaml"), ()), str(tmp_path / "a"))
+    profile = env[names.ENV_NVML_CONFIG]
+    new_profile = corpus.stage(corpus.Case("reinit", str(tmp_path / "b.yaml"), ()),
+                               str(tmp_path / "b"))[names.ENV_NVML_CONFIG]
+    assert os.path.getsize(flatstate.companion_path(new_profile)) == os.path.getsize(flatstate.companion_path(profile))
+    res = subprocess.run([sys.executable, "-c", REINIT, new_profile, profile, flatstate.companion_path(new_profile),
+                          flatstate.companion_path(profile)], env=clean_env(nvml_lib, env), capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM4"]
