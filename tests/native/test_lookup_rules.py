@@ -56,7 +56,7 @@ def test_a_flag_reads_as_nvmls_one(nvml_lib, tmp_path):
 
 
 def test_na_is_the_words_na_and_n_slash_a_in_any_case_and_spacing_or_nothing(nvml_lib, tmp_path):
-    serials = ["n/a  ", " NA ", "na", "", "N/AB", "NAN", "N", "N/A/"]
+    serials = ["n/a  ", " nA ", "   ", "", "N/AB", "NAN", "N", "N/A/"]
     gpus = _dump(nvml_lib, tmp_path, "h100", {i: f'serial: "{s}"\n' for i, s in enumerate(serials)})
     assert [g["Serial"] for g in gpus] == [NOT_SUPPORTED] * 4 + ["N/AB", "NAN", "N", "N/A/"]
 

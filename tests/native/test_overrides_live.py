@@ -128,3 +128,34 @@ def test_a_profile_recompiled_between_two_inits_is_what_the_second_sees(nvml_lib
                          text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM4"]
+
+
+CLOCKS = r"""
+import ctypes, json, os, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+seen = []
+for clock in sys.argv[1:]:
+    os.environ["MOCK_NVML_CLOCK"] = clock
+    assert lib.nvmlInit_v2() == 0
+    h, t = ctypes.c_void_p(), ctypes.c_uint()
+    assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+    assert lib.nvmlDeviceGetTemperature(h, 0, ctypes.byref(t)) == 0
+    seen.append(t.value)
+    assert lib.nvmlShutdown() == 0
+print(json.dumps(seen))
+"""
+
+
+def test_a_second_pinned_anew_between_two_inits_is_the_one_read(nvml_lib, tmp_path):
+    # The chart baseline's GPU 0: 69 C at t=60, 55 C at t=15 (tests/corpus/dynamic_cases.py).
+    import subprocess
+    import sys
+
+    from tests.corpus import dynamic_cases
+    from tests.native.conftest import clean_env
+
+    env = dynamic_cases.stage(dynamic_cases.VECTORS[1], str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", CLOCKS, "60", "15", "60"], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [69, 55, 69]
