@@ -311,6 +311,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"{f}: no tests are mapped to it in TARGETS")
     mutants = [m for f in files for m in mutants_of(f)]
     total = len(mutants)
+    named = {}
+    for m in mutants:
+        named.setdefault(signature(m), []).append(m)
+    for sig in equivalents():
+        if len(named.get(sig, ())) > 1 and sig.split(" | ")[0] in files:
+            print(f"note: {os.path.basename(EQUIVALENT_FILE)} names {len(named[sig])} mutants (each must be one "
+                  f"no test can tell): {sig}")
     if args.list:
         for m in mutants:
             print(f"{m.where}: {m.what}")
