@@ -3,7 +3,7 @@
 Stages an overlay for the default 8-GPU profile in a temp dir, creates a fresh
 venv there, then times (warm, N runs each, medians):
 
-  baseline       <fresh venv>/bin/python -c pass
+  baseline       <fresh venv>/bin/python -c pass  (that venv's bin/ first on PATH for all)
   -L             <overlay>/driver/usr/bin/nvidia-smi -L
   -q -x          <overlay>/driver/usr/bin/nvidia-smi -q -x
   python -m      python -m mokka nvidia-smi -L   (for reference; not a target)
@@ -78,7 +78,11 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
         env[names.ENV_DEV_ROOT] = dev_root
         smi = os.path.join(root, names.DRIVER_BIN_DIR, "nvidia-smi")
-        base = timed([fresh_venv_python(), "-c", "pass"], env, opts.runs)
+        python = fresh_venv_python()
+        # The staged launcher runs the python3 on PATH: the baseline's own, as a container's
+        # /usr/bin/python3 would be, not a version manager's shim (pyenv's is a bash script).
+        env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
+        base = timed([python, "-c", "pass"], env, opts.runs)
         lst = timed([smi, "-L"], env, opts.runs)
         qx = timed([smi, "-q", "-x"], env, opts.runs)
         menv = dict(env, **{names.ENV_NVML_CONFIG: config})
