@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import os
 import random
 import re
@@ -112,10 +113,15 @@ class Mutant:
 EQUIVALENT_FILE = os.path.join(ROOT, "tools", "mutation_equivalent.txt")
 
 
+@functools.lru_cache(maxsize=None)
+def _source_lines(path: str) -> tuple[str, ...]:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return tuple(f.read().split("\n"))
+
+
 def signature(m: Mutant) -> str:
     """The mutant as mutation_equivalent.txt names it: file | line text | column in it | change."""
-    with open(os.path.join(ROOT, m.path), encoding="utf-8") as f:
-        line = f.read().split("\n")[m.line - 1]
+    line = _source_lines(m.path)[m.line - 1]
     indent = len(line) - len(line.lstrip())
     return f"{m.path} | {line.strip()} | {m.col - indent} | {m.what}"
 

@@ -176,7 +176,8 @@ def test_overrides_without_companion_are_named_unless_blank(nvml_lib, tmp_path, 
 def test_a_process_without_stdin_reads_its_node_as_any_other(nvml_lib, tmp_path):
     # A daemon may close descriptor 0; the library's next open is then 0, a descriptor
     # like any other (the profile, its companion, the overrides directory and documents).
-    env = _stage(tmp_path, "a100", overrides={None: "name: Overridden\n", 2: "serial: '42'\n"})
+    env = _stage(tmp_path, "a100", overrides={None: "name: Overridden\n", 2: "serial: '42'\n"},
+                 env={names.ENV_NVML_CLOCK: "1700000000"})   # readings move: both runs read one second
     with_stdin, stderr = run_probe(nvml_lib, env, "dump")
     gpus = with_stdin["gpus"]
     assert stderr == "" and (gpus[1]["Name"], gpus[2]["Name"], gpus[2]["Serial"]) == ("Overridden", "Overridden", "42")

@@ -6,12 +6,16 @@ import contextlib
 import json
 import os
 import queue
+import subprocess
+import sys
 import threading
 import time
 
-from mokka.core import names
+from mokka.core import flatstate, names
+from mokka.core import profile as prof
+from tests.corpus import dynamic_cases
 from tests.corpus import engine_cases as corpus
-from tests.native.conftest import start_probe
+from tests.native.conftest import clean_env, start_probe
 
 
 @contextlib.contextmanager
@@ -107,14 +111,6 @@ print(json.dumps(names))
 
 def test_a_profile_recompiled_between_two_inits_is_what_the_second_sees(nvml_lib, tmp_path):
     # The same length of state, other bytes: the new node is not taken for the old one.
-    import subprocess
-    import sys
-
-    from mokka.core import flatstate
-    from tests.native.conftest import clean_env
-
-    from mokka.core import profile as prof
-
     text = prof.load("h100").text.decode()
     (tmp_path / "a.yaml").write_text(text)
     (tmp_path / "b.yaml").write_text(text.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM4"))
@@ -148,12 +144,6 @@ print(json.dumps(seen))
 
 def test_a_second_pinned_anew_between_two_inits_is_the_one_read(nvml_lib, tmp_path):
     # The chart baseline's GPU 0: 69 C at t=60, 55 C at t=15 (tests/corpus/dynamic_cases.py).
-    import subprocess
-    import sys
-
-    from tests.corpus import dynamic_cases
-    from tests.native.conftest import clean_env
-
     env = dynamic_cases.stage(dynamic_cases.VECTORS[1], str(tmp_path))
     res = subprocess.run([sys.executable, "-c", CLOCKS, "60", "15", "60"], env=clean_env(nvml_lib, env),
                          capture_output=True, text=True, timeout=60)
