@@ -74,7 +74,7 @@ TARGETS = {
     "mokka/nri/codec/conn.py": _CODEC,
     "mokka/nri/codec/mux.py": _CODEC,
     "mokka/nri/codec/ttrpc.py": _CODEC,
-    "native/nvml/node.c": _ENGINE,
+    "native/nvml/node.c": _ENGINE + ["tests/native/test_hostile_files.py"],
     "native/nvml/lookup.c": _ENGINE,
     "native/nvml/dynamic.c": _ENGINE,
     "native/nvml/overrides.c": _ENGINE + ["tests/native/test_hostile_files.py"],
@@ -277,13 +277,23 @@ def _build_library(tree: str) -> bool:
     return done.returncode == 0
 
 
+def run_env(tree: str, caller: dict) -> dict:
+    """The environment of a test run in ``tree``: its own sources and its own library build.
+
+    A caller's MOKKA_NVML_LIB_DIR (the usual way to reuse a prebuilt library) would point the
+    native tests at the unmutated work tree's build, and every C mutant would survive."""
+    env = {k: v for k, v in caller.items() if not k.startswith("MOKKA_NVML_")}
+    env.update(PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
+               MOKKA_NVML_LIB_DIR=os.path.join(tree, "build", "native", os.uname().machine))
+    return env
+
+
 def _pytest(tree: str, tests: list[str], timeout: float, native: bool = False) -> tuple[str, float]:
     """'passed', 'failed', 'timeout' or (native: the library does not build) 'stillborn',
     and the seconds taken."""
     if native and not _build_library(tree):
         return "stillborn", 0.0
-    env = dict(os.environ, PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1",
-               PYTHONHASHSEED="0")
+    env = run_env(tree, os.environ)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
            "--basetemp", os.path.join(tree, ".mutation-tmp"), *tests]
     start = time.monotonic()

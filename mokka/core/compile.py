@@ -190,7 +190,7 @@ def _nvlink(block: dict, gpus: list[dict]) -> dict | None:
                 for s in block.get("switches") or []]
     per_gpu = int(block.get("links_per_gpu") or 0)
     defaults = block.get("defaults") or {}
-    explicit = {int(d.get("index", -1)): d.get("links") or [] for d in block.get("device_links") or []}
+    explicit = {int(d["index"]): d.get("links") or [] for d in block.get("device_links") or []}
     if block.get("links") and 0 not in explicit:
         explicit[0] = block["links"]            # a top-level list belongs to device 0
     for g in gpus:

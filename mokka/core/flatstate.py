@@ -116,7 +116,7 @@ def flatten(doc, most_bytes: int | None = None) -> list[tuple[str, str]]:
 
 
 def _line(key: str, value: str) -> bytes:
-    if not key or _BAD_KEY_CHARS.intersection(key) or "\0" in key or "\0" in value:
+    if not key or _BAD_KEY_CHARS.intersection(key) or "\0" in value:
         raise CompanionError(f"{key!r}: a key must be one token of printable characters, "
                              "and no value may hold a NUL")
     return f"{key} {value}\n".encode()
@@ -134,14 +134,7 @@ def render(kind: str, digest: str, body) -> bytes:
     if len(pairs) > most_lines:
         raise CompanionError(f"compiles to {len(pairs)} lines, more than the {most_lines} the "
                              f"library reads of a {kind} companion")
-    lines, size = [], 0
-    for key, value in pairs:
-        lines.append(_line(key, value))
-        size += len(lines[-1])
-        if size > most_bytes:
-            raise CompanionError(f"compiles to more than the {most_bytes} bytes the library reads "
-                                 f"of a {kind} companion")
-    data = b"".join(lines)
+    data = b"".join([_line(key, value) for key, value in pairs])
     head = (f"# mokka-nvml {kind} {FORMAT_VERSION}\ndigest {digest}\n"
             f"body {len(data)} crc32:{zlib.crc32(data):08x}\n").encode()
     if len(head) + len(data) > most_bytes:

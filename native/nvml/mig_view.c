@@ -69,13 +69,8 @@ static long cap_number(const char *name)
 
 static void scan_caps(struct mig_view *v)
 {
-    const char *root = getenv(MOKKA_ENV_DEV_ROOT);
-    if (!root)
-        root = "/";
     char path[MOCK_PATH_MAX];
-    size_t len = strlen(root);
-    snprintf(path, sizeof path, "%s%s%s/%s", root, len == 0 || root[len - 1] == '/' ? "" : "/",
-             &MOKKA_CONTAINER_DEV_DIR[1], MOKKA_NVIDIA_CAPS_DEV_NAME);
+    node_dev_path(path, sizeof path, MOKKA_NVIDIA_CAPS_DEV_NAME);
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
     DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
     if (!dir) {

@@ -90,6 +90,8 @@ const char *node_get(const struct mock_node *n, const char *key);
 int node_u64(const struct mock_node *n, const char *key, unsigned long long *out);
 /* What fabric `state: auto` is on this node: completed once the fabricmanager is ready. */
 const char *node_fabric_auto(const struct mock_node *n);
+/* `<MOCK_NVML_DEV_ROOT>/dev/<name>`: where this process looks for a device node. */
+void node_dev_path(char *out, size_t size, const char *name);
 
 /* --- overrides.c --------------------------------------------------------- */
 

@@ -138,7 +138,7 @@ static int fabric_state_dir(const struct mock_node *n, char *out, size_t size)
     *slash = '\0';
     int n_out = snprintf(out, size, "%s/%s", path, MOKKA_DRIVER_FABRIC_STATE_NAME);
     struct stat st;
-    return n_out > 0 && (size_t)n_out < size && stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+    return (size_t)n_out < size && stat(out, &st) == 0 && S_ISDIR(st.st_mode);   /* < 0: huge as size_t */
 }
 
 static int fabric_ready(const struct mock_node *n)
@@ -239,20 +239,21 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
     }
 }
 
+void node_dev_path(char *out, size_t size, const char *name)
+{
+    const char *root = getenv(MOKKA_ENV_DEV_ROOT);  /* unset or empty: the host's /dev */
+    snprintf(out, size, "%s%s/%s", root ? root : "", MOKKA_CONTAINER_DEV_DIR, name);   /* "r/" + "/dev": "r//dev" */
+}
+
 static void keep_present_nodes(struct mock_node *n, int keep[])
 {
-    const char *root = getenv(MOKKA_ENV_DEV_ROOT);
-    if (!root)
-        root = "/";
     unsigned int present = 0;
     for (unsigned int i = 0; i < n->count; i++) {
         const char *minor = base_get(n, &n->gpus[i], K_MINOR_NUMBER);
         unsigned long m = minor && all_digits(minor) ? strtoul(minor, NULL, 10) : i;
-        char path[MOCK_PATH_MAX];
-        size_t len = strlen(root);
-        const char *dev = &MOKKA_CONTAINER_DEV_DIR[1];   /* "/dev" under the root: "dev" */
-        snprintf(path, sizeof path, "%s%s%s/%s%lu", root, len == 0 || root[len - 1] == '/' ? "" : "/", dev,
-                 MOKKA_GPU_NODE_PREFIX, m);
+        char name[32], path[MOCK_PATH_MAX];
+        snprintf(name, sizeof name, MOKKA_GPU_NODE_PREFIX "%lu", m);
+        node_dev_path(path, sizeof path, name);
         keep[i] = exists(path);
         present += (unsigned int)keep[i];
     }
@@ -333,7 +334,7 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         return 0;
     if (a->count != b->count || a->nvisible != b->nvisible || a->fabric_ready != b->fabric_ready ||
         a->clock_pinned != b->clock_pinned || a->clock != b->clock ||
-        strcmp(a->config_yaml, b->config_yaml) != 0 || strcmp(a->overrides_dir, b->overrides_dir) != 0)
+        strcmp(a->config_yaml, b->config_yaml) != 0)     /* the overrides directory follows from it */
         return 0;
     if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0 || !mig_node_same(a->mig, b->mig))
         return 0;

@@ -230,7 +230,7 @@ struct ovr_layer *overrides_acquire(struct mock_overrides *o)
 
 void overrides_release(struct mock_overrides *o, struct ovr_layer *l)
 {
-    if (!o || !l)
+    if (!l)                                       /* none acquired (and none without a set) */
         return;
     pthread_mutex_lock(&o->lock);
     layer_unref(l);

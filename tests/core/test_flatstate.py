@@ -100,6 +100,26 @@ def test_a_document_past_its_kind_bound_is_refused_before_it_fills_memory():
         flatstate.topology_companion(doc, b"doc")
 
 
+class _Watched(list):
+    """A list that counts the items a reader has walked to."""
+    walked = 0
+
+    def __iter__(self):
+        for item in super().__iter__():
+            self.walked += 1
+            yield item
+
+
+def test_the_walk_stops_at_the_first_value_past_the_bound():
+    """Each line counts its key, its value, a space and a newline: ``k.N`` and a
+    1,000-byte value take 1,005 bytes, so after the 13 of ``k.len 100000`` the tenth
+    item is the one past 10,000, and the 99,990 after it are never walked."""
+    values = _Watched(["v" * 1000] * 100_000)
+    with pytest.raises(flatstate.CompanionError):
+        flatstate.flatten({"k": values}, most_bytes=10_000)
+    assert values.walked == 10
+
+
 def test_an_overrides_document_past_its_line_bound_is_refused():
     doc = {"f": {str(i): i for i in range(2049)}}
     with pytest.raises(flatstate.CompanionError, match="2049 lines, more than the 2048"):
@@ -111,8 +131,9 @@ def test_an_overrides_document_at_its_line_bound_is_written():
     assert flatstate.overrides_companion(doc, b"doc").count(b"\n") == 2048 + 3
 
 
-@pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a": "nul\0here"}],
-                         ids=["newline in a key", "tab in a key", "DEL in a key", "NUL in a value"])
+@pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a\0b": 1}, {"a": "nul\0here"}],
+                         ids=["newline in a key", "tab in a key", "DEL in a key", "NUL in a key",
+                              "NUL in a value"])
 def test_keys_are_one_printable_token_and_values_hold_no_nul(doc):
     with pytest.raises(flatstate.CompanionError):
         flatstate.overrides_companion(doc, b"doc")

@@ -88,6 +88,12 @@ VECTORS = [
     Vector("burst with an odd period: low from the 5th s", {"utilization": {
         "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
         "burst_period_sec": 7}}, 0, 4, (34, 120000, 10, 1)),
+    Vector("burst with a period of 0: the default 30 s, high for its first 15 s", {"utilization": {
+        "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
+        "burst_period_sec": 0}}, 0, 14, (34, 120000, 60, 2)),
+    Vector("burst with a period of 0: low from the 16th s of the default 30", {"utilization": {
+        "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
+        "burst_period_sec": 0}}, 0, 45, (34, 120000, 10, 1)),
     Vector("a block with no value and an empty one move nothing",
            {"temperature": {"base_c": None}, "power": {}}, 2, 77, (34, 120000, 0, 0)),
 ] + [

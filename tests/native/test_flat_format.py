@@ -188,6 +188,16 @@ def test_a_document_with_no_values_is_an_empty_body_and_taken(flatprobe, tmp_pat
     assert load(flatprobe, "overrides", yaml, companion) == ("ok", "", "", [])
 
 
+@pytest.mark.parametrize("text", [b"a: 1\n", b"1"], ids=["a short document", "one byte"])
+def test_every_byte_of_a_short_yaml_is_in_its_digest(flatprobe, tmp_path, text):
+    from mokka.core import yamlio
+    yaml, companion = _pair(tmp_path, "gpu0", text, flatstate.overrides_companion(yamlio.safe_load(text), text))
+    assert load(flatprobe, "overrides", yaml, companion)[:3] == ("ok", "", "")
+    open(yaml, "wb").write(text[:-1] + b"2")                 # the last byte changed: another document
+    assert load(flatprobe, "overrides", yaml, companion)[:3] == ("stale", "companion",
+                                                                "stale: not compiled from this YAML")
+
+
 @pytest.mark.parametrize("line", [b"supported_clocks.memory_clocks.x.graphics_clocks.len 5000",
                                   b"supported_clocks.memory_clocks..graphics_clocks.len 5000",
                                   b"nvlink_links2.len 99", b"nvlink_link.len 99"],
@@ -301,6 +311,24 @@ def test_missing_files_are_told_apart(flatprobe, tmp_path):
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("missing", "companion", "missing")
     os.unlink(yaml)
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("yaml_missing", "yaml", "missing")
+
+
+def test_a_path_through_a_regular_file_is_missing_not_refused(flatprobe, tmp_path):
+    """A workload that puts a file where a directory of the node was has taken the
+    document away, as a removal would: nothing there to read, nothing to warn of."""
+    yaml, companion = _documents(tmp_path)["overrides"]
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"x")
+    assert load(flatprobe, "overrides", yaml, str(plain / "gpu0.nvml"))[:3] == ("missing", "companion", "missing")
+    assert load(flatprobe, "overrides", str(plain / "gpu0.yaml"), companion)[:3] == ("yaml_missing", "yaml",
+                                                                                    "missing")
+
+
+@pytest.mark.parametrize("data", [b"#", b""], ids=["one byte", "empty"])
+def test_a_companion_too_short_for_a_header_is_read_whole_and_refused(flatprobe, tmp_path, data):
+    yaml, companion = _documents(tmp_path)["overrides"]
+    open(companion, "wb").write(data)
+    assert load(flatprobe, "overrides", yaml, companion)[:3] == ("invalid", "companion", "not a Mokka companion")
 
 
 def test_the_profile_bounds_are_the_readers(tmp_path):

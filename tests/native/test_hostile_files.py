@@ -397,3 +397,25 @@ def test_moving_readings_of_any_64_bit_parameters_stay_exact(nvml_lib, node):
     assert gpu["PowerUsage"] == 200000                      # current_draw_mw, held to min_limit_mw
     assert gpu["MemoryInfo"][0] == 9223372036854775807
     assert gpu["UtilizationRates"][0] in (10, 45)          # burst: the block's lo or hi
+
+
+@pytest.mark.parametrize("base, reads", [(-1099511627776, 0), (-1099511627777, 34),
+                                         (1099511627776, 92), (1099511627777, 34)],
+                         ids=["-2^40: taken, held to 0 C", "one below: absent, the static 34 C",
+                              "2^40: taken, held to the shutdown 92 C", "one above: absent"])
+def test_a_parameter_is_taken_up_to_2_to_the_40_either_way_and_absent_past_it(nvml_lib, node, base, reads):
+    set_lines(_path(node, "config.nvml"), [b"gpu.0.dynamic_metrics.temperature.base_c %d" % base,
+                                           b"gpu.0.dynamic_metrics.temperature.variance_c 0"])
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["Temperature"] == reads
+
+
+@pytest.mark.parametrize("lines", [[b"gpu.0.dynamic_metrics.memory.pattern idle",
+                                    b"gpu.0.dynamic_metrics.memory.used_min_pct 150"],
+                                   [b"gpu.0.dynamic_metrics.memory.pattern busy",
+                                    b"gpu.0.dynamic_metrics.memory.used_max_pct 150"]],
+                         ids=["a minimum past 100 %", "a maximum past 100 %"])
+def test_memory_used_past_100_percent_is_all_that_is_usable_and_free_is_0(nvml_lib, node, lines):
+    set_lines(_path(node, "config.nvml"), lines)
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["MemoryInfo"] == [85899345920, 0, 85899345920]  # total, free, used

@@ -125,6 +125,13 @@ def test_a_number_is_all_of_its_text(nvml_lib, tmp_path):
     assert [g["Temperature"] for g in gpus[:3]] == [NOT_SUPPORTED, 100, 34]
 
 
+def test_a_number_the_board_does_not_report_answers_not_supported(nvml_lib, tmp_path):
+    # NVML's nvmlDeviceGetCudaComputeCapability: both halves or NOT_SUPPORTED, never one read half.
+    gpus = _dump(nvml_lib, tmp_path, "h100", {0: "compute_capability: {major: 'N/A'}\n",
+                                              1: "compute_capability: {minor: ''}\n"})
+    assert [g["CudaComputeCapability"] for g in gpus[:3]] == [NOT_SUPPORTED, NOT_SUPPORTED, [9, 0]]
+
+
 WIDE = r"""
 import ctypes, json, sys
 lib = ctypes.CDLL("libnvidia-ml.so.1")

@@ -149,3 +149,38 @@ def test_a_second_pinned_anew_between_two_inits_is_the_one_read(nvml_lib, tmp_pa
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == [69, 55, 69]
+
+
+DEVICE_NODES = r"""
+import ctypes, json, os, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+seen = []
+for step in range(2):
+    assert lib.nvmlInit_v2() == 0
+    count, minors = ctypes.c_uint(), []
+    assert lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) == 0
+    for i in range(count.value):
+        h, minor = ctypes.c_void_p(), ctypes.c_uint()
+        assert lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) == 0
+        assert lib.nvmlDeviceGetMinorNumber(h, ctypes.byref(minor)) == 0
+        minors.append(minor.value)
+    seen.append(minors)
+    assert lib.nvmlShutdown() == 0
+    if step == 0:
+        os.rename(sys.argv[1], sys.argv[2])
+print(json.dumps(seen))
+"""
+
+
+def test_a_device_node_swapped_for_another_between_two_inits_moves_the_visible_gpu(nvml_lib, tmp_path):
+    # As many nodes present before as after, other ones: the second init lists the new set.
+    env = corpus.stage(corpus.Case("nodes", "h100", ()), str(tmp_path / "node"))
+    dev = tmp_path / "devroot" / "dev"
+    dev.mkdir(parents=True)
+    for minor in (0, 1):
+        (dev / f"nvidia{minor}").touch()
+    env[names.ENV_DEV_ROOT] = str(tmp_path / "devroot")
+    res = subprocess.run([sys.executable, "-c", DEVICE_NODES, str(dev / "nvidia1"), str(dev / "nvidia5")],
+                         env=clean_env(nvml_lib, env), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [[0, 1], [0, 5]]
