@@ -103,7 +103,7 @@ static int open_dir(const struct mock_overrides *o)
 
 static struct scope_files *files_of(struct mock_overrides *o, unsigned int s)
 {
-    return &o->files[s == ALL_SCOPE ? o->count : s];
+    return &o->files[s];                          /* ALL_SCOPE is the last slot */
 }
 
 /* Load scope `s` into *out (left empty when absent or ignored).

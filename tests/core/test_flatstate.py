@@ -120,6 +120,13 @@ def test_the_walk_stops_at_the_first_value_past_the_bound():
     assert values.walked == 10
 
 
+def test_an_overrides_companion_of_exactly_its_65536_bytes_is_written_and_one_more_refused():
+    # The header (kind, digest, body line) and "k <value>\n" come to 133 bytes besides the value.
+    assert len(flatstate.overrides_companion({"k": "v" * 65403}, b"doc")) == 65536
+    with pytest.raises(flatstate.CompanionError, match="more than the 65536 bytes"):
+        flatstate.overrides_companion({"k": "v" * 65404}, b"doc")
+
+
 def test_an_overrides_document_past_its_line_bound_is_refused():
     doc = {"f": {str(i): i for i in range(2049)}}
     with pytest.raises(flatstate.CompanionError, match="2049 lines, more than the 2048"):

@@ -31,3 +31,15 @@ def test_c_library_sees_what_the_corpus_says(case, nvml_lib, tmp_path):
     for index, want in case.readings.items():
         assert tuple(seen["gpus"][index]["readings"]) == want, index
     assert stderr == ""
+
+
+def test_an_index_of_two_digits_is_read_in_decimal(nvml_lib, tmp_path):
+    # Sixteen GPUs: "10" is the eleventh, "012" the thirteenth (minor numbers follow the index).
+    from mokka.agent import desired as ds
+    from mokka.core import profile as prof
+    path = tmp_path / "a100x16.yaml"
+    path.write_bytes(ds.with_num_devices(prof.read("a100")[1], 16))
+    env = corpus.stage(corpus.Case("sixteen", str(path), ()), str(tmp_path / "node"))
+    env["MOCK_NVML_VISIBLE_DEVICES"] = "10,012"
+    seen, stderr = run_probe(nvml_lib, env, "visible")
+    assert [(g["index"], g["minor"]) for g in seen["gpus"]] == [(0, 10), (1, 12)], stderr

@@ -410,6 +410,16 @@ def test_a_parameter_is_taken_up_to_2_to_the_40_either_way_and_absent_past_it(nv
     assert stderr == "" and seen["gpus"][0]["Temperature"] == reads
 
 
+def test_utilization_past_100_percent_reads_100(nvml_lib, node):
+    set_lines(_path(node, "config.nvml"), [b"gpu.0.dynamic_metrics.utilization.pattern busy",
+                                           b"gpu.0.dynamic_metrics.utilization.gpu_max 150",
+                                           b"gpu.0.dynamic_metrics.utilization.memory_max 150"])
+    for name in ("all.yaml", "all.nvml"):                   # its utilization would hide the moving one
+        os.unlink(_path(node, f"overrides/{name}"))
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["UtilizationRates"] == [100, 100]
+
+
 @pytest.mark.parametrize("lines", [[b"gpu.0.dynamic_metrics.memory.pattern idle",
                                     b"gpu.0.dynamic_metrics.memory.used_min_pct 150"],
                                    [b"gpu.0.dynamic_metrics.memory.pattern busy",
