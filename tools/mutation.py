@@ -288,23 +288,25 @@ def run_env(tree: str, caller: dict) -> dict:
     return env
 
 
-def _pytest(tree: str, tests: list[str], timeout: float, native: bool = False) -> tuple[str, float]:
+def _pytest(tree: str, tests: list[str], timeout: float, native: bool = False,
+            log: str | None = None) -> tuple[str, float]:
     """'passed', 'failed', 'timeout' or (native: the library does not build) 'stillborn',
-    and the seconds taken."""
+    and the seconds taken; ``log``: a file for pytest's output (else it is dropped)."""
     if native and not _build_library(tree):
         return "stillborn", 0.0
     env = run_env(tree, os.environ)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
            "--basetemp", os.path.join(tree, ".mutation-tmp"), *tests]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        code = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)       # the run we started, and its children
-        proc.wait()
-        return "timeout", time.monotonic() - start
+    with open(log or os.devnull, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)       # the run we started, and its children
+            proc.wait()
+            return "timeout", time.monotonic() - start
     return ("passed" if code == 0 else "failed"), time.monotonic() - start
 
 
@@ -360,9 +362,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("baseline: the mock NVML library does not build; stopping")
                 return 2
         for f in files:
-            result, took = _pytest(trees[0], TARGETS[f], timeout=600)
+            log = os.path.join(work, "baseline.log")
+            result, took = _pytest(trees[0], TARGETS[f], timeout=600, log=log)
             if result != "passed":
-                print(f"baseline: the tests of {f} do not pass unmutated ({result}); stopping")
+                with open(log, encoding="utf-8", errors="replace") as out:
+                    tail = out.read()[-3000:]
+                print(f"{tail}\nbaseline: the tests of {f} do not pass unmutated ({result}); stopping")
                 return 2
             timeouts[f] = args.timeout or max(60.0, 10 * took)
             print(f"baseline {f}: passed in {took:.1f}s", flush=True)

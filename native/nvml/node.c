@@ -210,10 +210,9 @@ static int prefix_ci(const char *s, const char *prefix)
     return 1;
 }
 
+/* `none`, `void` and any other word that is no index, MIG or GPU UUID keep no GPU. */
 static void keep_listed(struct mock_node *n, char *wanted, int keep[])
 {
-    if (strcasecmp(wanted, MOKKA_VISIBLE_NONE) == 0 || strcasecmp(wanted, MOKKA_VISIBLE_VOID) == 0)
-        return;
     if (strcasecmp(wanted, MOKKA_VISIBLE_ALL) == 0) {
         for (unsigned int i = 0; i < n->count; i++)
             keep[i] = 1;

@@ -254,6 +254,18 @@ def test_a_malformed_body_line_is_refused(flatprobe, tmp_path, body_line):
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("invalid", "companion", "malformed at line 3")
 
 
+@pytest.mark.parametrize("last, status", [(9007199254740991, "ok"), (9007199254740992, "invalid")],
+                         ids=["2^53 - 1", "2^53"])
+def test_the_last_event_number_is_taken_up_to_2_to_the_53_less_1(flatprobe, tmp_path, last, status):
+    yaml, companion = _documents(tmp_path)["events"]
+    data = open(companion, "rb").read()
+    body = b"".join(line + b"\n" for line in data.split(b"\n", 3)[3].split(b"\n")[:-1]
+                    if not line.startswith(b"last_seq "))
+    open(companion, "wb").write(restated(data, _with(b"last_seq %d" % last)(body)))
+    reason = "" if status == "ok" else "last_seq is not a sequence number up to 9007199254740991"
+    assert load(flatprobe, "events", yaml, companion)[:3] == (status, "companion" if reason else "", reason)
+
+
 def _fifo(path):
     os.mkfifo(path)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import subprocess
 import sys
 import threading
 
@@ -355,6 +356,17 @@ def test_a_topology_configmap_volume_is_read_through_its_kubelet_links(nvml_lib,
     _kubelet_layout(str(volume), _topology_files())
     env = {**node_env(node), names.ENV_TOPOLOGY_CONFIG: str(volume / names.TOPOLOGY_FILE)}
     run = answered([sys.executable, PROBE, "survey"], clean_env(nvml_lib, env))
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert run.stderr == "" and {g["Fabric"][1] for g in seen["gpus"]} == {RACK_A_CLIQUE}
+
+
+def test_a_topology_configmap_volume_named_relative_to_the_cwd_is_read_through_its_links(nvml_lib, node, tmp_path):
+    volume = tmp_path / "topology-volume"
+    volume.mkdir()
+    _kubelet_layout(str(volume), _topology_files())
+    env = {**node_env(node), names.ENV_TOPOLOGY_CONFIG: names.TOPOLOGY_FILE}
+    run = subprocess.run([sys.executable, PROBE, "survey"], env=clean_env(nvml_lib, env), cwd=volume,
+                         capture_output=True, text=True, timeout=60)
     seen = json.loads(run.stdout.splitlines()[-1])
     assert run.stderr == "" and {g["Fabric"][1] for g in seen["gpus"]} == {RACK_A_CLIQUE}
 

@@ -75,6 +75,14 @@ def test_a_list_a_gpus_document_sets_owns_every_item(nvml_lib, tmp_path):
     assert [g["SupportedMemoryClocks"] for g in gpus[:2]] == [[1593], [2619]]
 
 
+def test_an_item_of_a_list_a_gpus_document_sets_lacks_what_the_item_leaves_out(nvml_lib, tmp_path):
+    # The document's memory clock names no graphics clocks: the profile's 2619 MHz ones are not its.
+    gpus = _dump(nvml_lib, tmp_path, "h100", {0: "supported_clocks:\n  memory_clocks:\n    - freq_mhz: 2619\n"})
+    assert gpus[0]["SupportedMemoryClocks"] == [2619]
+    assert gpus[0]["SupportedGraphicsClocks"] == [[]]
+    assert len(gpus[1]["SupportedGraphicsClocks"][0]) > 0
+
+
 SERIALS = r"""
 import ctypes, json, sys
 lib = ctypes.CDLL("libnvidia-ml.so.1")

@@ -184,3 +184,67 @@ def test_a_device_node_swapped_for_another_between_two_inits_moves_the_visible_g
                          env=clean_env(nvml_lib, env), capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == [[0, 1], [0, 5]]
+
+
+FABRIC_STEPS = r"""
+import json, os, sys
+from tests.native import probe
+seen, moves = [], sys.argv[1:]
+for step in range(len(moves) // 2 + 1):
+    probe.n.nvmlInit()
+    seen.append(probe.fabric(probe.n.nvmlDeviceGetHandleByIndex(0))[1:3])
+    probe.n.nvmlShutdown()
+    if step < len(moves) // 2:
+        directory = moves[2 * step]
+        for name in os.listdir(directory):
+            os.replace(os.path.join(directory, name), os.path.join(moves[2 * step + 1], name))
+print(json.dumps(seen))
+"""
+
+
+def test_a_topology_changed_between_two_inits_gives_the_next_its_clique_then_its_domain(nvml_lib, tmp_path):
+    # worker-3's clique 7 becomes 6, then rack A's uuid ...CD becomes ...CC: one field at a time.
+    from tests.native.hostile import node_env, stage_node
+    (tmp_path / "host").mkdir()
+    config_dir = stage_node(str(tmp_path / "host"))
+    steps = []
+    for i, text in enumerate([corpus.TOPOLOGY.replace("id: 7", "id: 6"),
+                              corpus.TOPOLOGY.replace("id: 7", "id: 6").replace("0CD", "0CC")]):
+        step = tmp_path / f"step{i}"
+        step.mkdir()
+        corpus.write_topology(str(step / names.TOPOLOGY_FILE), text)
+        steps += [str(step), config_dir]
+    res = subprocess.run([sys.executable, "-c", FABRIC_STEPS, *steps], env=clean_env(nvml_lib, node_env(config_dir)),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [[7, "00000000-0000-0000-0000-0000000000cd"],
+                                      [6, "00000000-0000-0000-0000-0000000000cd"],
+                                      [6, "00000000-0000-0000-0000-0000000000cc"]]
+
+
+CONFIGS = r"""
+import ctypes, json, os, sys
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+seen = []
+for config in sys.argv[1:]:
+    os.environ["MOCK_NVML_CONFIG"] = config
+    assert lib.nvmlInit_v2() == 0
+    h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+    assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+    assert lib.nvmlDeviceGetName(h, buf, 96) == 0
+    seen.append(buf.value.decode())
+    assert lib.nvmlShutdown() == 0
+print(json.dumps(seen))
+"""
+
+
+def test_a_node_named_anew_between_two_inits_is_read_with_its_own_overrides(nvml_lib, tmp_path):
+    # Two stagings of one profile, byte-identical states: only the second's GPU 0 is renamed.
+    first = corpus.stage(corpus.Case("one", "h100", ()), str(tmp_path / "one"))[names.ENV_NVML_CONFIG]
+    second = corpus.stage(corpus.Case("two", "h100", (), overrides={0: "name: Second Node\n"}),
+                          str(tmp_path / "two"))[names.ENV_NVML_CONFIG]
+    env = {names.ENV_NVML_CONFIG: first}
+    res = subprocess.run([sys.executable, "-c", CONFIGS, first, second, first], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == ["NVIDIA H100 80GB HBM3", "Second Node", "NVIDIA H100 80GB HBM3"]
