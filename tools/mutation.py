@@ -266,14 +266,18 @@ def mutants_of(path: str) -> list[Mutant]:
 
 def _copy_tree(dest: str) -> None:
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
-        ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis", "dist", "build"))
+        ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis", "dist", "build", ".venv",
+        ".mutation-tmp"))
 
 
-def _build_library(tree: str) -> bool:
-    """Rebuild the copy's mock NVML library for this machine (where its tests load it)."""
+def _build_library(tree: str, why: list | None = None) -> bool:
+    """Rebuild the copy's mock NVML library for this machine (where its tests load it);
+    ``why`` gets the compiler's output of a failed build."""
     done = subprocess.run([sys.executable, os.path.join(tree, "native", "build.py"), "-q", "--lib", "nvml",
                            "--arch", os.uname().machine, "--out", os.path.join(tree, "build", "native")],
-                          cwd=tree, capture_output=True)
+                          cwd=tree, capture_output=True, text=True)
+    if done.returncode != 0 and why is not None:
+        why.append((done.stdout + done.stderr)[-3000:])
     return done.returncode == 0
 
 
@@ -358,8 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         # Baselines: every file's tests must pass on the unmutated copy.
         timeouts = {}
         for t in trees:
-            if any(f.endswith(".c") for f in files) and not _build_library(t):
-                print("baseline: the mock NVML library does not build; stopping")
+            why: list = []
+            if any(f.endswith(".c") for f in files) and not _build_library(t, why):
+                print(f"{why[0]}\nbaseline: the mock NVML library does not build; stopping")
                 return 2
         for f in files:
             log = os.path.join(work, "baseline.log")

@@ -110,13 +110,15 @@ class _Watched(list):
             yield item
 
 
-def test_the_walk_stops_at_the_first_value_past_the_bound():
+@pytest.mark.parametrize("most", [9_058, 10_062])
+def test_the_walk_stops_at_the_first_value_past_the_bound(most):
     """Each line counts its key, its value, a space and a newline: ``k.N`` and a
-    1,000-byte value take 1,005 bytes, so after the 13 of ``k.len 100000`` the tenth
-    item is the one past 10,000, and the 99,990 after it are never walked."""
+    1,000-byte value take 1,005 bytes, so after the 13 of ``k.len 100000`` nine items
+    come to 9,058 bytes and ten to 10,063: the tenth is the first past either bound,
+    and the 99,990 after it are never walked."""
     values = _Watched(["v" * 1000] * 100_000)
     with pytest.raises(flatstate.CompanionError):
-        flatstate.flatten({"k": values}, most_bytes=10_000)
+        flatstate.flatten({"k": values}, most_bytes=most)
     assert values.walked == 10
 
 
