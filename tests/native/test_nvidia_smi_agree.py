@@ -105,6 +105,7 @@ H100_4 = "GPU-01000100-0000-0000-0000-000000000004"
     (LOST, ["-r", "-i", "3"]),
     (None, ["-i", "9", "-q"]),
     (None, ["-i", "9", "--query-gpu=index", "--format=csv"]),
+    (None, ["-i", "8", "--query-gpu=index", "--format=csv"]),
     (None, ["-i", "x", "-q"]),
     (None, ["-i", "-1", "-q"]),
     (None, ["-i", "0", "-L"]),

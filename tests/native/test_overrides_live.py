@@ -61,6 +61,18 @@ def test_override_written_while_running_is_seen_within_a_second(nvml_lib, tmp_pa
         assert proc.stderr.read() == ""
 
 
+def test_the_document_of_every_gpu_rewritten_alone_while_running_is_seen(nvml_lib, tmp_path):
+    with watching(nvml_lib, tmp_path, "h100", {None: "name: First For All\n"}, "1", "Second For All") as (
+            config_dir, lines, proc):
+        _, ready = lines.get(timeout=30)
+        assert ready == ["ready", "First For All"]
+        corpus.write_overrides(config_dir, {None: "name: Second For All\n"})
+        _, line = lines.get(timeout=5)
+        assert line == ["name", "Second For All"]
+        proc.wait(timeout=30)
+        assert proc.returncode == 0 and proc.stderr.read() == ""
+
+
 def test_removing_the_document_restores_the_profile(nvml_lib, tmp_path):
     with watching(nvml_lib, tmp_path, "a100", {0: "name: Overridden\n"},
                   "0", "NVIDIA A100-SXM4-40GB") as (config_dir, lines, proc):
