@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from mokka.agent import desired as ds
+from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import run_probe
 
@@ -35,8 +37,6 @@ def test_c_library_sees_what_the_corpus_says(case, nvml_lib, tmp_path):
 
 def test_an_index_of_two_digits_is_read_in_decimal(nvml_lib, tmp_path):
     # Sixteen GPUs: "10" is the eleventh, "012" the thirteenth (minor numbers follow the index).
-    from mokka.agent import desired as ds
-    from mokka.core import profile as prof
     path = tmp_path / "a100x16.yaml"
     path.write_bytes(ds.with_num_devices(prof.read("a100")[1], 16))
     env = corpus.stage(corpus.Case("sixteen", str(path), ()), str(tmp_path / "node"))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from mokka.core import flatstate, names, xid
+from mokka.core import flatstate, names, xid, yamlio
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.flatprobe import batch, flatprobe, load  # noqa: F401 (fixture)
@@ -30,7 +30,6 @@ def _documents(tmp_path) -> dict:
     state_env = corpus.stage(corpus.Case("fmt", "h100", ()), str(tmp_path / "node"))
     config = state_env[names.ENV_NVML_CONFIG]
     over = b"name: Overridden\nthermal: {temperature_gpu_c: 77}\nlst: ['a\\b', \"c\\nd\"]\n"
-    from mokka.core import yamlio
     events, _, last = xid.next_events([], [xid.Injection(2, "GPU-2", "0000:4A:00.0", 48)])
     text, companion = xid.render(events, last)
     topo = corpus.TOPOLOGY.encode()
@@ -190,7 +189,6 @@ def test_a_document_with_no_values_is_an_empty_body_and_taken(flatprobe, tmp_pat
 
 @pytest.mark.parametrize("text", [b"a: 1\n", b"1"], ids=["a short document", "one byte"])
 def test_every_byte_of_a_short_yaml_is_in_its_digest(flatprobe, tmp_path, text):
-    from mokka.core import yamlio
     yaml, companion = _pair(tmp_path, "gpu0", text, flatstate.overrides_companion(yamlio.safe_load(text), text))
     assert load(flatprobe, "overrides", yaml, companion)[:3] == ("ok", "", "")
     open(yaml, "wb").write(text[:-1] + b"2")                 # the last byte changed: another document

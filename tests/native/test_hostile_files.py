@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -290,6 +291,16 @@ def test_a_companion_linked_to_a_good_copy_elsewhere_is_refused(nvml_lib, node, 
     os.symlink(tmp_path / "copy.nvml", companion)
     seen, stderr = survey(nvml_lib, node)
     assert seen == {"init": DRIVER_NOT_LOADED} and "(" + companion + ": a symbolic link, not followed)" in stderr
+
+
+def test_a_file_in_place_of_the_overrides_directory_is_ignored_and_named_as_no_directory(nvml_lib, node):
+    shutil.rmtree(_path(node, "overrides"))
+    with open(_path(node, "overrides"), "w") as f:
+        f.write("name: From A File\n")
+    seen, stderr = survey(nvml_lib, node)
+    assert seen["gpus"][1]["Name"] == PROFILE_NAME
+    assert stderr == (f"mock NVML: ignoring overrides {node}/overrides: not a directory "
+                      "(it holds all.yaml and gpu<N>.yaml)\n")
 
 
 def test_an_overrides_directory_linked_elsewhere_is_ignored_and_never_reset_through(nvml_lib, node, tmp_path):

@@ -16,6 +16,7 @@ from mokka.core import profile as prof
 from tests.corpus import dynamic_cases
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import clean_env, start_probe
+from tests.native.hostile import node_env, stage_node
 
 
 @contextlib.contextmanager
@@ -216,7 +217,6 @@ print(json.dumps(seen))
 
 def test_a_topology_changed_between_two_inits_gives_the_next_its_clique_then_its_domain(nvml_lib, tmp_path):
     # worker-3's clique 7 becomes 6, then rack A's uuid ...CD becomes ...CC: one field at a time.
-    from tests.native.hostile import node_env, stage_node
     (tmp_path / "host").mkdir()
     config_dir = stage_node(str(tmp_path / "host"))
     steps = []
