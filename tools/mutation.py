@@ -270,15 +270,17 @@ def _copy_tree(dest: str) -> None:
         ".mutation-tmp"))
 
 
-def _build_library(tree: str, why: list | None = None) -> bool:
+def _build_out(tree: str) -> str:
+    return os.path.join(tree, "build", "native")
+
+
+def _build_library(tree: str) -> str | None:
     """Rebuild the copy's mock NVML library for this machine (where its tests load it);
-    ``why`` gets the compiler's output of a failed build."""
+    None when it built, else the end of the build's output."""
     done = subprocess.run([sys.executable, os.path.join(tree, "native", "build.py"), "-q", "--lib", "nvml",
-                           "--arch", os.uname().machine, "--out", os.path.join(tree, "build", "native")],
+                           "--arch", os.uname().machine, "--out", _build_out(tree)],
                           cwd=tree, capture_output=True, text=True)
-    if done.returncode != 0 and why is not None:
-        why.append((done.stdout + done.stderr)[-3000:])
-    return done.returncode == 0
+    return None if done.returncode == 0 else (done.stdout + done.stderr)[-3000:]
 
 
 def run_env(tree: str, caller: dict) -> dict:
@@ -288,7 +290,7 @@ def run_env(tree: str, caller: dict) -> dict:
     native tests at the unmutated work tree's build, and every C mutant would survive."""
     env = {k: v for k, v in caller.items() if not k.startswith("MOKKA_NVML_")}
     env.update(PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-               MOKKA_NVML_LIB_DIR=os.path.join(tree, "build", "native", os.uname().machine))
+               MOKKA_NVML_LIB_DIR=os.path.join(_build_out(tree), os.uname().machine))
     return env
 
 
@@ -296,7 +298,7 @@ def _pytest(tree: str, tests: list[str], timeout: float, native: bool = False,
             log: str | None = None) -> tuple[str, float]:
     """'passed', 'failed', 'timeout' or (native: the library does not build) 'stillborn',
     and the seconds taken; ``log``: a file for pytest's output (else it is dropped)."""
-    if native and not _build_library(tree):
+    if native and _build_library(tree) is not None:
         return "stillborn", 0.0
     env = run_env(tree, os.environ)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
@@ -362,9 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         # Baselines: every file's tests must pass on the unmutated copy.
         timeouts = {}
         for t in trees:
-            why: list = []
-            if any(f.endswith(".c") for f in files) and not _build_library(t, why):
-                print(f"{why[0]}\nbaseline: the mock NVML library does not build; stopping")
+            failed = _build_library(t) if any(f.endswith(".c") for f in files) else None
+            if failed is not None:
+                print(f"{failed}\nbaseline: the mock NVML library does not build; stopping")
                 return 2
         for f in files:
             log = os.path.join(work, "baseline.log")

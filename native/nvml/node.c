@@ -241,7 +241,7 @@ static void keep_listed(struct mock_node *n, char *wanted, int keep[])
 void node_dev_path(char *out, size_t size, const char *name)
 {
     const char *root = getenv(MOKKA_ENV_DEV_ROOT);  /* unset or empty: the host's /dev */
-    snprintf(out, size, "%s%s/%s", root ? root : "", MOKKA_CONTAINER_DEV_DIR, name);   /* "r/" + "/dev": "r//dev" */
+    snprintf(out, size, "%s%s/%s", root ? root : "", MOKKA_CONTAINER_DEV_DIR, name);  /* "root/" gives "root//dev": one directory */
 }
 
 static void keep_present_nodes(struct mock_node *n, int keep[])

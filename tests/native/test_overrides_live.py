@@ -139,17 +139,24 @@ def test_a_profile_recompiled_between_two_inits_is_what_the_second_sees(nvml_lib
     assert json.loads(res.stdout) == ["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM4"]
 
 
-CLOCKS = r"""
+ENV_STEPS = r"""
 import ctypes, json, os, sys
 lib = ctypes.CDLL("libnvidia-ml.so.1")
+variable, reading, values = sys.argv[1], sys.argv[2], sys.argv[3:]
 seen = []
-for clock in sys.argv[1:]:
-    os.environ["MOCK_NVML_CLOCK"] = clock
+for value in values:                           # one nvmlInit per value of the variable
+    os.environ[variable] = value
     assert lib.nvmlInit_v2() == 0
-    h, t = ctypes.c_void_p(), ctypes.c_uint()
+    h = ctypes.c_void_p()
     assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
-    assert lib.nvmlDeviceGetTemperature(h, 0, ctypes.byref(t)) == 0
-    seen.append(t.value)
+    if reading == "temperature":
+        t = ctypes.c_uint()
+        assert lib.nvmlDeviceGetTemperature(h, 0, ctypes.byref(t)) == 0
+        seen.append(t.value)
+    else:
+        buf = ctypes.create_string_buffer(96)
+        assert lib.nvmlDeviceGetName(h, buf, 96) == 0
+        seen.append(buf.value.decode())
     assert lib.nvmlShutdown() == 0
 print(json.dumps(seen))
 """
@@ -158,7 +165,8 @@ print(json.dumps(seen))
 def test_a_second_pinned_anew_between_two_inits_is_the_one_read(nvml_lib, tmp_path):
     # The chart baseline's GPU 0: 69 C at t=60, 55 C at t=15 (tests/corpus/dynamic_cases.py).
     env = dynamic_cases.stage(dynamic_cases.VECTORS[1], str(tmp_path))
-    res = subprocess.run([sys.executable, "-c", CLOCKS, "60", "15", "60"], env=clean_env(nvml_lib, env),
+    res = subprocess.run([sys.executable, "-c", ENV_STEPS, names.ENV_NVML_CLOCK, "temperature", "60", "15", "60"],
+                         env=clean_env(nvml_lib, env),
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == [69, 55, 69]
@@ -234,29 +242,14 @@ def test_a_topology_changed_between_two_inits_gives_the_next_its_clique_then_its
                                       [6, "00000000-0000-0000-0000-0000000000cc"]]
 
 
-CONFIGS = r"""
-import ctypes, json, os, sys
-lib = ctypes.CDLL("libnvidia-ml.so.1")
-seen = []
-for config in sys.argv[1:]:
-    os.environ["MOCK_NVML_CONFIG"] = config
-    assert lib.nvmlInit_v2() == 0
-    h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
-    assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
-    assert lib.nvmlDeviceGetName(h, buf, 96) == 0
-    seen.append(buf.value.decode())
-    assert lib.nvmlShutdown() == 0
-print(json.dumps(seen))
-"""
-
-
 def test_a_node_named_anew_between_two_inits_is_read_with_its_own_overrides(nvml_lib, tmp_path):
     # Two stagings of one profile, byte-identical states: only the second's GPU 0 is renamed.
     first = corpus.stage(corpus.Case("one", "h100", ()), str(tmp_path / "one"))[names.ENV_NVML_CONFIG]
     second = corpus.stage(corpus.Case("two", "h100", (), overrides={0: "name: Second Node\n"}),
                           str(tmp_path / "two"))[names.ENV_NVML_CONFIG]
     env = {names.ENV_NVML_CONFIG: first}
-    res = subprocess.run([sys.executable, "-c", CONFIGS, first, second, first], env=clean_env(nvml_lib, env),
+    res = subprocess.run([sys.executable, "-c", ENV_STEPS, names.ENV_NVML_CONFIG, "name", first, second, first],
+                         env=clean_env(nvml_lib, env),
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == ["NVIDIA H100 80GB HBM3", "Second Node", "NVIDIA H100 80GB HBM3"]
