@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from mokka.agent.manifest import Manifest
-from mokka.core.fsutil import FAULT, atomic_symlink, atomic_write
+from mokka.core.fsutil import FAULT, atomic_link, atomic_symlink, atomic_write
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,16 @@ class HostFS:
 
     # --- converge ----------------------------------------------------------
     def converge(self, owner: str, tree: dict[str, Entry], extra: Iterable[str] = (),
-                 writer: Callable[[], object] | None = None) -> int:
-        """Make ``owner``'s paths exactly ``tree`` plus ``extra`` (written by ``writer``)."""
+                 writer: Callable[[], object] | None = None, share_inodes: bool = False) -> int:
+        """Make ``owner``'s paths exactly ``tree`` plus ``extra`` (written by ``writer``).
+
+        ``share_inodes``: for a tree no workload can write (outside the node's config
+        directories, which containers get writable), each set of read-only files with
+        the same bytes and mode is one inode of many names. A node's sysfs trees are
+        thousands of such files (every HCA's 21 zero counters), and on a disk a new
+        inode costs many times a new name. The agent changes a file by renaming a new
+        one over it, which gives that path an inode of its own.
+        """
         planned = set(tree) | set(extra)
         for path in planned:
             if not self.manifest.owned(path):
@@ -71,7 +79,8 @@ class HostFS:
         self.manifest.intend(owner, planned, dirs)
         for d in sorted(dirs):                # parents first; recorded before they are made
             os.makedirs(d, exist_ok=True)
-        changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry))
+        names: dict[tuple[bytes, int], str] | None = {} if share_inodes else None
+        changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry, names))
         if writer is not None:
             writer()
         stale = self.manifest.paths(owner) - planned
@@ -167,19 +176,26 @@ class HostFS:
         return dropped
 
     # --- single entries ----------------------------------------------------
-    def write(self, path: str, entry: Entry) -> bool:
+    def write(self, path: str, entry: Entry, names: dict[tuple[bytes, int], str] | None = None) -> bool:
         """Put ``entry`` at ``path``, whatever is there: a rename replaces a link, a FIFO or
         a device without following or opening it; a directory (a workload can make one in
-        driver/config) is removed first, as rename cannot replace it."""
+        driver/config) is removed first, as rename cannot replace it.
+        With ``names`` (read-only content -> the first path written with it, one
+        converge's), a read-only file becomes another name of that path's file.
+        """
         try:
-            return self._write(path, entry)
+            return self._write(path, entry, names)
         except IsADirectoryError:
             remove_tree_quiet(path)
             self._log.warning("removed a directory where the staged tree keeps a file", path=path)
-            return self._write(path, entry)
+            return self._write(path, entry, names)
 
-    def _write(self, path: str, entry: Entry) -> bool:
+    def _write(self, path: str, entry: Entry, names: dict[tuple[bytes, int], str] | None) -> bool:
         if isinstance(entry, File):
+            if names is not None and not entry.mode & 0o222:
+                first = names.setdefault((entry.data, entry.mode), path)
+                if first != path:
+                    return atomic_link(first, path, entry.data, entry.mode, sync=False)
             return atomic_write(path, entry.data, entry.mode, sync=False)   # rebuilt at each start
         if isinstance(entry, Link):
             return atomic_symlink(entry.target, path)

@@ -62,13 +62,8 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
     """
     if isinstance(data, str):
         data = data.encode()
-    try:
-        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
-        if stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data) \
-                and read_bounded(path, len(data), follow=False, dir_fd=dir_fd) == data:
-            return False
-    except (OSError, ReadRefused):           # swapped for a link, a FIFO...: written anew
-        pass
+    if _holds(path, data, mode, dir_fd):
+        return False
     directory = "." if dir_fd is not None else (os.path.dirname(path) or ".")
     try:
         fd, tmp = _new_temp(directory, dir_fd)
@@ -98,6 +93,42 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
             os.unlink(tmp, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
+        raise
+    return True
+
+
+def _holds(path: str, data: bytes, mode: int, dir_fd: int | None = None) -> bool:
+    """Whether ``path`` is a regular file holding exactly ``data`` with ``mode``."""
+    try:
+        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        return stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data) \
+            and read_bounded(path, len(data), follow=False, dir_fd=dir_fd) == data
+    except (OSError, ReadRefused):           # swapped for a link, a FIFO...: written anew
+        return False
+
+
+def atomic_link(source: str, path: str, data: bytes, mode: int, sync: bool = True) -> bool:
+    """Make ``path`` another name of ``source``, a file that holds ``data`` with ``mode``.
+
+    Returns False when ``path`` already holds exactly that. A new name costs the disk
+    a directory entry, where a new file costs it an inode as well. Only for files
+    nobody writes in place: a write through one name shows through all of them. Where
+    the file system will not link (another mount, its link limit), ``path`` gets a file
+    of its own, as ``atomic_write(path, data, mode, sync)`` writes it.
+    """
+    if _holds(path, data, mode):
+        return False
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.urandom(6).hex()}.tmp")
+    try:
+        os.link(source, tmp, follow_symlinks=False)
+    except OSError:
+        return atomic_write(path, data, mode, sync=sync)
+    try:
+        FAULT.tick()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
     return True
 

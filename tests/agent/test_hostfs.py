@@ -89,3 +89,45 @@ def test_sweep_empties_only_directories_the_agent_made_and_follows_no_link(tmp_p
     assert os.listdir(made) == []
     assert os.listdir(tmp_path / "ov" / "hosts") == ["theirs"]                   # not agent-made
     assert sorted(os.listdir(outside)) == ["d", "f"] and (outside / "f").read_text() == "kept"
+
+
+def test_read_only_files_of_equal_bytes_share_one_inode_and_part_when_one_changes(tmp_path):
+    fs = fs_at(tmp_path)
+    counters = [str(tmp_path / "ov" / "ib" / f"mlx5_{i}" / "symbol_error") for i in range(3)]
+    writable = [str(tmp_path / "ov" / "dev" / f"umad{i}") for i in range(2)]
+    tree = {p: File(b"0\n", 0o444) for p in counters}
+    tree.update({p: File(b"", 0o666) for p in writable})
+    tree[str(tmp_path / "ov" / "ib" / "mlx5_0" / "lid")] = File(b"0x1\n", 0o444)
+    fs.converge("o", tree, share_inodes=True)
+    assert len({os.stat(p).st_ino for p in counters}) == 1
+    assert os.stat(counters[0]).st_nlink == 3
+    assert len({os.stat(p).st_ino for p in writable}) == 2       # a write bit: a file each
+    assert all(stat.S_IMODE(os.stat(p).st_mode) == 0o444 for p in counters)
+    assert fs.converge("o", tree, share_inodes=True) == 0         # converged: nothing rewritten
+
+    tree[counters[1]] = File(b"7\n", 0o444)
+    assert fs.converge("o", tree, share_inodes=True) == 1
+    assert [open(p, "rb").read() for p in counters] == [b"0\n", b"7\n", b"0\n"]
+    assert os.stat(counters[0]).st_ino == os.stat(counters[2]).st_ino != os.stat(counters[1]).st_ino
+    assert not [n for n in os.listdir(tmp_path / "ov" / "ib" / "mlx5_1") if n.startswith(".")]
+
+    fs.remove_owner("o")
+    assert sorted(os.listdir(tmp_path / "ov")) == ["m.json"]
+
+
+def test_a_path_that_held_other_bytes_is_replaced_by_a_link_to_the_shared_file(tmp_path):
+    fs = fs_at(tmp_path)
+    a, b = str(tmp_path / "ov" / "a"), str(tmp_path / "ov" / "b")
+    fs.converge("o", {a: File(b"1\n", 0o444), b: File(b"2\n", 0o444)}, share_inodes=True)
+    os.chmod(b, 0o644)
+    with open(b, "wb") as f:
+        f.write(b"tampered")                                    # root on a bare host
+    assert fs.converge("o", {a: File(b"1\n", 0o444), b: File(b"1\n", 0o444)}, share_inodes=True) == 1
+    assert open(b, "rb").read() == b"1\n" and os.stat(a).st_ino == os.stat(b).st_ino
+
+
+def test_a_tree_converged_without_sharing_keeps_an_inode_per_file(tmp_path):
+    fs = fs_at(tmp_path)
+    paths = [str(tmp_path / "ov" / "config" / f"f{i}") for i in range(2)]
+    fs.converge("o", {p: File(b"0\n", 0o444) for p in paths})
+    assert os.stat(paths[0]).st_ino != os.stat(paths[1]).st_ino

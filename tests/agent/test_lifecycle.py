@@ -34,6 +34,24 @@ def test_once_then_teardown_leaves_the_root_as_found(scratch):
     assert after == before, diff(before, after)
 
 
+def test_a_nodes_sysfs_files_of_equal_bytes_are_one_inode_each_set(scratch):
+    root, _, _ = scratch
+    assert run_agent(root, "--once", "--profile", "h100").returncode == 0
+    ov = host_overlay(root)
+    hcas = os.path.join(ov.ib, "sys/class/infiniband")
+    counters = [os.stat(os.path.join(hcas, f"mlx5_{i}/ports/1/counters/{name}"))
+                for i in (0, 7) for name in ("symbol_error", "port_xmit_data")]
+    # Each of 8 HCAs: 21 counters, sm_sl and lid_mask_count, all "0".
+    assert len({st.st_ino for st in counters}) == 1 and counters[0].st_nlink == 8 * 23
+    guids = {os.stat(os.path.join(hcas, f"mlx5_{i}/node_guid")).st_ino for i in range(8)}
+    assert len(guids) == 8                                      # other bytes: a file each
+    bus = os.path.join(ov.sys, "bus/pci/devices")
+    vendors = {os.stat(os.path.join(bus, bdf, "vendor")).st_ino for bdf in os.listdir(bus)}
+    assert len(os.listdir(bus)) == 8 and len(vendors) == 1
+    with open(os.path.join(hcas, "mlx5_7/ports/1/counters/symbol_error")) as f:
+        assert f.read() == "0\n"
+
+
 def test_files_the_host_already_had_are_restored_at_teardown(scratch):
     """A real toolkit's CDI spec and an operator's NFD feature file at the paths
     the agent publishes: moved aside while the agent owns the paths, put back after."""

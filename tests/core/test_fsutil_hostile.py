@@ -113,3 +113,27 @@ def test_a_held_directory_lock_is_waited_for_within_the_bound_and_names_its_hold
         assert [e.pid for e in seen] == [str(holder.pid)]
     with fsutil.dir_locked_or_not(os.path.join(directory, "x.yaml"), 0.1, seen.append) as held:
         assert held is True
+
+
+def test_atomic_link_writes_a_file_of_its_own_where_the_file_system_will_not_link(tmp_path, monkeypatch):
+    source, path = str(tmp_path / "source"), str(tmp_path / "path")
+    fsutil.atomic_write(source, b"0\n", 0o444)
+
+    def cross_device(*args, **kwargs):
+        raise OSError(18, "Invalid cross-device link")
+    monkeypatch.setattr(os, "link", cross_device)
+    assert fsutil.atomic_link(source, path, b"0\n", 0o444) is True
+    st = os.stat(path)
+    assert open(path, "rb").read() == b"0\n" and stat.S_IMODE(st.st_mode) == 0o444
+    assert st.st_ino != os.stat(source).st_ino
+    assert sorted(os.listdir(tmp_path)) == ["path", "source"]
+
+
+def test_atomic_link_replaces_a_link_in_its_place_without_writing_through_it(tmp_path):
+    source, path, victim = (str(tmp_path / n) for n in ("source", "path", "victim"))
+    fsutil.atomic_write(source, b"0\n", 0o444)
+    fsutil.atomic_write(victim, b"keep", 0o644)
+    os.symlink(victim, path)
+    assert fsutil.atomic_link(source, path, b"0\n", 0o444) is True
+    assert not os.path.islink(path) and os.stat(path).st_ino == os.stat(source).st_ino
+    assert open(victim, "rb").read() == b"keep"

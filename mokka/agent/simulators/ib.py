@@ -128,7 +128,7 @@ class Ib:
         self._readiness = Readiness()
 
     def stage(self, desired: Desired) -> None:
-        self.host.fs.converge(OWNER, {**tree(desired, self.host), **native_tree(self.host)})
+        self.host.fs.converge(OWNER, {**tree(desired, self.host), **native_tree(self.host)}, share_inodes=True)
         os.makedirs(self.host.overlay.ib, exist_ok=True)   # IB-off: an empty ib/
         self._readiness.ok()
 

@@ -68,7 +68,7 @@ class PciBus:
         self._nfd = host.path(names.NFD_FEATURE_FILE)
 
     def stage(self, desired: Desired) -> None:
-        self.host.fs.converge(OWNER, tree(desired, self.host))
+        self.host.fs.converge(OWNER, tree(desired, self.host), share_inodes=True)
         self._readiness.ok()
 
     def apply(self, desired: Desired) -> None:
