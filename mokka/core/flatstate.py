@@ -59,9 +59,9 @@ class CompanionError(ValueError):
 
 def companion_path(yaml_path: str) -> str:
     """``…/config.yaml`` -> ``…/config.nvml`` (any suffix after the last dot)."""
-    head, dot, _ = yaml_path.rpartition(".")
+    head, _, _ = yaml_path.rpartition(".")       # no dot: head is ""
     slash = yaml_path.rfind("/")
-    base = head if dot and len(head) > slash + 1 else yaml_path
+    base = head if len(head) > slash + 1 else yaml_path
     return base + names.NVML_COMPANION_SUFFIX
 
 

@@ -49,18 +49,16 @@ static int layer_lookup(const struct flat *f, const char *prefix, const char *ke
     return MISS;
 }
 
-/* What this process derived: a moving reading (dynamic.c), the resolved fabric. */
+/* What this process derived: a moving reading (dynamic.c), the topology's fabric identity. */
 static const char *derived(const struct mock_gpu *g, const char *key, char *buf, size_t size)
 {
     if (dynamic_reading(g, key, buf, size))
         return buf;
-    if (!g->has_fabric)
+    if (!g->topology)                             /* only a GPU with a fabric block has one */
         return NULL;
-    if (strcmp(key, K_FABRIC_STATE) == 0)
-        return g->fabric_state;
-    if (g->topology && strcmp(key, K_FABRIC_CLUSTER_UUID) == 0)
+    if (strcmp(key, K_FABRIC_CLUSTER_UUID) == 0)
         return g->cluster_uuid;
-    if (g->topology && strcmp(key, K_FABRIC_CLIQUE_ID) == 0)
+    if (strcmp(key, K_FABRIC_CLIQUE_ID) == 0)
         return g->clique_id;
     return NULL;
 }
@@ -177,9 +175,8 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix)
 unsigned int gpu_list_len(const struct mock_gpu *g, const char *key)
 {
     char k[MOCK_VALUE_MAX];
-    unsigned long long n = 0;
+    unsigned long long n = 0;                     /* absent: none */
     snprintf(k, sizeof k, "%s%s", key, LEN_SUFFIX);
-    if (!gpu_u64(g, k, &n) || n > UINT_MAX)       /* every layer holds it to its bound (kinds.c) */
-        return 0;
+    gpu_u64(g, k, &n);                            /* every layer holds it to its bound (kinds.c) */
     return (unsigned int)n;
 }

@@ -41,7 +41,6 @@ struct mock_gpu {
     unsigned int index;                /* visible index, renumbered from 0 */
     char base[24];                     /* "gpu.<phys>." */
     int has_fabric;                    /* the state gives it a fabric block */
-    char fabric_state[24];             /* resolved: auto -> completed / in_progress */
     int topology;                      /* the topology document named this node */
     char cluster_uuid[64];
     char clique_id[24];

@@ -156,24 +156,6 @@ const char *node_fabric_auto(const struct mock_node *n)
     return n->fabric_ready ? MOKKA_FABRIC_STATE_COMPLETED : MOKKA_FABRIC_STATE_IN_PROGRESS;
 }
 
-static void resolve_fabric(struct mock_node *n)
-{
-    n->fabric_ready = fabric_ready(n);
-    for (unsigned int i = 0; i < n->count; i++) {
-        struct mock_gpu *g = &n->gpus[i];
-        if (!g->has_fabric)
-            continue;
-        const char *state = base_get(n, g, K_FABRIC_STATE);
-        char low[sizeof g->fabric_state];
-        snprintf(low, sizeof low, "%s", state && *state ? state : MOKKA_FABRIC_STATE_DEFAULT);
-        for (char *p = low; *p; p++)
-            *p = (char)tolower((unsigned char)*p);
-        if (strcmp(low, MOKKA_FABRIC_STATE_AUTO) == 0)
-            snprintf(low, sizeof low, "%s", node_fabric_auto(n));
-        memcpy(g->fabric_state, low, sizeof low);
-    }
-}
-
 /* --- visibility: MOCK_NVML_VISIBLE_DEVICES, else the /dev/nvidiaN present --- */
 
 static int py_space(int c)
@@ -315,7 +297,7 @@ nvmlReturn_t node_build(struct mock_node **out)
         g->has_fabric = flat_has_prefix(&n->state, fabric);
     }
     apply_topology(n);
-    resolve_fabric(n);
+    n->fabric_ready = fabric_ready(n);
     dynamic_read_clock(n);
     config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
     if (!(n->mig = mig_node_open(n))) {
@@ -339,8 +321,8 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         return 0;
     for (unsigned int i = 0; i < a->count; i++) {
         const struct mock_gpu *x = &a->gpus[i], *y = &b->gpus[i];
-        if (x->topology != y->topology || strcmp(x->fabric_state, y->fabric_state) != 0 ||
-            strcmp(x->cluster_uuid, y->cluster_uuid) != 0 || strcmp(x->clique_id, y->clique_id) != 0)
+        if (x->topology != y->topology || strcmp(x->cluster_uuid, y->cluster_uuid) != 0 ||
+            strcmp(x->clique_id, y->clique_id) != 0)
             return 0;
     }
     return 1;

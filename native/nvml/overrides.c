@@ -43,6 +43,7 @@ struct scope_files {
     struct file_id seen_yaml, seen_nvml;
     struct file_id bad_yaml, bad_nvml;     /* the mismatching pair being waited on */
     long long mismatch_since_ms;
+    struct file_id named_yaml, named_nvml; /* the pair last named unusable: not waited on again */
 };
 
 struct mock_overrides {
@@ -125,9 +126,9 @@ static enum scope_result load_scope(struct mock_overrides *o, int dirfd, unsigne
              * than its companion was edited by hand. Anything else wrong with a
              * file is no write in flight: reported at once. */
             int in_flight = st == FLAT_MISSING || st == FLAT_STALE;
-            int wait = in_flight && (!first || (c.present && c.mtime_ns >= y.mtime_ns));
-            if (wait && (sf->mismatch_since_ms == 0 || !file_id_same(&y, &sf->bad_yaml) ||
-                         !file_id_same(&c, &sf->bad_nvml))) {
+            int named = file_id_same(&y, &sf->named_yaml) && file_id_same(&c, &sf->named_nvml);
+            int wait = in_flight && !named && (!first || (c.present && c.mtime_ns >= y.mtime_ns));
+            if (wait && (!file_id_same(&y, &sf->bad_yaml) || !file_id_same(&c, &sf->bad_nvml))) {
                 sf->bad_yaml = y;                 /* a new pair: the writer may be between renames */
                 sf->bad_nvml = c;
                 sf->mismatch_since_ms = now;
@@ -137,9 +138,10 @@ static enum scope_result load_scope(struct mock_overrides *o, int dirfd, unsigne
                 return SCOPE_PENDING;
             why.file = why.file == p.yaml_name ? p.yaml : p.nvml;
             mock_say_unusable("overrides", p.yaml, &why, 1);
+            sf->named_yaml = y;
+            sf->named_nvml = c;
         }
     }
-    sf->mismatch_since_ms = 0;
     sf->seen_yaml = y;
     sf->seen_nvml = c;
     return SCOPE_READY;

@@ -99,6 +99,9 @@ def test_the_cuda_driver_and_its_records_come_only_with_the_nvml_library_it_read
     edits = cdi.toolkit_edits(host_overlay("/"), nvml_library_staged=nvml, cuda_library_staged=cuda)
     paths = [m["containerPath"] for m in edits["mounts"]]
     assert [p for p in paths if "lib" in p.split("/")[-1] or p.endswith("/processes")] == mounted
+    # A CUDA process records itself: the one writable mount, the rest read-only.
+    writable = [m["containerPath"] for m in edits["mounts"] if "rw" in m["options"]]
+    assert writable == (["/etc/nvml-mock/processes"] if nvml and cuda else [])
 
 
 def test_render_cdi_out_writes_both_files(tmp_path):

@@ -89,19 +89,20 @@ def test_without_any_uuid_they_derive_from_the_first_gpus_name():
 
 # --- root complexes ---------------------------------------------------------------
 
+#: The GPUs are 3b, 86, af and d8: listed two by two, not as round-robin would place them.
 TWO_ROOTS = [
     {"id": "pci0000:00", "numa_node": 0, "cpu_affinity": "0-39",
-     "devices": ["0000:3B:00.0", "0000:AF:00.0"]},
+     "devices": ["0000:3B:00.0", "0000:86:00.0"]},
     {"id": "pci0000:80", "numa_node": 1, "cpu_affinity": "40-79",
-     "devices": ["0000:86:00.0", "0000:D8:00.0"]},
+     "devices": ["0000:AF:00.0", "0000:D8:00.0"]},
 ]
 
 
 def test_gpus_sit_under_the_root_complex_that_lists_them():
     state = compiled(lambda doc: set_in(doc, "pcie_topology.root_complexes", TWO_ROOTS))
     assert [(g["root_complex"], g["numa_node"], g["cpu_affinity"]) for g in state["gpus"]] == [
-        ("pci0000:00", 0, "0-39"), ("pci0000:80", 1, "40-79"),
-        ("pci0000:00", 0, "0-39"), ("pci0000:80", 1, "40-79")]
+        ("pci0000:00", 0, "0-39"), ("pci0000:00", 0, "0-39"),
+        ("pci0000:80", 1, "40-79"), ("pci0000:80", 1, "40-79")]
     assert state["pcie_topology"]["cores_per_numa"] == 40
 
 
