@@ -294,8 +294,7 @@ int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t
         long long v = reading_of(g, moving[i].reading, seed, t, &ok);
         if (!ok)
             return 0;
-        int n = snprintf(out, size, "%lld", v);
-        return n > 0 && (size_t)n < size;
+        return (size_t)snprintf(out, size, "%lld", v) < size;
     }
     return 0;
 }

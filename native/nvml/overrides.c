@@ -170,7 +170,6 @@ static void reload(struct mock_overrides *o, long long now, int first)
         return;
     }
     l->refs = 1;
-    int any = 0;
     for (unsigned int s = 0; s <= o->count; s++) {
         unsigned int slot = s == o->count ? ALL_SCOPE : s;
         if (load_scope(o, dirfd, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
@@ -179,15 +178,12 @@ static void reload(struct mock_overrides *o, long long now, int first)
                 close(dirfd);
             return;
         }
-        any |= l->scope[slot].n > 0;
     }
     if (dirfd >= 0)
         close(dirfd);
     o->seen_valid = 1;
     struct ovr_layer *old = o->cur;
-    o->cur = any ? l : NULL;
-    if (!any)
-        layer_unref(l);
+    o->cur = l;                                   /* scopes without a file are empty: they find nothing */
     layer_unref(old);
 }
 

@@ -452,3 +452,15 @@ def test_memory_used_past_100_percent_is_all_that_is_usable_and_free_is_0(nvml_l
     set_lines(_path(node, "config.nvml"), lines)
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["gpus"][0]["MemoryInfo"] == [85899345920, 0, 85899345920]  # total, free, used
+
+
+def test_memory_used_moves_between_its_bounds_as_if_a_maximum_past_100_percent_were_100(nvml_lib, node):
+    def used(max_pct: bytes) -> int:
+        set_lines(_path(node, "config.nvml"), [b"gpu.0.dynamic_metrics.memory.pattern steady",
+                                               b"gpu.0.dynamic_metrics.memory.used_min_pct 0",
+                                               b"gpu.0.dynamic_metrics.memory.used_max_pct " + max_pct])
+        env = {**node_env(node), names.ENV_NVML_CLOCK: "1700000000"}
+        run = answered([sys.executable, PROBE, "survey"], clean_env(nvml_lib, env))
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        return json.loads(run.stdout.splitlines()[-1])["gpus"][0]["MemoryInfo"][2]
+    assert used(b"150") == used(b"100") == 78763786240           # 92 % of it: not all 85899345920
