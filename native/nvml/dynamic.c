@@ -292,9 +292,7 @@ int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t
         u64 seed = (u64)field(g, K_DYNAMIC_METRICS_SEED, 0), t = dynamic_clock(g->node);
         int ok = 1;
         long long v = reading_of(g, moving[i].reading, seed, t, &ok);
-        if (!ok)
-            return 0;
-        return (size_t)snprintf(out, size, "%lld", v) < size;
+        return ok && (size_t)snprintf(out, size, "%lld", v) < size;
     }
     return 0;
 }

@@ -92,8 +92,10 @@ static void paths_of(const struct mock_overrides *o, unsigned int s, struct scop
 static int open_dir(const struct mock_overrides *o)
 {
     int fd = flat_open_dir(AT_FDCWD, o->dir);
-    if (fd >= 0 || errno == ENOENT)
+    if (fd >= 0)
         return fd;
+    if (errno == ENOENT)
+        return -1;
     struct stat st;
     int link = lstat(o->dir, &st) == 0 && S_ISLNK(st.st_mode);
     mock_warn_once("ignoring overrides %s: %s (it holds %s.yaml and %s<N>.yaml)", o->dir,
@@ -156,35 +158,36 @@ static int scope_changed(struct mock_overrides *o, int dirfd, unsigned int s)
     return !file_id_same(&y, &sf->seen_yaml) || !file_id_same(&c, &sf->seen_nvml);
 }
 
-/* Called with the lock held. `first`: at nvmlInit, report at once. */
-static void reload(struct mock_overrides *o, long long now, int first)
+/* The next layer from the directory `dirfd` (-1: none), if a scope changed and no
+ * write is in flight. Called with the lock held. `first`: at nvmlInit, report at once. */
+static void reload_from(struct mock_overrides *o, int dirfd, long long now, int first)
 {
-    int dirfd = open_dir(o);
     int changed = !o->seen_valid || scope_changed(o, dirfd, ALL_SCOPE);
     for (unsigned int s = 0; s < o->count && !changed; s++)
         changed = scope_changed(o, dirfd, s);
     struct ovr_layer *l = changed ? calloc(1, sizeof *l) : NULL;
-    if (!l) {
-        if (dirfd >= 0)
-            close(dirfd);
+    if (!l)
         return;
-    }
     l->refs = 1;
     for (unsigned int s = 0; s <= o->count; s++) {
         unsigned int slot = s == o->count ? ALL_SCOPE : s;
         if (load_scope(o, dirfd, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
             layer_unref(l);
-            if (dirfd >= 0)
-                close(dirfd);
             return;
         }
     }
-    if (dirfd >= 0)
-        close(dirfd);
     o->seen_valid = 1;
     struct ovr_layer *old = o->cur;
     o->cur = l;                                   /* scopes without a file are empty: they find nothing */
     layer_unref(old);
+}
+
+static void reload(struct mock_overrides *o, long long now, int first)
+{
+    int dirfd = open_dir(o);
+    reload_from(o, dirfd, now, first);
+    if (dirfd >= 0)
+        close(dirfd);
 }
 
 struct mock_overrides *overrides_open(const char *dir, unsigned int count)

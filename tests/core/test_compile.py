@@ -169,6 +169,7 @@ HCA_CASES = [
     # id, infiniband block, HCAs of an 8-GPU h100
     ("one HCA per GPU by default", {"enabled": True}, 8),
     ("hcas_per_gpu: 1", {"enabled": True, "hcas_per_gpu": 1}, 8),
+    ("hcas_per_gpu: 0 is the default, one per GPU", {"enabled": True, "hcas_per_gpu": 0}, 8),
     ("hcas_per_gpu: 2 doubles the HCAs", {"enabled": True, "hcas_per_gpu": 2}, 16),
     ("hca_count wins over hcas_per_gpu", {"enabled": True, "hcas_per_gpu": 2, "hca_count": 3}, 3),
     ("disabled: none, whatever the count", {"enabled": False, "hcas_per_gpu": 2, "hca_count": 3}, 0),

@@ -94,6 +94,9 @@ VECTORS = [
     Vector("burst with a period of 0: low from the 16th s of the default 30", {"utilization": {
         "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
         "burst_period_sec": 0}}, 0, 45, (34, 120000, 10, 1)),
+    Vector("burst with a period of 1 s: high at every second", {"utilization": {
+        "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2,
+        "burst_period_sec": 1}}, 0, 45, (34, 120000, 60, 2)),
     Vector("burst with no period: the default 30 s, low from its 16th s", {"utilization": {
         "pattern": "burst", "gpu_min": 10, "gpu_max": 60, "memory_min": 1, "memory_max": 2}}, 0, 45,
         (34, 120000, 10, 1)),

@@ -464,3 +464,38 @@ def test_memory_used_moves_between_its_bounds_as_if_a_maximum_past_100_percent_w
         assert run.returncode == 0 and run.stderr == "", run.stderr
         return json.loads(run.stdout.splitlines()[-1])["gpus"][0]["MemoryInfo"][2]
     assert used(b"150") == used(b"100") == 78763786240           # 92 % of it: not all 85899345920
+
+
+def test_a_state_that_states_no_gpu_count_lists_no_gpu(nvml_lib, node):
+    path = _path(node, "config.nvml")
+    data = open(path, "rb").read()
+    body = [line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1] if not line.startswith(b"gpu.len ")]
+    with open(path, "wb") as f:
+        f.write(restated(data, b"\n".join(body) + b"\n"))
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["init"] == 0 and seen["gpus"] == []
+
+
+STDIN_CLOSED = r"""
+import ctypes, os, sys, time
+os.close(0)                                   # a daemon started without a stdin
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+assert lib.nvmlInit_v2() == 0
+h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+seen = []
+for look in range(2):                         # the second, past the library's 250 ms, looks again
+    assert lib.nvmlDeviceGetName(h, buf, 96) == 0
+    seen.append(buf.value.decode())
+    time.sleep(0.3)
+print(*seen, os.path.exists("/proc/self/fd/0"))
+"""
+
+
+def test_a_process_without_a_stdin_reads_its_overrides_and_leaves_descriptor_0_closed(nvml_lib, tmp_path):
+    # The first descriptor the library opens is then 0: it is a descriptor like any other.
+    env = corpus.stage(corpus.Case("stdin", "a100", (), overrides={0: "name: Overridden\n"}), str(tmp_path))
+    res = subprocess.run([sys.executable, "-c", STDIN_CLOSED], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert (res.stdout, res.stderr) == ("Overridden Overridden False\n", "")
