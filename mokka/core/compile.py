@@ -76,8 +76,8 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
         "platform": doc.get("platform"),
         "topology": None,
     }
-    if topology_doc is not None and node_name:
-        topo.apply(state, topology_doc, node_name)
+    if topology_doc is not None:
+        topo.apply(state, topology_doc, node_name)      # a node without a name is in no document
     return state
 
 

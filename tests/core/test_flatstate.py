@@ -140,9 +140,10 @@ def test_an_overrides_document_at_its_line_bound_is_written():
     assert flatstate.overrides_companion(doc, b"doc").count(b"\n") == 2048 + 3
 
 
-@pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a\0b": 1}, {"a": "nul\0here"}],
+@pytest.mark.parametrize("doc", [{"a\nb": 1}, {"a\tb": 1}, {"a\x7f": 1}, {"a\0b": 1}, {"a": "nul\0here"},
+                                 {"": 1}],
                          ids=["newline in a key", "tab in a key", "DEL in a key", "NUL in a key",
-                              "NUL in a value"])
+                              "NUL in a value", "an empty key"])
 def test_keys_are_one_printable_token_and_values_hold_no_nul(doc):
     with pytest.raises(flatstate.CompanionError):
         flatstate.overrides_companion(doc, b"doc")

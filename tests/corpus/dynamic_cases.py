@@ -76,6 +76,8 @@ VECTORS = [
            2, 77, (55, 120000, 0, 0)),
     Vector("a ramp of 1 C is +1 C at its peak", {"temperature": {"base_c": 50, "ramp_c": 1, "ramp_period_sec": 120}},
            1, 60, (51, 120000, 0, 0)),
+    Vector("a period with no ramp is no ramp: 50 C at its peak", {"temperature": {"base_c": 50,
+           "ramp_period_sec": 120}}, 1, 60, (50, 120000, 0, 0)),
     Vector("the built-in steady utilization; temperature and power stay static", BUILTIN, 5,
            1700000000, (34, 120000, 40, 18)),
     Vector("the built-in steady utilization, a second later", BUILTIN, 5, 1700000001, (34, 120000, 17, 18)),

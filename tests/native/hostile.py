@@ -91,6 +91,14 @@ def set_lines(path: str, lines: list[bytes]) -> None:
         f.write(restated(data, b"\n".join(table[key] for key in sorted(table)) + b"\n"))
 
 
+def drop_lines(path: str, keys: list[bytes]) -> None:
+    """The companion at ``path`` without the lines of ``keys``, restated."""
+    data = open(path, "rb").read()
+    body = [line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1] if line.split(b" ", 1)[0] not in keys]
+    with open(path, "wb") as f:
+        f.write(restated(data, b"\n".join(body) + b"\n"))
+
+
 @dataclass
 class Run:
     returncode: int | None          # None: it did not end within the timeout

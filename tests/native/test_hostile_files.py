@@ -18,8 +18,8 @@ import pytest
 from mokka.core import flatstate, names, xid
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE, clean_env, run_probe, start_probe
-from tests.native.hostile import (OVERRIDDEN, answered, node_env, restated, set_lines, stage_node,
-                                  write_events)
+from tests.native.hostile import (OVERRIDDEN, answered, drop_lines, node_env, restated, set_lines,
+                                  stage_node, write_events)
 from tests.peers import peer
 
 DRIVER_NOT_LOADED = 9
@@ -467,11 +467,7 @@ def test_memory_used_moves_between_its_bounds_as_if_a_maximum_past_100_percent_w
 
 
 def test_a_state_that_states_no_gpu_count_lists_no_gpu(nvml_lib, node):
-    path = _path(node, "config.nvml")
-    data = open(path, "rb").read()
-    body = [line for line in data.split(b"\n", 3)[3].split(b"\n")[:-1] if not line.startswith(b"gpu.len ")]
-    with open(path, "wb") as f:
-        f.write(restated(data, b"\n".join(body) + b"\n"))
+    drop_lines(_path(node, "config.nvml"), [b"gpu.len"])
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["init"] == 0 and seen["gpus"] == []
 
@@ -499,3 +495,11 @@ def test_a_process_without_a_stdin_reads_its_overrides_and_leaves_descriptor_0_c
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert (res.stdout, res.stderr) == ("Overridden Overridden False\n", "")
+
+
+def test_moving_power_of_a_gpu_whose_state_gives_no_draw_and_no_limits_starts_from_0(nvml_lib, node):
+    path = _path(node, "config.nvml")
+    drop_lines(path, [b"gpu.0.power.current_draw_mw", b"gpu.0.power.min_limit_mw", b"gpu.0.power.max_limit_mw"])
+    set_lines(path, [b"gpu.0.dynamic_metrics.power.variance_mw 0"])
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["PowerUsage"] == 0

@@ -138,6 +138,36 @@ def test_a_stale_file_already_named_does_not_hold_back_another_gpus_override(nvm
         proc.wait()
 
 
+IN_FLIGHT = r"""
+import ctypes, json, time
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+assert lib.nvmlInit_v2() == 0
+h, buf, seen = ctypes.c_void_p(), ctypes.create_string_buffer(96), []
+assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+for look in range(2):                          # within the writer's second, then past it
+    assert lib.nvmlDeviceGetName(h, buf, 96) == 0
+    seen.append(buf.value.decode())
+    time.sleep(1.3)
+print(json.dumps(seen))
+"""
+
+
+def test_a_write_in_flight_at_init_reads_as_no_overrides_until_its_second_is_up(nvml_lib, tmp_path):
+    env = corpus.stage(corpus.Case("flight", "a100", (), overrides={0: "name: Zero\n"}), str(tmp_path))
+    yaml_path = os.path.join(corpus.overrides_dir(os.path.dirname(env[names.ENV_NVML_CONFIG])), "gpu0.yaml")
+    companion = os.stat(flatstate.companion_path(yaml_path))
+    with open(yaml_path, "w") as f:               # the new YAML, its companion not renamed in yet
+        f.write("name: Next\n")
+    os.utime(yaml_path, ns=(companion.st_atime_ns, companion.st_mtime_ns - 10**9))
+    res = subprocess.run([sys.executable, "-c", IN_FLIGHT], env=clean_env(nvml_lib, env),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == ["NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB"]
+    assert res.stderr == (f"mock NVML: ignoring overrides {yaml_path}: {yaml_path[:-5]}.nvml: "
+                          "stale: not compiled from this YAML: "
+                          f"run 'mokka compile --companion {yaml_path}'\n")
+
+
 REINIT = r"""
 import ctypes, json, os, sys
 lib = ctypes.CDLL("libnvidia-ml.so.1")
