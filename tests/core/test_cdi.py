@@ -104,6 +104,11 @@ def test_the_cuda_driver_and_its_records_come_only_with_the_nvml_library_it_read
     assert writable == (["/etc/nvml-mock/processes"] if nvml and cuda else [])
 
 
+def test_without_a_word_of_the_cuda_driver_the_spec_names_only_the_nvml_library():
+    edits = cdi.toolkit_edits(host_overlay("/"), nvml_library_staged=True)
+    assert [m["containerPath"] for m in edits["mounts"]][:2] == ["/usr/lib64/libnvidia-ml.so.1", "/usr/bin/nvidia-smi"]
+
+
 def test_render_cdi_out_writes_both_files(tmp_path):
     result = run_mokka("render-cdi", "--profile", "t4", "--out", str(tmp_path), check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(

@@ -503,3 +503,11 @@ def test_moving_power_of_a_gpu_whose_state_gives_no_draw_and_no_limits_starts_fr
     set_lines(path, [b"gpu.0.dynamic_metrics.power.variance_mw 0"])
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["gpus"][0]["PowerUsage"] == 0
+
+
+def test_memory_used_of_a_state_without_a_reserve_can_reach_every_byte(nvml_lib, node):
+    path = _path(node, "config.nvml")
+    drop_lines(path, [b"gpu.0.memory.reserved_bytes"])
+    set_lines(path, [b"gpu.0.dynamic_metrics.memory.pattern busy", b"gpu.0.dynamic_metrics.memory.used_max_pct 100"])
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["MemoryInfo"] == [85899345920, 0, 85899345920]  # total, free, used
