@@ -511,3 +511,20 @@ def test_memory_used_of_a_state_without_a_reserve_can_reach_every_byte(nvml_lib,
     set_lines(path, [b"gpu.0.dynamic_metrics.memory.pattern busy", b"gpu.0.dynamic_metrics.memory.used_max_pct 100"])
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["gpus"][0]["MemoryInfo"] == [85899345920, 0, 85899345920]  # total, free, used
+
+
+@pytest.mark.parametrize("text", [b"-1", b" 5", b"+5"], ids=["negative", "a blank first", "a sign first"])
+def test_a_count_of_bytes_that_is_no_plain_number_reads_as_absent(nvml_lib, node, text):
+    # strtoull would take each: "-1" as 2^64 - 1, " 5" and "+5" as 5.
+    set_lines(_path(node, "config.nvml"), [b"gpu.0.memory.total_bytes " + text])
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][0]["MemoryInfo"] == ["err", 3]     # NOT_SUPPORTED
+
+
+def test_an_overrides_document_of_exactly_the_document_bound_is_read(nvml_lib, node):
+    head = b"name: At The Bound\n#"
+    text = head + b"x" * (4194304 - len(head) - 1) + b"\n"         # 4 MiB: the bound, not past it
+    corpus.write_overrides(node, {1: text.decode()})
+    assert os.path.getsize(_path(node, "overrides/gpu1.yaml")) == 4194304
+    seen, stderr = survey(nvml_lib, node)
+    assert stderr == "" and seen["gpus"][1]["Name"] == "At The Bound"
