@@ -363,7 +363,7 @@ def test_a_node_unchanged_between_inits_is_the_one_kept_and_warns_once(nvml_lib,
     first, second, last, grown_kib = json.loads(res.stdout)
     assert len(first) == 8 and len(set(first)) == 8
     assert first == second == last
-    if not os.environ.get(SANITIZER_PRELOAD):    # ASan keeps freed memory aside; its leak check stands in
+    if not os.environ.get(SANITIZER_PRELOAD):    # ASan holds freed memory back: its RSS says nothing
         assert grown_kib < 4096                  # a node kept, not 299 more of them (each 100 KB+)
     assert res.stderr == (f"mock NVML: ignoring overrides {overrides}: {overrides[:-5]}.nvml: "
                           "stale: not compiled from this YAML: "
