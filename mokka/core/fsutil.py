@@ -118,7 +118,7 @@ def atomic_link(source: str, path: str, data: bytes, mode: int, sync: bool = Tru
     """
     if _holds(path, data, mode):
         return False
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.urandom(6).hex()}.tmp")
+    tmp = os.path.join(os.path.dirname(path) or ".", _temp_name())
     try:
         os.link(source, tmp, follow_symlinks=False)
     except OSError:
@@ -144,11 +144,16 @@ def _remove_in_place(path: str, dir_fd: int | None) -> None:
         os.close(fd)
 
 
+def _temp_name() -> str:
+    """A dot name no reader takes for a real one, with the suffix a cleanup looks for."""
+    return f".{os.urandom(6).hex()}.tmp"
+
+
 def _new_temp(directory: str, dir_fd: int | None = None) -> tuple[int, str]:
     """A new empty file in ``directory``, open for writing: a dot name no reader takes for
     a real one, unique even between writers in other hosts or PID namespaces (O_EXCL)."""
     while True:
-        name = f".{os.urandom(6).hex()}.tmp"
+        name = _temp_name()
         tmp = name if dir_fd is not None else os.path.join(directory, name)
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
