@@ -160,9 +160,10 @@ static const char *parse_line(const char *key, const char *value, unsigned int c
                ? NULL : "a bad compute instance";
 }
 
-const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mig_file *f)
+const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mig_file *f, int *holds)
 {
     memset(f, 0, sizeof *f);
+    *holds = 0;
     if (memchr(text, '\0', len))
         return "holds a NUL byte";
     char *body = strchr(text, '\n');
@@ -192,8 +193,10 @@ const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mi
         if (prev && strcmp(prev, line) >= 0)
             return "has keys out of order or repeated";
         const char *why = parse_line(line, value, count, f);
-        if (why)
+        if (why) {
+            *holds = 1;                           /* parse_line names what the line holds */
             return why;
+        }
         prev = line;
         line = nl + 1;
     }

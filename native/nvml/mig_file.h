@@ -41,8 +41,9 @@ extern const char MIG_FILE_NO_PERMISSION[];
  * *text (malloc'd, NUL-terminated), MIG_FILE_ABSENT, or why it cannot be read. */
 const char *mig_file_read(int dirfd, char **text, size_t *len);
 /* The text of a file of a node of `count` GPUs into f (text is cut up): NULL, or
- * what is wrong with it. */
-const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mig_file *f);
+ * what is wrong with it, to follow "it" ("has no digest line"), or with *holds set
+ * what it holds that it may not ("an unknown key"). */
+const char *mig_file_parse(char *text, size_t len, unsigned int count, struct mig_file *f, int *holds);
 /* f as the file in `dirfd`: a temp file beside it, then a rename. NULL, or why not. */
 const char *mig_file_write(int dirfd, const struct mig_file *f, unsigned int count);
 

@@ -150,13 +150,17 @@ static const char *gpu_from_file(const struct mig_table *t, const struct mig_fil
     return mig_gpu_invalid(t, out);
 }
 
-/* Fill gpus[] from the file's text; NULL, or why the file is ignored. */
-static const char *from_text(const struct mock_node *n, char *text, size_t len, struct mig_gpu *gpus)
+/* Fill gpus[] from the file's text; NULL, or why the file is ignored: what it does, or
+ * with *holds set what it holds that it may not (as mig_file_parse). */
+static const char *from_text(const struct mock_node *n, char *text, size_t len, struct mig_gpu *gpus, int *holds)
 {
     struct mig_file *f = malloc(sizeof *f);
+    *holds = 0;
     if (!f)
         return "cannot be read (no memory)";
-    const char *why = mig_file_parse(text, len, n->count, f);
+    const char *why = mig_file_parse(text, len, n->count, f, holds);
+    if (!why)
+        *holds = 1;                               /* from here on: the partitions it holds */
     for (unsigned int p = 0; p < n->count && !why; p++) {
         const struct mig_file_gpu *fg = &f->gpu[p];
         const struct mig_table *t = mig_table(n, p);
@@ -173,10 +177,12 @@ static const char *from_text(const struct mock_node *n, char *text, size_t len, 
             continue;
         }
         gpu_uuid(&n->gpus[p], uuid);
-        if (fg->uuid[0] && strcasecmp(fg->uuid, uuid) != 0)
-            why = "written for other GPUs (their UUIDs differ)";
-        else
+        if (fg->uuid[0] && strcasecmp(fg->uuid, uuid) != 0) {
+            why = "was written for other GPUs (their UUIDs differ)";
+            *holds = 0;
+        } else {
             why = gpu_from_file(t, fg, &gpus[p]);
+        }
     }
     free(f);
     return why;
@@ -231,6 +237,7 @@ static void load(const struct mock_node *n, int dirfd, struct mig_gpu *gpus)
         dirfd = open(m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char *text = NULL;
     size_t len = 0;
+    int holds = 0;
     const char *why = dirfd < 0 ? MIG_FILE_ABSENT : mig_file_read(dirfd, &text, &len);
     if (own && dirfd >= 0)
         close(dirfd);
@@ -238,7 +245,7 @@ static void load(const struct mock_node *n, int dirfd, struct mig_gpu *gpus)
         struct mig_gpu *read = malloc(n->count * sizeof *read);
         if (read) {
             memcpy(read, gpus, n->count * sizeof *read);
-            why = from_text(n, text, len, read);
+            why = from_text(n, text, len, read, &holds);
             if (!why)
                 memcpy(gpus, read, n->count * sizeof *read);
             free(read);
@@ -246,8 +253,8 @@ static void load(const struct mock_node *n, int dirfd, struct mig_gpu *gpus)
     }
     free(text);
     if (why && why != MIG_FILE_ABSENT)
-        mock_warn_once("ignoring %s: it %s: the partitions the profile boots with apply until a MIG change "
-                       "rewrites it", m->path, why);
+        mock_warn_once("ignoring %s: it %s%s: the partitions the profile boots with apply until a MIG change "
+                       "rewrites it", m->path, holds ? "holds " : "", why);
 }
 
 /* With m->lock held. */
