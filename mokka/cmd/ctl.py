@@ -6,7 +6,10 @@
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
-its own numbering, translated as ``nvidia-smi -r`` does) or a UUID. ctl asks the
+its own numbering, translated as ``nvidia-smi -r`` does; ASCII digits) or a UUID.
+A value is held to its key's range and to its GPU's board as the node's compiled
+state has it (mokka.smi.ctl.KEYS: memory used within the memory, temperature up to
+the shutdown temperature, power and clocks up to their maxima). ctl asks the
 mock NVML library which GPUs these are and where the node's files are, and
 writes the overrides through mokka.smi.overrides (YAML and compiled companion
 together), so every NVML consumer sees them within a second. No click: this runs
@@ -40,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"mokka {PROG}", description=DESCRIPTION)
     sub = ap.add_subparsers(dest="verb", required=True)
     s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
-                       epilog="keys: " + ctl.allowed_keys())
+                       epilog=f"keys: {ctl.allowed_keys()}. Each is also held to the GPU's board, as "
+                              f"the node's compiled profile has it: {ctl.board_rules()}.")
     s.add_argument("gpu", metavar="GPU", help=GPU_HELP)
     s.add_argument("assignments", nargs="+", metavar="KEY=VALUE",
                    help="a reading and its value, e.g. temperature=85 or power=300W (keys below)")
@@ -82,10 +86,29 @@ def _targets(lib, count: int) -> list:
 
 
 def _target(targets: list, ident: str) -> Target:
+    from mokka.smi.ctl import ascii_int, shown
+
+    index = ascii_int(ident)                      # ASCII digits only, as nvidia-smi -i takes them
     for t in targets:
-        if (ident.isdigit() and int(ident) == t.index) or ident.lower() == t.uuid.lower():
+        if index == t.index or ident.lower() == t.uuid.lower():
             return t
-    raise Fail(f"{ident}: no such GPU here (give an index from 0 to {len(targets) - 1} or a UUID)")
+    raise Fail(f"{shown(ident)}: no such GPU here (give an index from 0 to {len(targets) - 1} or a UUID)")
+
+
+def _board(lib, target: Target) -> dict:
+    """The limits of ``target``'s board (ctl.board_limits) from the node's compiled state:
+    the companion of the profile the library loaded, read as every file there is."""
+    from mokka.core import flatstate, fsutil
+    from mokka.smi import ctl
+
+    path = flatstate.companion_path(lib.node_path(names.NODE_PATH_PROFILE))
+    try:
+        text = fsutil.read_bounded(path, names.MAX_STATE_COMPANION_BYTES, follow=False)
+    except (OSError, fsutil.ReadRefused) as exc:
+        raise Fail(f"cannot read the board's limits from {path}: "
+                   f"{getattr(exc, 'strerror', None) or exc}; run this again once the node agent "
+                   "has staged it")
+    return ctl.board_limits(text, target.physical)
 
 
 def run(args: list[str]) -> int:
@@ -123,7 +146,7 @@ def run(args: list[str]) -> int:
     if opts.verb == "set":
         target = _target(targets, opts.gpu)
         try:
-            change = ctl.parse_assignments(opts.assignments)
+            change = ctl.parse_assignments(opts.assignments, _board(lib, target))
         except ctl.CtlError as exc:
             raise Fail(str(exc))
         ovr.update(directory, target.physical, change)

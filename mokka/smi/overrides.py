@@ -13,13 +13,19 @@ root runs ``mokka ctl`` too: the directory is opened without following a link an
 every name is looked up in it (a link swapped in for it sends nothing elsewhere);
 a document is read without following a link or blocking, bounded, and parsed as
 data before anything of it is written back; what is in the place of the directory
-or of a document and is not one (a link, a FIFO, a directory) is removed. Errors
-name the file and the reason, never a value read from it.
+or of a document and is not one (a link, a FIFO, a directory) is removed. A
+document's values are of the types its keys take in a GPU's state (check_types):
+what YAML reads as a date, binary data or a set is refused by name, and ``ctl set``
+merges into no such document. Errors name the file and the reason, never a value
+read from it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import functools
+import math
 import os
 
 from mokka.core import names
@@ -27,6 +33,15 @@ from mokka.core import names
 
 class OverridesError(Exception):
     pass
+
+
+class ValueRefused(OverridesError):
+    """A document that parses, holding a value of a type its key does not take (a date,
+    binary data, a set, a number where a mapping goes): ``key`` names it, ``problem`` says it."""
+
+    def __init__(self, path: str, key: str, problem: str):
+        super().__init__(f"ignoring overrides {path}: {key} {problem}")
+        self.path, self.key, self.problem = path, key, problem
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -103,7 +118,81 @@ def _read_at(fd: int, name: str, path: str) -> dict | None:
         return None
     if not isinstance(doc, dict):
         raise OverridesError(f"ignoring overrides {path}: not a mapping of GPU fields")
+    check_types(doc, path)
     return doc
+
+
+def check_types(doc: dict, path: str) -> None:
+    """Every value of ``doc`` is of the type its key takes in a compiled GPU
+    (mokka.core.statekeys.GPU: an integer, a number, a string, true or false, a list, a
+    mapping), a key the GPU does not declare holds plain data (those, nested), and every
+    key is a string. ValueRefused names the first that is not and its type, never its
+    value: what YAML reads as a date, a timestamp, binary data or a set is no reading."""
+    from mokka.core import schema, statekeys
+
+    plain = schema.Any()
+    todo = [("", doc, statekeys.GPU)]
+    while todo:                                    # iterative: yamlio bounds the depth and nodes
+        where, value, spec = todo.pop()
+        if value is None:
+            continue                               # a field left out
+        types, noun = _takes(spec)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ValueRefused(path, _shown_key(where), f"is {_kind(value)}, not {noun}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueRefused(path, _shown_key(where), "is not a finite number (it is .nan or .inf)")
+        if isinstance(value, dict):
+            fields = spec.fields if isinstance(spec, schema.Map) else {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ValueRefused(path, _shown_key(where) or "the document",
+                                       f"has a key that is {_kind(key)}, not a string")
+                todo.append((f"{where}.{key}" if where else key, item, fields.get(key, plain)))
+        elif isinstance(value, list):
+            item_spec = spec.item if isinstance(spec, schema.List) else plain
+            todo.extend((f"{where}[{n}]", item, item_spec) for n, item in enumerate(value))
+
+
+def _takes(spec) -> tuple[tuple, str]:
+    """The Python types a schema spec takes after YAML, and how an error names them.
+    ``Any`` (a key the GPU does not declare): plain data, checked item by item."""
+    from mokka.core import schema
+
+    if isinstance(spec, schema.Str):
+        return ((str, int, float), "a string") if spec.numbers else ((str,), "a string")
+    return _spec_types().get(type(spec), _PLAIN)
+
+
+_PLAIN = ((dict, list, str, int, float, bool), "a string, number, boolean, list or mapping")
+
+
+@functools.cache
+def _spec_types() -> dict:
+    from mokka.core import schema as s
+
+    return {s.Int: ((int,), "an integer"), s.Reading: ((int, str), "an integer or N/A"),
+            s.Number: ((int, float), "a number"), s.Bool: ((bool,), "true or false"),
+            s.Id: ((int, str), "a number"), s.Scalar: ((str, int, float, bool), "a string, number or boolean"),
+            s.Map: ((dict,), "a mapping"), s.List: ((list,), "a list")}
+
+
+#: What YAML makes of a value that is no GPU reading, as an error names it.
+_KINDS = {datetime.date: "a date", datetime.datetime: "a timestamp", bytes: "binary data (!!binary)",
+          set: "a set (!!set)", tuple: "a pair (!!pairs or !!omap)"}
+
+
+def _kind(value) -> str:
+    from mokka.core import schema
+
+    return _KINDS.get(type(value)) or schema.kind(value)
+
+
+def _shown_key(key: str) -> str:
+    """A key path as one line of at most 120 characters (keys are the document's own)."""
+    if key.isprintable() and len(key) <= 120:
+        return key
+    quoted = repr(key)
+    return quoted if len(quoted) <= 120 else quoted[:117] + "..."
 
 
 def deep_merge(base: dict, extra: dict) -> dict:
@@ -117,7 +206,10 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 def update(directory: str, physical_index: int, change: dict) -> None:
     """Deep-merge ``change`` into GPU ``physical_index``'s document, under the directory's
-    lock (waited for at most fsutil.LOCK_WAIT_S: fsutil.LockHeld names the holder)."""
+    lock (waited for at most fsutil.LOCK_WAIT_S: fsutil.LockHeld names the holder).
+    A document that cannot be read or parsed is replaced; one holding a value of the wrong
+    type (ValueRefused) is left as it is and the change refused, naming the key: it may
+    hold other values someone wrote by hand, which a merge would otherwise drop or carry."""
     from mokka.core import fsutil
 
     os.makedirs(os.path.dirname(directory) or ".", exist_ok=True)
@@ -126,6 +218,9 @@ def update(directory: str, physical_index: int, change: dict) -> None:
     with _opened(directory, create=True) as fd, fsutil.fd_locked(fd, directory):
         try:
             doc = _read_at(fd, name, path) or {}
+        except ValueRefused as exc:
+            raise OverridesError(f"{path}: {exc.key} {exc.problem}; correct it or drop the GPU's "
+                                 "overrides (ctl reset GPU), then run this again") from None
         except OverridesError:
             doc = {}                       # a broken document is replaced, as a fresh start
         _write_at(fd, name, _dump(deep_merge(doc, change)), None)

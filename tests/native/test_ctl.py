@@ -68,7 +68,8 @@ def test_set_is_read_by_every_consumer(node):
 def test_bad_value_is_one_line_and_writes_nothing(node):
     done = ctl(node, "set", "0", "temperature=hot")
     assert done.returncode == 1
-    assert done.stderr == "ctl: temperature=hot: expected an integer from 0 to 200 (optionally with 'C')\n"
+    assert done.stderr == ("ctl: temperature=hot: expected an integer from 0 to 92 (optionally with 'C'); "
+                           "92 C is this GPU's shutdown temperature\n")
     assert documents(node) == []
 
 

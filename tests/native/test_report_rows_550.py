@@ -37,12 +37,12 @@ def rows(node, key: tuple) -> list[str]:
 @pytest.mark.parametrize("node", ["h100"], indirect=True)
 def test_tlimit_row_is_the_maximum_operating_temperature_less_the_temperature(node):
     assert rows(node, ("Temperature", "GPU T.Limit Temp")) == ["49 C"] * 8          # 83 C - 34 C
-    ok(ctl(node, "set", "3", "temperature=95"))
-    assert rows(node, ("Temperature", "GPU T.Limit Temp")) == ["49 C"] * 3 + ["-12 C"] + ["49 C"] * 4
+    ok(ctl(node, "set", "3", "temperature=92"))              # the shutdown temperature, the most ctl sets
+    assert rows(node, ("Temperature", "GPU T.Limit Temp")) == ["49 C"] * 3 + ["-9 C"] + ["49 C"] * 4
     xml = ok(node.run(["-q", "-x", "-i", "3"]))
-    assert "<gpu_temp_tlimit>-12 C</gpu_temp_tlimit>" in xml
+    assert "<gpu_temp_tlimit>-9 C</gpu_temp_tlimit>" in xml
     query = ok(node.run(["--query-gpu=temperature.gpu,temperature.gpu.tlimit", "--format=csv,noheader"]))
-    assert query.splitlines() == ["34, 49"] * 3 + ["95, -12"] + ["34, 49"] * 4
+    assert query.splitlines() == ["34, 49"] * 3 + ["92, -9"] + ["34, 49"] * 4
 
 
 @pytest.mark.parametrize("node", ["a100"], indirect=True)

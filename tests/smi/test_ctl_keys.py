@@ -22,7 +22,6 @@ from mokka.smi.ctl import CtlError, parse_assignments
                          "aggregate": {"single_bit": {"total": 9}}}}}),
     (["fabric.state=IN_PROGRESS"], {"fabric": {"state": "in_progress"}}),
     (["fabric.state=auto"], {"fabric": {"state": "auto"}}),
-    (["temperature=50", "temperature=60"], {"thermal": {"temperature_gpu_c": 60}}),   # the last wins
 ])
 def test_valid_words(words, expected):
     assert parse_assignments(words) == expected
@@ -37,6 +36,7 @@ def test_valid_words(words, expected):
      "fabric.state=up: expected one of not_supported, not_started, in_progress, completed, auto"),
     (["temperature"], "temperature: expected KEY=VALUE"),
     (["=5"], "=5: expected KEY=VALUE"),
+    (["temperature=50", "temperature=60"], "temperature: given more than once; give each key once"),
     ([], "nothing to set: give KEY=VALUE"),
 ])
 def test_invalid_words_name_the_key_and_what_is_allowed(words, message):
@@ -64,3 +64,49 @@ def test_xid_code_refused_in_one_line(text):
         parse_xid_code(text)
     assert str(err.value) == (f"{text}: not an Xid code; expected an integer from 1 to 999 "
                               "(e.g. 79: fallen off the bus, 48: double bit ECC error)")
+
+
+#: A state companion's lines (mokka.core.flatstate) around GPU 3: other GPUs' lines, a GPU
+#: whose number starts with 3, values that are no plain number.
+COMPANION = b"""# mokka-nvml state 2
+digest sha256:00
+body 0 crc32:00000000
+gpu.2.memory.total_bytes 17179869184
+gpu.3.clocks.sm_max \xd9\xa1\xd9\xa0\xd9\xa0\xd9\xa0
+gpu.3.clocks.graphics_max 1000
+gpu.3.memory.total_bytes 8589934592
+gpu.3.name NVIDIA T4
+gpu.3.power.max_limit_mw N/A
+gpu.3.thermal.shutdown_threshold_c -5
+gpu.30.memory.reserved_bytes 1048576
+gpu.len 31
+"""
+
+
+def test_board_limits_are_the_named_gpus_plain_numbers_only():
+    from mokka.smi.ctl import board_limits
+    assert board_limits(COMPANION, 3) == {"clocks.graphics_max": 1000, "memory.total_bytes": 8 << 30}
+
+
+@pytest.mark.parametrize("words, board, message", [
+    (["memory.used=8193"], {"memory.total_bytes": 8 << 30},
+     "memory.used=8193: expected an integer from 0 to 8192 (optionally with 'MiB'); "
+     "8192 MiB is this GPU's memory less what the driver reserves"),          # no reserve: none
+    (["memory.used=1"], {"memory.total_bytes": 1 << 20, "memory.reserved_bytes": 2 << 20},
+     "memory.used=1: expected an integer from 0 to 0 (optionally with 'MiB'); "
+     "0 MiB is this GPU's memory less what the driver reserves"),             # reserve past total
+    (["power=71W"], {"power.max_limit_mw": 70_999},
+     "power=71W: expected an integer from 0 to 70 (optionally with 'W'); "
+     "70 W is this GPU's maximum power limit"),                              # whole watts within
+    (["clocks.memory=20001"], {"clocks.memory_max": 30_000},
+     "clocks.memory=20001: expected an integer from 0 to 20000 (optionally with 'MHz')"),  # the key's own
+])
+def test_values_past_the_board_name_the_key_value_and_range(words, board, message):
+    with pytest.raises(CtlError) as err:
+        parse_assignments(words, board)
+    assert str(err.value) == message
+
+
+def test_positive_control_a_board_without_a_limit_holds_the_key_to_its_own_range():
+    assert parse_assignments(["memory.used=16777216", "power=10000W"], {"clocks.sm_max": 1}) == {
+        "memory": {"used_bytes": 16777216 << 20}, "power": {"current_draw_mw": 10_000_000}}
