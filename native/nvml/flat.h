@@ -104,6 +104,12 @@ struct flat_why {
  * success *out owns memory (flat_free); on failure *out is empty and *why says why. */
 enum flat_status flat_load(int dirfd, const char *yaml, const char *companion, const struct flat_kind *kind,
                            struct flat *out, struct flat_why *why);
+/* flat_load for a reader that must answer now (flat_settle.c): a pair caught between
+ * its writer's two renames (stale, or one file missing) while the newer file is less
+ * than a second old is loaded again as the files change, for a second at most; the
+ * answer is then flat_load's. */
+enum flat_status flat_load_settled(int dirfd, const char *yaml, const char *companion, const struct flat_kind *kind,
+                                   struct flat *out, struct flat_why *why);
 void flat_free(struct flat *f);
 
 /* The value of `key`, or NULL. */

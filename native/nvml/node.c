@@ -90,7 +90,7 @@ static void apply_topology(struct mock_node *n)
     topology_file(n, beside, companion, sizeof companion);
     struct flat doc;
     struct flat_why why;
-    if (flat_load(AT_FDCWD, yaml, companion, &KIND_TOPOLOGY, &doc, &why) != FLAT_OK) {
+    if (flat_load_settled(AT_FDCWD, yaml, companion, &KIND_TOPOLOGY, &doc, &why) != FLAT_OK) {
         mock_say_unusable("topology document", yaml, &why, 1);
         return;
     }
@@ -278,8 +278,8 @@ nvmlReturn_t node_build(struct mock_node **out)
     }
     char companion[MOCK_PATH_MAX];
     config_companion_path(n->config_yaml, companion, sizeof companion);
-    struct flat_why why;
-    if (flat_load(AT_FDCWD, n->config_yaml, companion, &KIND_STATE, &n->state, &why) != FLAT_OK) {
+    struct flat_why why;                          /* settled: a profile swap in flight is waited out */
+    if (flat_load_settled(AT_FDCWD, n->config_yaml, companion, &KIND_STATE, &n->state, &why) != FLAT_OK) {
         mock_say_unusable(NULL, n->config_yaml, &why, 1);
         free(n);
         return NVML_ERROR_DRIVER_NOT_LOADED;
