@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from mokka.agent.manifest import Manifest
-from mokka.core.fsutil import FAULT, atomic_link, atomic_symlink, atomic_write
+from mokka.core.fsutil import FAULT, atomic_link, atomic_symlink, atomic_write, remove_at, remove_path
 
 
 @dataclass(frozen=True)
@@ -102,46 +101,49 @@ class HostFS:
 
         For the directories others write into (names.NODE_CONFIG_DIRS: ``mokka ctl``,
         ``nvidia-smi -r``, the mock NVML and containers through their writable bind):
-        what is in them goes with the tree. Nothing is followed: a link is removed, not
-        what it points at, and a directory is emptied through shutil.rmtree's descriptor
-        walk, which never leaves it through a link swapped in while it runs.
+        what is in them goes with the tree, whatever it is (a link, a FIFO, a tree of any
+        depth), through fsutil.remove_at, which never follows a link. An entry that cannot
+        be removed is logged and the rest still go.
         """
         created, removed = self.manifest.dirs(), 0
         for d in dirs:
-            if d not in created or os.path.islink(d):
-                continue
-            try:
-                with os.scandir(d) as listing:
-                    entries = list(listing)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    unlink_quiet(entry.path)
-                removed += 1
-            if entries:
-                self._log.info("removed what others wrote into the staged tree", dir=d,
-                               entries=len(entries))
+            if d in created:
+                removed += self._empty(d, lambda name: True, "removed what others wrote into the staged tree")
         return removed
 
     def clean_temps(self) -> int:
         """Remove temp files a killed writer left in directories the agent created.
 
         fsutil and ``_chardev`` write through dot-named temps and a rename; a kill -9
-        between the two leaves one behind, which no manifest entry names.
+        between the two leaves one behind, which no manifest entry names. A workload may
+        have put anything at such a name in a config directory: whatever it is goes.
         """
         removed = 0
         for d in self.manifest.dirs():
-            try:
-                names = os.listdir(d)
-            except OSError:
-                continue
-            for name in names:
-                if name.startswith(".") and name.endswith(_TEMP_SUFFIXES):
-                    unlink_quiet(os.path.join(d, name))
-                    removed += 1
+            removed += self._empty(d, is_temp_name, "")
+        return removed
+
+    def _empty(self, directory: str, chosen: Callable[[str], bool], say: str) -> int:
+        """Remove the entries of ``directory`` (opened without following) that ``chosen``
+        names; how many went. Never raises for one entry: it is logged, the rest go on."""
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return 0
+        removed = 0
+        try:
+            for name in os.listdir(fd):
+                if not chosen(name):
+                    continue
+                try:
+                    removed += remove_at(fd, name)
+                except OSError as exc:
+                    self._log.warning("cannot remove an entry of the staged tree", path=os.path.join(directory, name),
+                                      error=str(exc))
+        finally:
+            os.close(fd)
+        if removed and say:
+            self._log.info(say, dir=directory, entries=removed)
         return removed
 
     def _dirs_for(self, paths: set[str]) -> set[str]:
@@ -284,17 +286,15 @@ def unlink_quiet(path: str) -> None:
         pass
 
 
-def remove_tree_quiet(path: str) -> None:
-    """Remove ``path`` and, when it is a real directory, everything in it; a link or a
-    file there is unlinked, never followed (shutil.rmtree works through directory fds)."""
-    import shutil
-    import stat
+def is_temp_name(name: str) -> bool:
+    """A name fsutil's writers and ``_chardev`` give a file before its rename."""
+    return name.startswith(".") and name.endswith(_TEMP_SUFFIXES)
 
+
+def remove_tree_quiet(path: str) -> None:
+    """Remove ``path``, whatever it is, never following it (fsutil.remove_path); a
+    failure is left for teardown's sweep, which names it."""
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        unlink_quiet(path)
+        remove_path(path)
+    except OSError:
+        pass

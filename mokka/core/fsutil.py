@@ -86,7 +86,7 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
         except IsADirectoryError:
             if not replace_dir:
                 raise IsADirectoryError(errno.EISDIR, "a directory is where the file belongs", path) from None
-            _remove_in_place(path, dir_fd)
+            remove_at(dir_fd, path) if dir_fd is not None else remove_path(path)
             os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:
@@ -100,9 +100,8 @@ def atomic_write(path: str, data: bytes | str, mode: int = 0o644, sync: bool = T
 def _holds(path: str, data: bytes, mode: int, dir_fd: int | None = None) -> bool:
     """Whether ``path`` is a regular file holding exactly ``data`` with ``mode``."""
     try:
-        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
-        return stat.S_ISREG(st.st_mode) and (st.st_mode & 0o7777) == mode and st.st_size == len(data) \
-            and read_bounded(path, len(data), follow=False, dir_fd=dir_fd) == data
+        held, st = _read_regular(path, len(data), False, dir_fd)
+        return (st.st_mode & 0o7777) == mode and held == data
     except (OSError, ReadRefused):           # swapped for a link, a FIFO...: written anew
         return False
 
@@ -133,20 +132,9 @@ def atomic_link(source: str, path: str, data: bytes, mode: int, sync: bool = Tru
     return True
 
 
-def _remove_in_place(path: str, dir_fd: int | None) -> None:
-    if dir_fd is not None:
-        remove_at(dir_fd, path)
-        return
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        remove_at(fd, os.path.basename(path))
-    finally:
-        os.close(fd)
-
-
-def _temp_name() -> str:
+def _temp_name(suffix: str = ".tmp") -> str:
     """A dot name no reader takes for a real one, with the suffix a cleanup looks for."""
-    return f".{os.urandom(6).hex()}.tmp"
+    return f".{os.urandom(6).hex()}{suffix}"
 
 
 def _new_temp(directory: str, dir_fd: int | None = None) -> tuple[int, str]:
@@ -182,14 +170,22 @@ def atomic_symlink(target: str, path: str) -> bool:
     return True
 
 
-#: How deep ``remove_at`` goes into a directory a workload made in Mokka's place.
-_REMOVE_DEPTH = 16
+#: Directories ``remove_at`` holds open at once: a deeper tree is flattened as it goes.
+_REMOVE_OPEN_DIRS = 32
+#: Entries ``remove_at`` removes from one tree before it gives up on a tree that keeps growing.
+_REMOVE_BUDGET = 1 << 22
 
 
-def remove_at(dir_fd: int, name: str, depth: int = _REMOVE_DEPTH) -> bool:
-    """Remove ``name`` in the directory ``dir_fd``, whatever it is, never following a link:
-    a directory is emptied through descriptors opened without following (as shutil.rmtree,
-    for any Python 3 a container brings). True if something was there."""
+def remove_at(dir_fd: int, name: str) -> bool:
+    """Remove ``name`` in the directory ``dir_fd``, whatever it is, never following a link.
+    True if something was there.
+
+    A directory is emptied through descriptors opened without following, as shutil.rmtree
+    does, but without recursion: at most ``_REMOVE_OPEN_DIRS`` directories are open at
+    once, and a subdirectory below that depth is renamed up into the directory being
+    removed, to be emptied from there. So a tree any depth deep (a workload's 1,100
+    nested directories) goes, with no recursion limit and no path length reached. Works
+    on any Python 3 a container brings."""
     try:
         os.unlink(name, dir_fd=dir_fd)
         return True
@@ -197,23 +193,91 @@ def remove_at(dir_fd: int, name: str, depth: int = _REMOVE_DEPTH) -> bool:
         return False
     except (IsADirectoryError, PermissionError):   # EISDIR, or EPERM on some file systems
         pass
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    top = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    stack: list[tuple[int, str]] = [(top, name)]       # (an open directory, its name in the one above)
+    budget = _REMOVE_BUDGET
     try:
-        if depth <= 0:
-            raise OSError(errno.ELOOP, "nested too deep to remove", name)
-        for entry in os.scandir(fd):
-            remove_at(fd, entry.name, depth - 1)
+        while stack:
+            fd = stack[-1][0]
+            child = None
+            with os.scandir(fd) as listing:
+                for entry in listing:
+                    budget -= 1
+                    if budget < 0:
+                        raise OSError(errno.EMLINK, "still growing after "
+                                      f"{_REMOVE_BUDGET} entries were removed", name)
+                    try:
+                        os.unlink(entry.name, dir_fd=fd)
+                        continue
+                    except FileNotFoundError:
+                        continue
+                    except (IsADirectoryError, PermissionError):
+                        pass
+                    if len(stack) >= _REMOVE_OPEN_DIRS:
+                        os.rename(entry.name, _temp_name(".rm"), src_dir_fd=fd, dst_dir_fd=top)
+                        continue
+                    child = entry.name
+                    break
+            if child is not None:
+                stack.append((os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                      dir_fd=fd), child))
+                continue
+            done, done_name = stack.pop()
+            os.close(done)
+            os.rmdir(done_name, dir_fd=stack[-1][0] if stack else dir_fd)
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+    return True
+
+
+def remove_path(path: str) -> bool:
+    """``remove_at`` for a path whose directory is Mokka's own: the last component is never
+    followed, whatever a workload put there. True if something was there."""
+    try:
+        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    try:
+        return remove_at(fd, os.path.basename(path))
     finally:
         os.close(fd)
-    os.rmdir(name, dir_fd=dir_fd)
-    return True
+
+
+def own_dir_at(dir_fd: int, name: str, mode: int) -> None:
+    """Make ``name`` in ``dir_fd`` a directory of this process's user with ``mode``, changed
+    through a descriptor opened without following. Whatever else is there (a link, a file,
+    a FIFO, another user's directory) is removed first, never followed or chmod-ed."""
+    for _ in range(3):                              # a racer may put something back between
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except FileNotFoundError:
+            fd = -1
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                raise
+            remove_at(dir_fd, name)
+            continue
+        if fd >= 0:
+            try:
+                if os.fstat(fd).st_uid == os.geteuid():
+                    os.fchmod(fd, mode)
+                    return
+            finally:
+                os.close(fd)
+            remove_at(dir_fd, name)
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+    raise OSError(errno.EEXIST, "kept being replaced while it was made", name)
 
 
 class ReadRefused(ValueError):
     """The path is not something Mokka reads: not a regular file, or over the size limit."""
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
@@ -223,23 +287,14 @@ def read_bounded(path: str, limit: int, follow: bool = True, dir_fd: int | None 
     ``follow``: symlinks are followed (a ConfigMap's ``..data`` links). A file a
     workload can write (anything in driver/config) is read with ``follow=False``:
     a link there is refused, never read through. Anything but a regular file is
-    refused without blocking: O_NONBLOCK makes opening a FIFO return at once, and
-    fstat then says what the path is. Raises OSError or ReadRefused.
+    refused without being opened (``_open_regular``). Raises OSError or ReadRefused.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    return _read_regular(path, limit, follow, dir_fd)[0]
+
+
+def _read_regular(path: str, limit: int, follow: bool, dir_fd: int | None) -> tuple[bytes, os.stat_result]:
+    fd, st = _open_regular(path, limit, follow, dir_fd)
     try:
-        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow:
-            raise ReadRefused("is a symbolic link, not a regular file") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-            raise ReadRefused(f"is {kind}, not a regular file")
-        if st.st_size > limit:
-            raise ReadRefused(f"is {st.st_size} bytes, over the limit of {limit} bytes")
         chunks, size = [], 0
         while size <= limit:                       # the file may grow after fstat
             chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
@@ -249,9 +304,46 @@ def read_bounded(path: str, limit: int, follow: bool = True, dir_fd: int | None 
             size += len(chunk)
         if size > limit:
             raise ReadRefused(f"is over the limit of {limit} bytes")
-        return b"".join(chunks)
+        return b"".join(chunks), st
     finally:
         os.close(fd)
+
+
+def _open_regular(path: str, limit: int, follow: bool, dir_fd: int | None) -> tuple[int, os.stat_result]:
+    """A descriptor to read the regular file at ``path``, and its stat.
+
+    What is at the path is looked at through an O_PATH descriptor, which opens
+    nothing, and only a regular file is then opened, through that descriptor's
+    /proc/self/fd link, so the file opened is the one looked at. A device node a
+    workload made where Mokka keeps a file (a container's default capabilities
+    allow mknod) is never opened by root on the host: opening some devices acts
+    (a watchdog arms), and a FIFO would block."""
+    try:
+        look = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise ReadRefused("is a symbolic link, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(look)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise ReadRefused(f"is {kind}, not a regular file")
+        if st.st_size > limit:
+            raise ReadRefused(f"is {st.st_size} bytes, over the limit of {limit} bytes")
+        try:
+            return os.open(f"/proc/self/fd/{look}", os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY), st
+        except FileNotFoundError:                  # no /proc: open the name, then compare
+            pass
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | os.O_NOFOLLOW,
+                     dir_fd=dir_fd)
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            raise ReadRefused("was replaced while it was opened")
+        return fd, st
+    finally:
+        os.close(look)
 
 
 class LockHeld(Exception):

@@ -137,3 +137,98 @@ def test_atomic_link_replaces_a_link_in_its_place_without_writing_through_it(tmp
     assert fsutil.atomic_link(source, path, b"0\n", 0o444) is True
     assert not os.path.islink(path) and os.stat(path).st_ino == os.stat(source).st_ino
     assert open(victim, "rb").read() == b"keep"
+
+
+def _deep(path: str, depth: int) -> None:
+    os.mkdir(path)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        fd, up = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(up)
+    os.symlink("/etc", "etc-link", dir_fd=fd)
+    os.close(fd)
+
+
+REMOVE_UNDER_64_FDS = """
+import os, resource, sys
+from mokka.core import fsutil
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+print(fsutil.remove_at(fd, "deep"), os.listdir(fd))
+"""
+
+
+def test_remove_at_takes_a_tree_3000_deep_with_64_descriptors_and_no_recursion(tmp_path):
+    import subprocess
+    import sys
+
+    _deep(str(tmp_path / "deep"), 3000)
+    done = subprocess.run([sys.executable, "-c", REMOVE_UNDER_64_FDS, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True []\n", "")
+
+
+@pytest.mark.parametrize("kind", ["link to a directory", "file", "fifo", "another user's directory",
+                                  "dangling link"])
+def test_own_dir_at_replaces_what_is_there_and_never_chmods_through_it(tmp_path, kind):
+    host = tmp_path / "host-dir"
+    host.mkdir()
+    host.chmod(0o755)
+    config = tmp_path / "config"
+    config.mkdir()
+    at = config / "processes"
+    if kind == "link to a directory":
+        os.symlink(str(host), at)
+    elif kind == "file":
+        at.write_text("x\n")
+    elif kind == "fifo":
+        os.mkfifo(at)
+    elif kind == "dangling link":
+        os.symlink(str(tmp_path / "made"), at)
+    else:
+        at.mkdir()
+        os.chown(at, 65534, 65534)
+    fd = os.open(str(config), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fsutil.own_dir_at(fd, "processes", 0o1777)
+    finally:
+        os.close(fd)
+    st = os.lstat(at)
+    assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o1777 and st.st_uid == os.geteuid()
+    assert stat.S_IMODE(os.stat(host).st_mode) == 0o755
+    assert not os.path.lexists(tmp_path / "made")
+
+
+def test_own_dir_at_keeps_its_own_directory_and_what_is_in_it(tmp_path):
+    (tmp_path / "processes").mkdir(mode=0o700)
+    (tmp_path / "processes" / "0.0123456789abcdef").write_text("record\n")
+    fd = os.open(str(tmp_path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fsutil.own_dir_at(fd, "processes", 0o1777)
+    finally:
+        os.close(fd)
+    assert stat.S_IMODE(os.lstat(tmp_path / "processes").st_mode) == 0o1777
+    assert os.listdir(tmp_path / "processes") == ["0.0123456789abcdef"]
+
+
+def test_a_device_node_where_a_file_belongs_is_refused_without_being_opened(tmp_path):
+    """A container's default capabilities allow mknod: a node of a host device where Mokka
+    keeps a file must not be opened by root on the host (opening a watchdog arms it).
+    inotify reports every open of the node's inode; none may come."""
+    from inotify_simple import INotify, flags
+
+    node, control = tmp_path / "config.yaml", tmp_path / "control"
+    for each in (node, control):
+        os.mknod(each, stat.S_IFCHR | 0o644, os.makedev(1, 3))          # /dev/null's numbers
+    with INotify(nonblocking=True) as watch:
+        watch.add_watch(str(node), flags.OPEN)
+        watch.add_watch(str(control), flags.OPEN)
+        for follow in (True, False):
+            with pytest.raises(fsutil.ReadRefused, match="is a character device, not a regular file"):
+                fsutil.read_bounded(str(node), 1 << 20, follow=follow)
+        assert fsutil.atomic_write(str(node), b"a\n") is True             # replaced, never opened
+        assert [e for e in watch.read(timeout=0) if e.mask & flags.OPEN] == []
+        os.close(os.open(str(control), os.O_RDONLY))                      # what an open looks like
+        assert [e.mask & flags.OPEN for e in watch.read(timeout=0)] == [flags.OPEN]
+    assert node.read_bytes() == b"a\n" and stat.S_ISREG(os.lstat(node).st_mode)

@@ -17,7 +17,7 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
 from mokka.agent.simulators import Host, Readiness, imex
 from mokka.agent.simulators.publish import DriverPublisher
-from mokka.core import flatstate, launcher, names
+from mokka.core import flatstate, fsutil, launcher, names
 
 OWNER = "gpudriver"
 
@@ -144,10 +144,14 @@ class GpuDriver:
     def _make_process_records(self) -> None:
         """Where every CUDA process of the node, in any container and of any user, keeps its
         records (native/nvml/processes.c): writable by all, sticky as /tmp. Records of live
-        processes survive a restage; the directory goes with the tree."""
-        path = self.host.overlay.process_records
-        os.makedirs(path, exist_ok=True)
-        os.chmod(path, names.PROCESS_RECORDS_MODE)
+        processes survive a restage; the directory goes with the tree. A workload can put
+        anything at that name (driver/config is writable in its container): what is not
+        the agent's own directory is replaced, never followed or chmod-ed."""
+        config = os.open(self.host.overlay.driver_config, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fsutil.own_dir_at(config, names.PROCESS_RECORDS_DIR, names.PROCESS_RECORDS_MODE)
+        finally:
+            os.close(config)
 
     def ready(self) -> tuple[bool, str]:
         return self._readiness.ready()

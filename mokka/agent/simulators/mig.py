@@ -27,11 +27,11 @@ import time
 
 from mokka.agent import migdevices
 from mokka.agent.desired import Desired
-from mokka.agent.hostfs import CharDev, Entry, File, unlink_quiet
+from mokka.agent.hostfs import CharDev, Entry, File
 from mokka.agent.simulators import Host
 from mokka.agent.simulators.cri import toolkit_options
 from mokka.agent.supervisor import Supervisor, ThreadChild
-from mokka.core import cdi, mig, names
+from mokka.core import cdi, fsutil, mig, names
 from mokka.core.overlay import Overlay
 
 OWNER = "mig"
@@ -85,14 +85,18 @@ def declaration(desired: Desired) -> str:
 
 
 def drop_partition_state(ov: Overlay) -> None:
-    """The library's partition state and every file it keeps beside it (a lock, a temp)."""
+    """The library's partition state and every file it keeps beside it (a lock, a temp),
+    whatever a workload put at those names (a directory, a link: removed, not followed)."""
     try:
-        entries = os.listdir(ov.driver_config)
+        config = os.open(ov.driver_config, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return
-    for name in entries:
-        if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE)):
-            unlink_quiet(os.path.join(ov.driver_config, name))
+    try:
+        for name in os.listdir(config):
+            if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE)):
+                fsutil.remove_at(config, name)
+    finally:
+        os.close(config)
 
 
 class Mig:
