@@ -224,7 +224,8 @@ def remove_at(dir_fd: int, name: str) -> bool:
                 continue
             done, done_name = stack.pop()
             os.close(done)
-            os.rmdir(done_name, dir_fd=stack[-1][0] if stack else dir_fd)
+            with contextlib.suppress(FileNotFoundError):           # another remover got there first
+                os.rmdir(done_name, dir_fd=stack[-1][0] if stack else dir_fd)
     finally:
         for fd, _ in stack:
             os.close(fd)

@@ -15,6 +15,7 @@
 
 #include "crc32.h"
 #include "mokka_names.h"
+#include "regular.h"
 #include "sha256.h"
 
 #define HEADER_PREFIX "# mokka-nvml "
@@ -55,34 +56,20 @@ static int open_regular(int dirfd, const char *path, size_t max, enum flat_statu
 {
     struct stat st;
     *status = FLAT_REFUSED;
-    if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    int fd = regular_open(dirfd, path, &st);     /* never opens a FIFO or a device */
+    if (fd < 0) {
         int absent = errno == ENOENT || errno == ENOTDIR;
         if (absent)
             *status = missing;
-        say(why, path, "%s", absent ? "missing" : strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {               /* never opened: a FIFO, a device */
-        say(why, path, "%s", not_regular(st.st_mode));
+        if (errno == EFTYPE_NOT_REGULAR)
+            say(why, path, "%s", not_regular(st.st_mode));
+        else
+            say(why, path, "%s", absent ? "missing" : strerror(errno));
         return -1;
     }
     if ((unsigned long long)st.st_size > max) {
         say(why, path, "larger than %zu bytes", max);
-        return -1;
-    }
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            *status = missing;
-        say(why, path, "%s", errno == ENOENT ? "missing" : errno == ELOOP ? not_regular(S_IFLNK) : strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > max) {
-        if (S_ISREG(st.st_mode))
-            say(why, path, "larger than %zu bytes", max);
-        else
-            say(why, path, "%s", not_regular(st.st_mode));
-        close(fd);                                /* replaced between the two looks */
+        close(fd);
         return -1;
     }
     *size = (size_t)st.st_size;

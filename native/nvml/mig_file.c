@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "mig_file.h"
+#include "regular.h"
 #include "sha256.h"
 
 #define HEADER "# mokka-nvml " MOKKA_MIG_STATE_KIND " 1"
@@ -43,15 +44,15 @@ const char MIG_FILE_NO_PERMISSION[] = "cannot be written here (permission denied
 const char *mig_file_read(int dirfd, char **text, size_t *len)
 {
     *text = NULL;
-    int fd = openat(dirfd, MOKKA_MIG_STATE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return errno == ENOENT ? MIG_FILE_ABSENT : errno == ELOOP ? "is a symbolic link" : "cannot be opened";
     struct stat st;
+    int fd = regular_open(dirfd, MOKKA_MIG_STATE_FILE, &st);   /* never opens a FIFO or a device */
+    if (fd < 0)
+        return errno == ENOENT ? MIG_FILE_ABSENT
+               : errno != EFTYPE_NOT_REGULAR ? "cannot be opened"
+               : S_ISLNK(st.st_mode) ? "is a symbolic link" : "is not a regular file";
     const char *why = NULL;
     char *buf = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        why = "is not a regular file";
-    else if (st.st_size > MOKKA_MIG_STATE_MAX_BYTES)
+    if (st.st_size > MOKKA_MIG_STATE_MAX_BYTES)
         why = "is larger than " MIG_FILE_MAX_TEXT;
     else if (!(buf = malloc(MOKKA_MIG_STATE_MAX_BYTES + 2)))
         why = "cannot be read (no memory)";

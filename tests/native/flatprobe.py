@@ -1,5 +1,5 @@
 """The companion format's C side as a process (tests/native/c/flatprobe.c): native/nvml's
-flat.c, kinds.c, crc32.c and sha256.c built with the system gcc under ASan and UBSan,
+flat.c, regular.c, kinds.c, crc32.c and sha256.c built with the system gcc under ASan and UBSan,
 so every load and write of the tests runs on the sanitizer build.
 
     flatprobe   (session)  the executable
@@ -21,7 +21,7 @@ from tests.native.conftest import REPO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVML = os.path.join(REPO, "native", "nvml")
-SOURCES = ("flat.c", "kinds.c", "crc32.c", "sha256.c")
+SOURCES = ("flat.c", "regular.c", "kinds.c", "crc32.c", "sha256.c")
 SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1:halt_on_error=1",
                  "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
 

@@ -528,3 +528,35 @@ def test_an_overrides_document_of_exactly_the_document_bound_is_read(nvml_lib, n
     assert os.path.getsize(_path(node, "overrides/gpu1.yaml")) == 4194304
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["gpus"][1]["Name"] == "At The Bound"
+
+
+DOCUMENTS = ["config.yaml", "config.nvml", "mig.nvml", "overrides/all.yaml", "overrides/gpu1.nvml",
+             "topology.yaml", "topology.nvml", "xid-events.yaml", "xid-events.nvml"]
+
+
+def test_device_nodes_for_every_document_are_never_opened(nvml_lib, node):
+    """A container's default capabilities allow mknod in driver/config: a process of the host
+    (root's nvidia-smi, DCGM) must not open a host device through a node put at a document's
+    name. inotify reports every open of each node; none may come, and the survey still runs."""
+    from inotify_simple import INotify, flags
+
+    profile = {name: open(_path(node, name), "rb").read() for name in ("config.yaml", "config.nvml")}
+    with INotify(nonblocking=True) as watch:
+        for name in DOCUMENTS:
+            path = _path(node, name)
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.mknod(path, 0o20644, os.makedev(1, 3))                  # /dev/null's numbers
+            watch.add_watch(path, flags.OPEN)
+        run = answered([sys.executable, PROBE, "survey"], clean_env(nvml_lib, node_env(node)))
+        assert json.loads(run.stdout.splitlines()[-1]) == {"init": DRIVER_NOT_LOADED}
+        assert run.stderr == (f"mock NVML: cannot read {_path(node, 'config.yaml')} (a device, not a regular "
+                              "file): set MOCK_NVML_CONFIG to a readable profile\n")
+        for name, data in profile.items():                                # the profile back: the rest is read
+            os.unlink(_path(node, name))
+            with open(_path(node, name), "wb") as f:
+                f.write(data)
+        seen, _ = survey(nvml_lib, node)
+        assert seen["init"] == 0 and len(seen["gpus"]) == 2
+        assert [(e.wd, e.mask) for e in watch.read(timeout=0) if e.mask & flags.OPEN] == []
