@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes as C
 
+from mokka.core import names
 from mokka.smi import nvml
 from mokka.smi import values as v
 
@@ -57,6 +58,8 @@ FI_CLOCKS_EVENT_COUNTERS = {"sw_power_cap": 74, "sync_boost": 76, "sw_therm_slow
                             "hw_therm_slowdown": 252, "hw_power_brake": 253}
 
 MAX_PROCESSES = 256
+#: Asks for a process list that keeps growing, and the entries each asks for beyond the count.
+PROCESS_ASKS, PROCESS_SLACK = 3, 16
 MAX_PAGES = 512
 MAX_CLOCKS = 512
 
@@ -359,13 +362,26 @@ class Gpu:
         out = []
         for kind, fn in (("C", "nvmlDeviceGetComputeRunningProcesses_v3"),
                          ("G", "nvmlDeviceGetGraphicsRunningProcesses_v3")):
-            count = C.c_uint(MAX_PROCESSES)
-            infos = (_types().ProcessInfo * MAX_PROCESSES)()
-            if not self._ask(fn, C.byref(count), infos):
-                continue
-            for p in infos[:min(count.value, MAX_PROCESSES)]:
+            for p in self._process_infos(fn):
                 out.append((p.pid, p.usedGpuMemory, kind, self.lib.process_name(p.pid)))
         return out
+
+    def _process_infos(self, fn: str) -> list:
+        """NVML's list, asked for as many entries as it says it has (INSUFFICIENT_SIZE
+        with the count, as NVIDIA's nvidia-smi asks); [] when it answers anything else.
+        The list may grow between two asks, so a few asks, each for a little more."""
+        count = C.c_uint(0)
+        infos = None
+        for _ in range(PROCESS_ASKS):
+            code = self.lib.ask(fn, self.handle, C.byref(count), infos)
+            if code == nvml.SUCCESS:
+                return list(infos[:count.value]) if infos is not None else []
+            if code != nvml.INSUFFICIENT_SIZE or count.value > names.MAX_GPU_PROCESSES:
+                return []
+            size = min(count.value + PROCESS_SLACK, names.MAX_GPU_PROCESSES)
+            infos = (_types().ProcessInfo * size)()
+            count = C.c_uint(size)
+        return []
 
     def cpu_affinity(self, words: int = 16) -> list | None:
         """The CPUs of this GPU's affinity, as numbers."""

@@ -1,7 +1,8 @@
 /* Mokka's private calls of the mock NVML library: what its own clients (our
  * nvidia-smi, check-fabric, `mokka ctl`, the mock CUDA driver of native/cuda)
- * ask beyond NVML's API. native/nvml/private.c and processes.c define them;
- * a client finds them with dlsym, and a library without them is not Mokka's.
+ * ask beyond NVML's API. native/nvml/private.c, processes.c and process_sweep.c
+ * define them; a client finds them with dlsym, and a library without them is not
+ * Mokka's.
  */
 #ifndef MOKKA_NVML_PRIVATE_H
 #define MOKKA_NVML_PRIVATE_H
@@ -28,5 +29,10 @@ MOKKA_EXPORT nvmlReturn_t nvmlMokkaGetDeviceCudaValue(nvmlDevice_t device, const
 MOKKA_EXPORT nvmlReturn_t nvmlMokkaSetProcessMemory(nvmlDevice_t device, unsigned long long usedBytes);
 /* This process no longer holds a context on `device`: its record goes. */
 MOKKA_EXPORT nvmlReturn_t nvmlMokkaReleaseProcess(nvmlDevice_t device);
+/* The node agent's sweep of a records directory (`dir`, names.PROCESS_RECORDS_DIR):
+ * removes every record and stale temp file no live process holds, of every owner
+ * this process may remove (root: all), never through a link. Needs no nvmlInit.
+ * Returns how many it removed, or -1 (errno set) when `dir` cannot be read. */
+MOKKA_EXPORT int nvmlMokkaSweepProcessRecords(const char *dir);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "mig.h"
 #include "mock.h"
+#include "printable.h"
 #include "processes.h"
 
 static nvmlReturn_t system_string(const char *key, char *buf, unsigned int length)
@@ -299,17 +300,6 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device
     return list_v1(device, 0, infoCount, infos);
 }
 
-struct named { unsigned int pid; char *name; unsigned int length; int found; };
-
-static void name_if_pid(const struct mock_process *p, void *arg)
-{
-    struct named *want = arg;
-    if (!want->found && p->pid == want->pid) {
-        snprintf(want->name, want->length, "%s", p->name);
-        want->found = 1;
-    }
-}
-
 nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
     nvmlReturn_t ret = mock_require_init();
@@ -318,12 +308,10 @@ nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsi
     if (!name || length == 0)
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct mock_node *n = mock_node();
+    if (mock_processes_name(n, pid, name, length))   /* one scan of the records, not one per GPU */
+        return NVML_SUCCESS;
     for (unsigned int v = 0; v < n->nvisible; v++) {
         const struct mock_gpu *g = &n->gpus[n->visible[v]];
-        struct named live = {pid, name, length, 0};
-        mock_processes_each(g, name_if_pid, &live);
-        if (live.found)
-            return NVML_SUCCESS;
         unsigned int count = gpu_list_len(g, K_PROCESSES);
         for (unsigned int i = 0; i < count; i++) {
             char key[96], text[MOCK_VALUE_MAX];
@@ -334,7 +322,7 @@ nvmlReturn_t DECLDIR nvmlSystemGetProcessName(unsigned int pid, char *name, unsi
             snprintf(key, sizeof key, K_PROCESSES_N_NAME, i);
             if (gpu_raw(g, key, text, sizeof text) != 1)
                 text[0] = '\0';
-            snprintf(name, length, "%s", text);   /* NVML truncates the name */
+            printable_copy(name, length, text);   /* NVML truncates the name */
             return NVML_SUCCESS;
         }
     }

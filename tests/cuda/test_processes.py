@@ -145,10 +145,10 @@ def test_hostile_records_are_ignored_and_never_block(cuda_lib, h100, holders, tm
     assert seen["free"] == H100_USABLE - GiB
 
 
-def test_a_live_record_claiming_more_than_the_board_has_fills_it_and_no_more(cuda_lib, h100, holders):
+def test_a_live_record_claiming_the_whole_board_fills_it_and_no_more(cuda_lib, h100, holders):
     os.makedirs(records_dir(h100), exist_ok=True)
     claim = open(os.path.join(records_dir(h100), "0.0123456789abcdef"), "w+")
-    claim.write(f"mokka-process 1\npid {os.getpid()}\nused 18446744073709551615\nname greedy\n")
+    claim.write(f"mokka-process 1\npid {os.getpid()}\nused 85899345920\nname greedy\n")   # h100's total
     claim.flush()
     fcntl.fcntl(claim.fileno(), F_OFD_SETLK, _flock(fcntl.F_WRLCK, 0))
     try:
@@ -158,6 +158,22 @@ def test_a_live_record_claiming_more_than_the_board_has_fills_it_and_no_more(cud
         claim.close()
     assert gpu0["used"] == H100_USABLE and gpu0["free"] == 0
     assert seen["free"] == 0
+
+
+def test_a_live_record_claiming_more_than_the_board_fails_no_allocation(cuda_lib, h100, holders):
+    """No driver grants more than the board has: such a claim is not counted."""
+    os.makedirs(records_dir(h100), exist_ok=True)
+    claim = open(os.path.join(records_dir(h100), "0.0123456789abcdef"), "w+")
+    claim.write(f"mokka-process 1\npid {os.getpid()}\nused 18446744073709551615\nname greedy\n")
+    claim.flush()
+    fcntl.fcntl(claim.fileno(), F_OFD_SETLK, _flock(fcntl.F_WRLCK, 0))
+    try:
+        holders.append(Holder(cuda_lib, h100, 0, GiB))
+        seen = run_cuda(cuda_lib, h100, "meminfo", "0")
+    finally:
+        claim.close()
+    assert holders[0].free == H100_USABLE - GiB
+    assert seen["free"] == H100_USABLE - GiB
 
 
 def test_many_entries_are_read_within_a_bound(cuda_lib, h100):

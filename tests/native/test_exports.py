@@ -43,9 +43,9 @@ LATER_API = {
 }
 #: Mokka's own calls for its clients (native/nvml/mokka_private.h): where the node's files
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
-#: and the process records it keeps.
+#: the process records it keeps, and the agent's sweep of the dead ones.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
-               "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess"}
+               "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords"}
 
 SHT_DYNSYM = 11
 SHT_GNU_VERDEF = 0x6FFFFFFD

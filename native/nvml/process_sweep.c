@@ -1,0 +1,84 @@
+/* Removing the records no live process holds (processes.c states the rules).
+ *
+ * A record stays where its process died; its lock went with it, so readers no
+ * longer count it, but its file is still there. The writer removes its own user's
+ * dead records when it writes its first one; nvmlMokkaSweepProcessRecords is the
+ * agent's (root on the host), and removes every owner's. A temp file is removed
+ * only when no one holds it and it is older than STALE_TEMP_SECONDS: a writer
+ * locks its temp file just after creating it.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mock.h"
+#include "mokka_private.h"
+#include "process_records.h"
+
+/* Directory entries read per sweep: a safety bound only (getdents is cheap). */
+#define SWEEP_ENTRIES_MAX (1u << 20)
+
+/* 1 when `name` was removed: a regular file no process holds, never through a link. */
+static int sweep_one(int dir, const char *name, uid_t uid, time_t now)
+{
+    unsigned int phys;
+    int temp = record_temp_name(name);
+    if (!temp && !record_name(name, &phys))
+        return 0;
+    struct stat st, was;
+    if (records_own(name) || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        (uid != (uid_t)-1 && st.st_uid != uid) || (temp && now - st.st_mtime <= STALE_TEMP_SECONDS))
+        return 0;
+    int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    /* The file still at `name` after the check is the one checked: a writer renames
+     * its next record over `name` before it lets go of this one, so a record seen
+     * free was already replaced if it was going to be. */
+    int gone = fstat(fd, &was) == 0 && !record_held(fd, 1, LIVE_BYTE, NULL) &&
+               fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == was.st_dev &&
+               st.st_ino == was.st_ino && unlinkat(dir, name, 0) == 0;
+    close(fd);
+    return gone;
+}
+
+int records_sweep(int dir, uid_t uid)
+{
+    int fd = dup(dir);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int removed = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    for (unsigned int seen = 0; seen < SWEEP_ENTRIES_MAX && (e = readdir(d)) != NULL; seen++)
+        removed += sweep_one(dir, e->d_name, uid, now);
+    closedir(d);
+    return removed;
+}
+
+int nvmlMokkaSweepProcessRecords(const char *dir)
+{
+    if (!dir) {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = records_open_dir(dir, 0);
+    if (fd < 0)
+        return -1;
+    records_lock();
+    int removed = records_sweep(fd, (uid_t)-1);
+    records_unlock();
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return removed;
+}

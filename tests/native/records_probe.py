@@ -1,0 +1,59 @@
+"""A CUDA process and an NVML monitor, as the process records see them (LD_LIBRARY_PATH
+names the mock library).
+
+    records_probe.py hold GPU BYTES   keep a record of BYTES on GPU (nvmlMokkaSetProcessMemory,
+                                      as the mock CUDA driver does), print {"pid"}, wait for a
+                                      line on stdin, exit
+    records_probe.py list             through pynvml, per GPU: the compute processes
+                                      [[pid, used, name], ...] (names by nvmlSystemGetProcessName)
+                                      and memory used and free (v2)
+    records_probe.py watch            a monitor: nvmlInit once, then list's JSON line for each
+                                      line on stdin, until its end
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+
+import pynvml
+
+
+def hold(gpu: int, size: int) -> None:
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+    lib = ctypes.CDLL("libnvidia-ml.so.1")
+    ret = lib.nvmlMokkaSetProcessMemory(handle, ctypes.c_ulonglong(size))
+    if ret != 0:
+        raise SystemExit(f"records_probe: nvmlMokkaSetProcessMemory returned {ret}")
+    print(json.dumps({"pid": os.getpid()}), flush=True)
+    sys.stdin.readline()
+
+
+def listing() -> list:
+    out = []
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        h = pynvml.nvmlDeviceGetHandleByIndex(i)
+        mem = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
+        procs = [[p.pid, p.usedGpuMemory, pynvml.nvmlSystemGetProcessName(p.pid)]
+                 for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)]
+        out.append({"processes": procs, "used": mem.used, "free": mem.free})
+    return out
+
+
+def watch() -> None:
+    pynvml.nvmlInit()
+    for _ in sys.stdin:
+        print(json.dumps(listing()), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "hold":
+        hold(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "watch":
+        watch()
+    else:
+        pynvml.nvmlInit()
+        print(json.dumps(listing()))
