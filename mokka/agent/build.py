@@ -32,6 +32,7 @@ from mokka.agent.simulators.mig import Mig
 from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
 from mokka.agent.simulators.pcibus import PciBus
+from mokka.agent.simulators.processrecords import ProcessRecords
 from mokka.agent.source import FileSource
 from mokka.core import kmsg
 from mokka.core import log as mlog
@@ -101,7 +102,7 @@ def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
                           enabled=cfg.fabricmanager),
             KernelLog(host, node_name=node_name(cfg), kmsg_path=under(cfg.host_root, cfg.kmsg_path),
                       record=kmsg.render_record(cfg.kmsg_path, cfg.overlay_host_path)),
-            MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers)]
+            MockIbDaemon(host, cfg.ib_relay_listen, cfg.ib_relay_peers), ProcessRecords(host)]
 
 
 def node_name(cfg: AgentConfig) -> str:
