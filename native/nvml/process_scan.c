@@ -23,6 +23,7 @@
 #include "printable.h"
 #include "process_records.h"
 #include "processes.h"
+#include "regular.h"
 
 /* Directory entries read per scan: a safety bound only (getdents is cheap, and a
  * bound any user reaches with empty files would let them hide the real records). */
@@ -133,13 +134,13 @@ static int parse_record(char *text, unsigned long long *used, char **name)
  * holder and the name the record gives (in `text`). */
 static int read_record(int dir, const char *file, struct seen *out, char *text, char **name)
 {
-    int fd = openat(dir, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    int fd = regular_open(dir, file, &st);        /* never opens a FIFO or a device */
     if (fd < 0)
         return 0;
     int ok = 0;
-    struct stat st;
     pid_t holder = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && record_held(fd, 1, LIVE_BYTE, NULL)) {
+    if (record_held(fd, 1, LIVE_BYTE, NULL)) {
         ssize_t got = pread(fd, text, RECORD_MAX + 1, 0);
         if (got > 0 && (size_t)got <= RECORD_MAX) {
             text[got] = '\0';

@@ -19,6 +19,7 @@
 #include "mock.h"
 #include "mokka_private.h"
 #include "process_records.h"
+#include "regular.h"
 
 /* Directory entries read per sweep: a safety bound only (getdents is cheap). */
 #define SWEEP_ENTRIES_MAX (1u << 20)
@@ -34,13 +35,13 @@ static int sweep_one(int dir, const char *name, uid_t uid, time_t now)
     if (records_own(name) || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         (uid != (uid_t)-1 && st.st_uid != uid) || (temp && now - st.st_mtime <= STALE_TEMP_SECONDS))
         return 0;
-    int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd = regular_open(dir, name, &was);       /* never opens a FIFO or a device */
     if (fd < 0)
         return 0;
     /* The file still at `name` after the check is the one checked: a writer renames
      * its next record over `name` before it lets go of this one, so a record seen
      * free was already replaced if it was going to be. */
-    int gone = fstat(fd, &was) == 0 && !record_held(fd, 1, LIVE_BYTE, NULL) &&
+    int gone = !record_held(fd, 1, LIVE_BYTE, NULL) &&
                fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == was.st_dev &&
                st.st_ino == was.st_ino && unlinkat(dir, name, 0) == 0;
     close(fd);

@@ -296,3 +296,19 @@ def test_a_sweep_of_what_is_not_a_records_directory_is_refused(nvml_lib, tmp_pat
     error = sweep(nvml_lib, path)["error"]
     assert "cannot sweep the CUDA process records" in error and repr(path) in error
     assert os.listdir(victim) == ["0.0123456789abcdef"]
+
+
+def test_device_nodes_at_record_names_are_never_opened_by_a_reader_or_the_sweep(nvml_lib, node, started):
+    """A container's root may mknod in the records directory: neither a reader (root's nvidia-smi
+    on the host) nor the agent's sweep opens a host device through such a node."""
+    from inotify_simple import INotify, flags
+
+    d = records_dir(node)
+    real = holder(nvml_lib, node, started, 0, GiB)
+    with INotify(nonblocking=True) as watch:
+        for name in ("0.0123456789abcdef", "1.fedcba9876543210", ".0.0123456789abcdef.1"):
+            os.mknod(os.path.join(d, name), 0o20644, os.makedev(1, 3))          # /dev/null's numbers
+            watch.add_watch(os.path.join(d, name), flags.OPEN)
+        assert [p[0] for p in listing(nvml_lib, node)[0]["processes"]] == [real]
+        assert sweep(nvml_lib, d) == {"removed": 0}
+        assert [e for e in watch.read(timeout=0) if e.mask & flags.OPEN] == []
