@@ -42,10 +42,11 @@ def test_records_of_another_users_killed_process_are_swept_and_a_live_ones_kept(
         agent = AgentProcess(root, "--profile", "t4", log_dir=outside)
         procs.append(agent)
         agent.wait_staged()
-        wait_until(lambda: sorted(os.listdir(records)) == kept, what="the dead records swept")
-        swept = [line for line in agent.log_lines()
-                 if line.get("msg") == "removed the records of CUDA processes that are gone"]
-        assert [line.get("removed") for line in swept] == [3]
+        swept = wait_until(lambda: [line.get("removed") for line in agent.log_lines()
+                                    if line.get("msg") == "removed the records of CUDA processes that are gone"],
+                           what="the dead records swept")
+        assert swept == [3]
+        assert sorted(os.listdir(records)) == kept
         assert agent.terminate() == 0
     finally:
         live.stdin.close()
