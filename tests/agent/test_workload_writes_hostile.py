@@ -17,6 +17,7 @@ from treelist import diff, listing
 
 from mokka.core import names
 from mokka.core.overlay import host_overlay
+from tests.deeptree import nested
 from tests.native.staged import nvml_build  # noqa: F401  (fixture: the agent stages the library)
 
 NOBODY = 65534
@@ -42,21 +43,6 @@ def outside_dir(base: str) -> str:
     with open(os.path.join(path, "passwd"), "w") as f:
         f.write("root:x:0:0::/root:/bin/sh\n")
     return path
-
-
-def nested(path: str, depth: int) -> None:
-    """``depth`` directories, one in the other, with a file at the bottom (made through
-    descriptors: os.makedirs recurses once per level)."""
-    os.mkdir(path)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(depth):
-            os.mkdir("d", dir_fd=fd)
-            fd, up = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
-            os.close(up)
-        os.close(os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
 
 
 # (what a workload puts at driver/config/processes)

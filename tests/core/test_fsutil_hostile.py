@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from mokka.core import fsutil
+from tests.deeptree import nested
 from tests.locks import flock_held
 
 
@@ -139,17 +140,6 @@ def test_atomic_link_replaces_a_link_in_its_place_without_writing_through_it(tmp
     assert open(victim, "rb").read() == b"keep"
 
 
-def _deep(path: str, depth: int) -> None:
-    os.mkdir(path)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=fd)
-        fd, up = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
-        os.close(up)
-    os.symlink("/etc", "etc-link", dir_fd=fd)
-    os.close(fd)
-
-
 REMOVE_UNDER_64_FDS = """
 import os, resource, sys
 from mokka.core import fsutil
@@ -163,7 +153,7 @@ def test_remove_at_takes_a_tree_3000_deep_with_64_descriptors_and_no_recursion(t
     import subprocess
     import sys
 
-    _deep(str(tmp_path / "deep"), 3000)
+    nested(str(tmp_path / "deep"), 3000)
     done = subprocess.run([sys.executable, "-c", REMOVE_UNDER_64_FDS, str(tmp_path)], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert (done.returncode, done.stdout, done.stderr) == (0, "True []\n", "")
