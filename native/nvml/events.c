@@ -95,8 +95,10 @@ nvmlReturn_t DECLDIR nvmlEventSetCreate(nvmlEventSet_t *set)
     if (mock_xid_events_path(created->events, sizeof created->events)) {
         struct mock_xid_event none[1];
         unsigned long long last = 0;
-        if (mock_xid_read(created->events, ~0ull, none, 0, &last) >= 0)
-            created->seen = created->last = last;   /* only what is injected from now on */
+        /* The baseline: only what is injected from now on. Read settled, as a set made
+         * while the agent rewrites the file would otherwise take every old event for new. */
+        if (mock_xid_read(created->events, ~0ull, none, 0, &last, 1) >= 0)
+            created->seen = created->last = last;
     }
     pthread_mutex_lock(&sets_lock);
     created->next = live_sets;
@@ -223,7 +225,7 @@ static nvmlReturn_t wait_for_event(nvmlEventSet_t set, nvmlEventData_t *data, un
     struct mock_xid_event events[MOKKA_MAX_GPUS];
     for (;;) {
         unsigned long long last = 0;
-        int count = path[0] ? mock_xid_read(path, seen, events, MOKKA_MAX_GPUS, &last) : -1;
+        int count = path[0] ? mock_xid_read(path, seen, events, MOKKA_MAX_GPUS, &last, 0) : -1;
         pthread_mutex_lock(&sets_lock);
         if (!is_live(set)) {                    /* freed while we read: as before, a timeout */
             pthread_mutex_unlock(&sets_lock);

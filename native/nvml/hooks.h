@@ -34,9 +34,11 @@ struct mock_xid_event {
 int mock_xid_events_path(char *out, size_t size);
 /* The events newer than `after` (up to `max`, by sequence) and *last the newest
  * sequence number ever written; -1 when there is no usable file (absent, or its
- * companion missing or stale while it is being rewritten). */
+ * companion missing or stale while it is being rewritten). `settle`: a pair caught
+ * between its writer's two renames is read again until it settles (flat_load_settled),
+ * for a read that has no later poll to catch up with it. */
 int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_event *out,
-                  unsigned int max, unsigned long long *last);
+                  unsigned int max, unsigned long long *last, int settle);
 /* The handle of physical GPU `phys` when this process sees it, else NULL. */
 nvmlDevice_t mock_handle_of_physical(unsigned int phys);
 /* The physical index of a valid handle: 1, or 0 for an invalid one. */

@@ -45,13 +45,14 @@ int mock_xid_events_path(char *out, size_t size)
 }
 
 int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_event *out,
-                  unsigned int max, unsigned long long *last)
+                  unsigned int max, unsigned long long *last, int settle)
 {
     char companion[MOCK_PATH_MAX];
     config_companion_path(yaml, companion, sizeof companion);
     struct flat f;
     struct flat_why why;
-    enum flat_status st = flat_load(AT_FDCWD, yaml, companion, &KIND_EVENTS, &f, &why);
+    enum flat_status st = (settle ? flat_load_settled : flat_load)(AT_FDCWD, yaml, companion, &KIND_EVENTS,
+                                                                   &f, &why);
     if (st == FLAT_REFUSED || st == FLAT_INVALID)
         mock_say_unusable("Xid events", yaml, &why, 0);
     if (st != FLAT_OK)

@@ -48,3 +48,52 @@ def test_each_injected_xid_reaches_a_blocked_waiter_once(nvml_lib, tmp_path):
         assert proc.stdout.read() == "" and proc.stderr.read() == ""
     finally:
         proc.kill()
+
+
+SET_MADE_ON_A_LINE = """
+import json, sys, pynvml as n
+n.nvmlInit()
+print(json.dumps(["init"]), flush=True)
+sys.stdin.readline()
+event_set = n.nvmlEventSetCreate()
+for i in range(n.nvmlDeviceGetCount()):
+    n.nvmlDeviceRegisterEvents(n.nvmlDeviceGetHandleByIndex(i), n.nvmlEventTypeXidCriticalError, event_set)
+got = []
+while True:
+    try:
+        data = n.nvmlEventSetWait_v2(event_set, 1500)
+    except n.NVMLError_Timeout:
+        break
+    got.append(data.eventData)
+print(json.dumps(got), flush=True)
+"""
+
+
+def test_an_event_set_made_while_the_events_file_is_rewritten_takes_no_old_event_for_new(nvml_lib, tmp_path):
+    """The agent renames the companion, then the YAML: a set made between the two must still
+    start after the Xid injected before it (13), not from nothing."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.native.conftest import clean_env
+
+    env = corpus.stage(corpus.Case("xid", "h100", ()), str(tmp_path))
+    config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
+    write_events(config_dir, [event(1, 0, 13)], 1)
+    proc = subprocess.Popen([sys.executable, "-c", SET_MADE_ON_A_LINE], env=clean_env(nvml_lib, env),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert read_line(proc) == ["init"]
+        path = os.path.join(config_dir, names.XID_EVENTS_FILE)
+        text, companion = xid.render([event(1, 0, 13), event(2, 1, 31)], 2)
+        atomic_write(flatstate.companion_path(path), companion)         # the first of the two renames
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(0.3)
+        atomic_write(path, text)                                         # the second
+        delivered = read_line(proc)
+        assert 13 not in delivered and set(delivered) <= {31}
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
