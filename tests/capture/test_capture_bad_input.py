@@ -33,10 +33,10 @@ CASES = [
     ("more GPUs than a profile holds", "<nvidia_smi_log>" + "<gpu id='0'/>" * 65 + "</nvidia_smi_log>",
      "lists 65 GPUs; a profile holds at most 64"),
     ("a value no profile may hold", WHOLE.replace("<product_name>NVIDIA A100-SXM4-40GB", "<product_name>A100/40GB", 1),
-     "makes no valid profile: device_defaults.name: 'A100/40GB' may not contain '/'"),
+     "gpu 0: <product_name> holds 'A100/40GB': 'A100/40GB' may not contain '/'"),
     ("a leaf nvidia-smi never prints so", WHOLE.replace("<minor_number>0</minor_number>",
                                                         "<minor_number>zero</minor_number>", 1),
-     "<minor_number> holds 'zero', which nvidia-smi does not print there"),
+     "gpu 0: <minor_number> holds 'zero', which nvidia-smi does not print there"),
 ]
 
 

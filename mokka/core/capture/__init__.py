@@ -7,14 +7,22 @@
     writer      the records and guesses -> the profile's YAML, with a comment per guess
 
 ``capture(text, source)`` runs them; everything here is pure but for reading the
-built-in profiles. A report it cannot read raises CaptureError, one line.
+built-in profiles. A report it cannot read raises CaptureError, one line naming
+the element (and the GPU) at fault; so does a report whose profile Mokka would
+not load.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 
 from mokka.core.capture import closest, record, writer, xmlreport
+
+#: nvidia-smi's CUDA version: "12.8", "13.0" (or N/A on a node without CUDA).
+CUDA_VERSION = re.compile(r"([0-9]{1,4})\.([0-9]{1,4})", re.ASCII)
+#: nvidia-smi's driver version: "570.148.08" (what the profile's system.driver_version takes).
+DRIVER_VERSION = re.compile(r"[0-9]{1,8}(?:\.[0-9]{1,8}){1,3}", re.ASCII)
 
 
 class CaptureError(ValueError):
@@ -25,9 +33,14 @@ def capture(text: str | bytes, source: str, dynamic: bool = False) -> str:
     """The profile of the node that printed ``text`` (the output of nvidia-smi -q -x)."""
     try:
         report = xmlreport.parse(text)
-        records = [record.record(gpu.leaves, gpu.supported_clocks) for gpu in report.gpus]
-    except (xmlreport.ReportError, record.RecordError) as exc:
+    except xmlreport.ReportError as exc:
         raise CaptureError(str(exc)) from None
+    records = []
+    for n, gpu in enumerate(report.gpus):
+        try:
+            records.append(record.record(gpu.leaves, gpu.supported_clocks))
+        except record.RecordError as exc:
+            raise CaptureError(f"gpu {n}: {exc}") from None
     text = writer.render(build(report, records, source, dynamic))
     from mokka.core.profile import ProfileError, parse
     try:                                           # what Mokka (and so the Go loader) accepts
@@ -93,10 +106,18 @@ def build(report: xmlreport.Report, records: list, source: str, dynamic: bool) -
 
 
 def _system(report: xmlreport.Report) -> dict:
-    system = {"driver_version": report.driver_version}
+    driver = report.driver_version
+    if "driver_version" not in report.printed:
+        raise CaptureError("<driver_version> is missing: capture from nvidia-smi -q -x")
+    if not DRIVER_VERSION.fullmatch(driver):
+        raise CaptureError(f"<driver_version> holds {driver[:40]!r}, which nvidia-smi does not print there")
+    system = {"driver_version": driver}
     cuda = report.cuda_version
     if cuda and cuda != "N/A":
-        major, _, minor = cuda.partition(".")
-        system.update({"nvml_version": f"{major}.{report.driver_version}", "cuda_version": cuda,
-                       "cuda_version_major": int(major), "cuda_version_minor": int(minor or 0)})
+        match = CUDA_VERSION.fullmatch(cuda)
+        if not match:
+            raise CaptureError(f"<cuda_version> holds {cuda[:40]!r}, which nvidia-smi does not print there")
+        major, minor = match.groups()
+        system.update({"nvml_version": f"{major}.{driver}", "cuda_version": cuda,
+                       "cuda_version_major": int(major), "cuda_version_minor": int(minor)})
     return system

@@ -11,10 +11,8 @@ GPU's ``refused`` entry for that reading. Pure.
 
 from __future__ import annotations
 
-import re
-
-from mokka.core import names
-from mokka.core.capture import derived, words
+from mokka.core import names, schema
+from mokka.core.capture import derived, numbers, words
 
 NA_TEXTS = {"N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error", ""}
 #: nvmlErrorString of the errors nvidia-smi prints as text, as names.REFUSALS words.
@@ -22,18 +20,9 @@ REFUSAL_TEXTS = {"Requested functionality has been deprecated": names.REFUSAL_DE
                  "Insufficient Permissions": names.REFUSAL_NO_PERMISSION}
 
 
-def number(text: str) -> int:
-    """The integer a leaf starts with: "40960 MiB", "-5 C", "16x", "0x20B010DE"."""
-    if text[:2].lower() == "0x":
-        return int(text.split()[0], 16)
-    match = re.match(r"-?\d+", text)
-    if not match:
-        raise ValueError(text)
-    return int(match.group(0))
-
-
-def milliwatts(text: str) -> int:
-    return round(float(text.split()[0]) * 1000)
+number = numbers.number
+milliwatts = numbers.milliwatts
+hex_id = numbers.pci_id
 
 
 def enabled(text: str) -> str:
@@ -47,10 +36,6 @@ def yes(text: str) -> bool:
 
 def same(text: str) -> str:
     return text
-
-
-def hex_id(text: str) -> str:
-    return "0x" + text.upper()
 
 
 #: (leaf path, profile field path, reading of the text)
@@ -181,36 +166,95 @@ REFUSABLE = {
 }
 
 
-class RecordError(ValueError):
-    """A leaf the capture cannot read: ``path`` and its text."""
+#: Leaves a GPU's profile entry cannot do without: its PCI address places it.
+REQUIRED = ("pci/pci_bus_id",)
+#: The longest leaf text read: the longest string a profile holds (mokka.core.schema.Str).
+MAX_TEXT = 256
 
-    def __init__(self, path: str, text: str):
-        super().__init__(f"<{path}> holds {text[:40]!r}, which nvidia-smi does not print there")
+
+class RecordError(ValueError):
+    """A leaf the capture cannot read: ``path`` and its text (None: not printed at all),
+    and why a profile cannot take its value where the text itself is readable."""
+
+    def __init__(self, path: str, text: str | None, why: str = ""):
+        if text is None:
+            problem = "is missing: capture from nvidia-smi -q -x"
+        else:
+            shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+            problem = f"holds {shown}: {why}" if why else f"holds {shown}, which nvidia-smi does not print there"
+        super().__init__(f"<{path}> {problem}")
         self.path = path
 
 
 def record(leaves: dict, supported_clocks: tuple) -> dict:
     """The device fields one GPU's leaves say, nested as the profile nests them."""
+    for path in REQUIRED:
+        if path not in leaves:
+            raise RecordError(_outermost_missing(leaves, path), None)
     dev: dict = {}
     for path, field_path, read in FIELDS:
         text = leaves.get(path, "")
         if text in NA_TEXTS or text in REFUSAL_TEXTS:
             continue
+        if len(text) > MAX_TEXT:
+            raise RecordError(path, text)
         try:
             value = read(text)
         except (ValueError, KeyError, IndexError):
             raise RecordError(path, text) from None
-        if value is not None:                     # None: the text says nothing of the board
-            put(dev, field_path, value)
+        if value is None:                         # None: the text says nothing of the board
+            continue
+        spec = _SPECS[path]
+        try:
+            if spec is not None:
+                spec.check(value, ".".join(field_path), [])
+        except schema.Invalid as exc:             # readable, but past what the field holds
+            raise RecordError(path, text, exc.message) from None
+        put(dev, field_path, value)
+    for path in REQUIRED:
+        if _get(dev, _FIELD_OF[path]) is None:
+            raise RecordError(path, leaves[path])
     refused = {reading: REFUSAL_TEXTS[leaves[leaf]] for leaf, reading in REFUSABLE.items()
                if leaves.get(leaf) in REFUSAL_TEXTS}
     if refused:
         dev["refused"] = refused
     try:
         derived.fill(dev, leaves, supported_clocks)
-    except (ValueError, KeyError, IndexError) as exc:
-        raise RecordError(*(exc.args if len(exc.args) == 2 else ("", str(exc)))) from None
+    except derived.BadLeaf as exc:
+        raise RecordError(exc.path, exc.text) from None
     return dev
+
+
+_FIELD_OF = {path: field_path for path, field_path, _ in FIELDS}
+
+
+def _spec(field_path: tuple) -> schema.Spec | None:
+    """The profile schema's spec of a device field (None: a field it does not know)."""
+    spec = schema.DEVICE_ENTRY
+    for key in field_path:
+        spec = spec.fields.get(key) if isinstance(spec, schema.Map) else None
+    return spec
+
+
+#: Each leaf's field spec: a value the profile would refuse is refused naming the leaf.
+_SPECS = {path: _spec(field_path) for path, field_path, _ in FIELDS}
+
+
+def _outermost_missing(leaves: dict, path: str) -> str:
+    """"pci" when the GPU has no <pci> at all, else "pci/pci_bus_id"."""
+    parts = path.split("/")
+    for n in range(1, len(parts)):
+        prefix = "/".join(parts[:n])
+        if not any(p.startswith(prefix + "/") for p in leaves):
+            return prefix
+    return path
+
+
+def _get(dev: dict, field_path: tuple):
+    node = dev
+    for key in field_path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
 
 
 def put(dev: dict, path: tuple, value) -> None:

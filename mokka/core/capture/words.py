@@ -4,6 +4,8 @@ nvidia-smi prints for them (mokka.smi.values). Pure."""
 
 from __future__ import annotations
 
+import re
+
 from mokka.core import names
 
 
@@ -55,11 +57,18 @@ def atomics(text: str) -> list:
     return [op.lower() for op in ops]
 
 
+#: nvidia-smi's InfoROM flush time: ASCII digits, to the millisecond.
+_TIMESTAMP = re.compile(r"([0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{3}))?", re.ASCII)
+
+
 def timestamp_us(text: str) -> int:
     """"2026/08/20 23:33:00.497" (nvidia-smi's local time, taken as UTC) -> microseconds
     since the epoch."""
     import calendar
     import time
 
-    whole, _, millis = text.partition(".")
+    match = _TIMESTAMP.fullmatch(text)
+    if not match:
+        raise ValueError(text)
+    whole, millis = match.groups()
     return calendar.timegm(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) * 1_000_000 + int(millis or 0) * 1000
