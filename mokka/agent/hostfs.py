@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from mokka.agent.manifest import Manifest
-from mokka.core.fsutil import FAULT, atomic_link, atomic_symlink, atomic_write, remove_at, remove_path
+from mokka.core.fsutil import (DIR_NOFOLLOW, FAULT, atomic_link, atomic_symlink, atomic_write, remove_at,
+                               remove_path)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class HostFS:
         """Remove the entries of ``directory`` (opened without following) that ``chosen``
         names; how many went. Never raises for one entry: it is logged, the rest go on."""
         try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(directory, DIR_NOFOLLOW)
         except OSError:
             return 0
         removed = 0

@@ -170,6 +170,9 @@ def atomic_symlink(target: str, path: str) -> bool:
     return True
 
 
+#: How Mokka opens a directory a workload may have replaced: never through a link.
+DIR_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
 #: Directories ``remove_at`` holds open at once: a deeper tree is flattened as it goes.
 _REMOVE_OPEN_DIRS = 32
 #: Entries ``remove_at`` removes from one tree before it gives up on a tree that keeps growing.
@@ -193,7 +196,7 @@ def remove_at(dir_fd: int, name: str) -> bool:
         return False
     except (IsADirectoryError, PermissionError):   # EISDIR, or EPERM on some file systems
         pass
-    top = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    top = os.open(name, DIR_NOFOLLOW, dir_fd=dir_fd)
     stack: list[tuple[int, str]] = [(top, name)]       # (an open directory, its name in the one above)
     budget = _REMOVE_BUDGET
     try:
@@ -219,8 +222,7 @@ def remove_at(dir_fd: int, name: str) -> bool:
                     child = entry.name
                     break
             if child is not None:
-                stack.append((os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                      dir_fd=fd), child))
+                stack.append((os.open(child, DIR_NOFOLLOW, dir_fd=fd), child))
                 continue
             done, done_name = stack.pop()
             os.close(done)
@@ -251,7 +253,7 @@ def own_dir_at(dir_fd: int, name: str, mode: int) -> None:
     a FIFO, another user's directory) is removed first, never followed or chmod-ed."""
     for _ in range(3):                              # a racer may put something back between
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            fd = os.open(name, DIR_NOFOLLOW, dir_fd=dir_fd)
         except FileNotFoundError:
             fd = -1
         except OSError as exc:
@@ -411,7 +413,7 @@ def flock_within(fd: int, timeout: float, clock=time.monotonic, holder=holder_pi
 def _open_dir(path: str) -> tuple[int, str]:
     """(an fd on ``path``'s directory, never through a link, its path)."""
     directory = os.path.dirname(os.path.abspath(path))
-    return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC), directory
+    return os.open(directory, DIR_NOFOLLOW), directory
 
 
 @contextlib.contextmanager

@@ -147,7 +147,7 @@ class GpuDriver:
         processes survive a restage; the directory goes with the tree. A workload can put
         anything at that name (driver/config is writable in its container): what is not
         the agent's own directory is replaced, never followed or chmod-ed."""
-        config = os.open(self.host.overlay.driver_config, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        config = os.open(self.host.overlay.driver_config, fsutil.DIR_NOFOLLOW)
         try:
             fsutil.own_dir_at(config, names.PROCESS_RECORDS_DIR, names.PROCESS_RECORDS_MODE)
         finally:

@@ -88,7 +88,7 @@ def drop_partition_state(ov: Overlay) -> None:
     """The library's partition state and every file it keeps beside it (a lock, a temp),
     whatever a workload put at those names (a directory, a link: removed, not followed)."""
     try:
-        config = os.open(ov.driver_config, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        config = os.open(ov.driver_config, fsutil.DIR_NOFOLLOW)
     except OSError:
         return
     try:
