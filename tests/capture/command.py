@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 
 from tests.conftest import REPO
+from tests.peak import Launched
 
 #: Generous: a run that takes this long has hung (a capture of a real report takes about 1 s).
 HANG_GUARD_SECONDS = 120
@@ -34,25 +34,19 @@ class Measured:
     returncode: int
     stdout: str
     stderr: str
-    max_rss_kib: int              # the run's peak resident set (getrusage of the child)
+    max_rss_kib: int              # the run's own peak resident set
     seconds: float                # wall time, printed by the tests that care, never asserted
 
 
 def run_measured(*args: str) -> Measured:
-    """One run, with its own peak RSS (wait4 of this child alone, not of every child
-    this test process ever had); killed past HANG_GUARD_SECONDS."""
+    """One run, with its own peak RSS (tests/peak.py: not the test process's size);
+    a run past HANG_GUARD_SECONDS has hung and fails the test."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        proc = subprocess.Popen(command(*args), stdout=out, stderr=err, env=env())
-        guard = threading.Timer(HANG_GUARD_SECONDS, proc.kill)
-        guard.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            guard.cancel()
+        status, max_rss = Launched(command(*args), stdout=out, stderr=err, env=env()).finish(HANG_GUARD_SECONDS)
         seconds = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)      # reaped here, not by Popen
+        assert status is not None, f"profile capture {' '.join(args)}: still running after {HANG_GUARD_SECONDS} s"
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                        usage.ru_maxrss, seconds)
+        return Measured(status, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                        max_rss // 1024, seconds)

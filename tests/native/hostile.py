@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from mokka.core import flatstate, names, xid
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE
+from tests.peak import Launched
 
 TIMEOUT_S = 2.0
 #: How long an interpreter may take to start and load the library (a busy machine's).
@@ -108,11 +108,10 @@ class Run:
 
 
 def measured(argv: list[str], env: dict) -> Run:
-    """The run and its peak RSS from wait4 (the consumer's VmHWM). The probe's clock starts
-    when it says it has loaded the library (its interpreter's start is not the library's
-    time); nvidia-smi's when it is started."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    pidfd = os.pidfd_open(proc.pid)
+    """The run and its own peak RSS (tests/peak.py: the consumer's, not this process's).
+    The probe's clock starts when it says it has loaded the library (its interpreter's
+    start is not the library's time); nvidia-smi's when it is started."""
+    proc = Launched(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ready = threading.Event()
     out: list[bytes] = []
     err: list[bytes] = []
@@ -127,21 +126,16 @@ def measured(argv: list[str], env: dict) -> Run:
         t.start()
     try:
         started = ready.wait(STARTUP_S) if argv[1:2] == [PROBE] else True
-        ended = started and select.select([pidfd], [], [], TIMEOUT_S)[0]
-        if not ended:
+        if not started:
             proc.kill()
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)      # reaped here, with its rusage
+        status, max_rss = proc.finish(TIMEOUT_S if started else 0)
     finally:
-        os.close(pidfd)
         for t in readers:
             t.join()
         proc.stdout.close()
         proc.stderr.close()
     text = b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace")
-    if not ended:
-        return Run(None, *text, 0)
-    return Run(proc.returncode, *text, usage.ru_maxrss * 1024)
+    return Run(status, *text, max_rss)
 
 
 def answered(argv: list[str], env: dict) -> Run:
