@@ -2,10 +2,11 @@
 holds 4 000 forged live records, against the same nvidia-smi over a node with 4 records,
 measured in the same run, interleaved (target <= 2x): ours, and NVIDIA's 550 when fetched.
 
-Both nodes are h100 (8 GPUs). Each has 4 processes holding one record each on GPU 0; the
-forged node has one more process, of another user, holding 4 000 records of GPU 0 (both
-locks of each, as a workload that writes the directory by hand would:
-tests/native/records_forger.py): it lists 5 processes, the other 4. The
+Both nodes are h100 (8 GPUs). Each has 4 processes of root holding one record each on
+GPU 0; the forged node has one more process, of another user, holding 4 000 records of
+GPU 0 in that user's directory (both locks of each, as a workload that writes its
+directory by hand would: tests/native/records_forger.py): it lists 5 processes, the
+other 4. The
 library is this checkout's, built into a temp dir; ours runs from its staged launcher.
 
     python3 bench/process_records.py [-n RUNS]

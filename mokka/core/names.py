@@ -415,12 +415,15 @@ CUDA_MODULE_LOADING_EAGER = "EAGER"
 CUDA_ORDER_FASTEST_FIRST = "FASTEST_FIRST"
 CUDA_ORDER_PCI_BUS_ID = "PCI_BUS_ID"
 #: The compute processes of the node: a directory beside config.yaml (so in driver/config,
-#: writable in NRI containers; the CDI spec mounts it writable), mode 01777 as /tmp is. Every
-#: CUDA process keeps one record per GPU it holds a context on, named
+#: writable in NRI containers; the CDI spec mounts it writable), mode 01777 as /tmp is. Each
+#: user's CUDA processes keep their records in its own directory ``processes/<uid>``, owned
+#: by that uid and writable by it alone, so what one user writes costs no reader the records
+#: of another. Every CUDA process keeps one record per GPU it holds a context on, named
 #: ``<physical index>.<token>``, written by the mock NVML library (native/nvml/processes.c)
 #: and locked for the process's life; NVML counts a record only while its lock is held.
 PROCESS_RECORDS_DIR = "processes"
 PROCESS_RECORDS_MODE = 0o1777
+PROCESS_RECORDS_USER_MODE = 0o755
 #: The private table NVIDIA's nvidia-smi 550 asks nvmlInternalGetExportTable for: its
 #: 16-byte id as the bytes it passes, and the slots Mokka's nvidia-smi calls too
 #: (native/nvml/export_table.c says what each does).

@@ -30,9 +30,15 @@ MOKKA_EXPORT nvmlReturn_t nvmlMokkaSetProcessMemory(nvmlDevice_t device, unsigne
 /* This process no longer holds a context on `device`: its record goes. */
 MOKKA_EXPORT nvmlReturn_t nvmlMokkaReleaseProcess(nvmlDevice_t device);
 /* The node agent's sweep of a records directory (`dir`, names.PROCESS_RECORDS_DIR):
- * removes every record and stale temp file no live process holds, of every owner
- * this process may remove (root: all), never through a link. Needs no nvmlInit.
- * Returns how many it removed, or -1 (errno set) when `dir` cannot be read. */
+ * removes every record and stale temp file no live process holds in each user's
+ * directory, of every owner this process may remove (root: all), never through a
+ * link. Needs no nvmlInit. Returns how many it removed, or -1 (errno set) when
+ * `dir` cannot be read. */
 MOKKA_EXPORT int nvmlMokkaSweepProcessRecords(const char *dir);
+/* 1 when the entry `name` of the records directory open as `dir` is not a user's
+ * directory (processes.c: a directory named by its owner's uid that only the owner
+ * may write), so no reader opens it and the agent may remove it; 0 when it is one;
+ * -1 (errno set) when it cannot be looked at. Never follows a link. */
+MOKKA_EXPORT int nvmlMokkaProcessRecordsStray(int dir, const char *name);
 
 #endif

@@ -5,6 +5,7 @@
 #define MOKKA_NVML_PROCESS_RECORDS_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "mock.h"
@@ -38,6 +39,15 @@ int records_own_used(unsigned int phys, unsigned long long *used);
 int records_dir(const struct mock_node *n, char *out, size_t size);
 /* The directory, never through a symlink; created (mode 01777) when `create` and missing. */
 int records_open_dir(const char *path, int create);
+/* 1 and the uid when `name` is a user directory's name (a uid in decimal, as printed). */
+int records_user_name(const char *name, uid_t *uid);
+/* 1 when `st`, of the entry named for `uid` in the records directory, is that user's
+ * directory: a directory (not a link) owned by `uid` that only its owner may write. */
+int records_user_dir_ok(const struct stat *st, uid_t uid);
+/* User `uid`'s directory in the records directory `top`, never through a symlink, with its
+ * stat in *st; created (names.PROCESS_RECORDS_USER_MODE) when `create` and missing. -1 with
+ * errno, EPERM when the entry is not that user's directory (records_user_dir_ok). */
+int records_open_user_dir(int top, uid_t uid, int create, struct stat *st);
 
 /* 1 and the GPU's physical index when `name` is a record's ("<phys>.<16 hex digits>"),
  * checked on the name alone. */
@@ -52,10 +62,10 @@ int record_held(int fd, int ofd, off_t byte, pid_t *pid);
  * unreadable; the caller makes it printable. */
 void record_cmdline(pid_t pid, char *out, size_t size);
 
-/* The writer's sweep (process_sweep.c): records and stale temps of owner `uid` in `dir`
- * that no live process holds (lock held); (uid_t)-1 for every owner. The count removed,
- * or -1 when the directory cannot be read. */
-int records_sweep(int dir, uid_t uid);
+/* The sweep of one user's directory `dir` (process_sweep.c): its records and stale temps
+ * that no live process holds (lock held). The count removed, or -1 when the directory
+ * cannot be read. */
+int records_sweep(int dir);
 /* The reader's snapshot is its parent's in a child of fork(): dropped (process_scan.c). */
 void records_scan_forget(void);
 

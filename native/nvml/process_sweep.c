@@ -3,15 +3,18 @@
  * A record stays where its process died; its lock went with it, so readers no
  * longer count it, but its file is still there. The writer removes its own user's
  * dead records when it writes its first one; nvmlMokkaSweepProcessRecords is the
- * agent's (root on the host), and removes every owner's. A temp file is removed
- * only when no one holds it and it is older than STALE_TEMP_SECONDS: a writer
- * locks its temp file just after creating it.
+ * agent's (root on the host), and sweeps every user's directory. A temp file is
+ * removed only when no one holds it and it is older than STALE_TEMP_SECONDS: a
+ * writer locks its temp file just after creating it. What is not a user's
+ * directory in `processes/` (nvmlMokkaProcessRecordsStray says) no reader opens;
+ * the agent removes it as it removes any tree a workload may have made.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,7 +28,7 @@
 #define SWEEP_ENTRIES_MAX (1u << 20)
 
 /* 1 when `name` was removed: a regular file no process holds, never through a link. */
-static int sweep_one(int dir, const char *name, uid_t uid, time_t now)
+static int sweep_one(int dir, const char *name, time_t now)
 {
     unsigned int phys;
     int temp = record_temp_name(name);
@@ -33,7 +36,7 @@ static int sweep_one(int dir, const char *name, uid_t uid, time_t now)
         return 0;
     struct stat st, was;
     if (records_own(name) || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        (uid != (uid_t)-1 && st.st_uid != uid) || (temp && now - st.st_mtime <= STALE_TEMP_SECONDS))
+        (temp && now - st.st_mtime <= STALE_TEMP_SECONDS))
         return 0;
     int fd = regular_open(dir, name, &was);       /* never opens a FIFO or a device */
     if (fd < 0)
@@ -48,7 +51,7 @@ static int sweep_one(int dir, const char *name, uid_t uid, time_t now)
     return gone;
 }
 
-int records_sweep(int dir, uid_t uid)
+int records_sweep(int dir)
 {
     int fd = dup(dir);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -61,9 +64,24 @@ int records_sweep(int dir, uid_t uid)
     time_t now = time(NULL);
     struct dirent *e;
     for (unsigned int seen = 0; seen < SWEEP_ENTRIES_MAX && (e = readdir(d)) != NULL; seen++)
-        removed += sweep_one(dir, e->d_name, uid, now);
+        removed += sweep_one(dir, e->d_name, now);
     closedir(d);
     return removed;
+}
+
+int nvmlMokkaProcessRecordsStray(int dir, const char *name)
+{
+    uid_t uid;
+    struct stat st;
+    if (!name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!records_user_name(name, &uid))
+        return 1;
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return -1;
+    return !records_user_dir_ok(&st, uid);
 }
 
 int nvmlMokkaSweepProcessRecords(const char *dir)
@@ -72,14 +90,35 @@ int nvmlMokkaSweepProcessRecords(const char *dir)
         errno = EINVAL;
         return -1;
     }
-    int fd = records_open_dir(dir, 0);
-    if (fd < 0)
+    int top = records_open_dir(dir, 0);
+    int fd = top >= 0 ? dup(top) : -1;
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        if (top >= 0)
+            close(top);
+        errno = saved;
         return -1;
+    }
+    int removed = 0;
+    struct dirent *e;
     records_lock();
-    int removed = records_sweep(fd, (uid_t)-1);
+    for (unsigned int seen = 0; seen < SWEEP_ENTRIES_MAX && (e = readdir(d)) != NULL; seen++) {
+        uid_t uid;
+        struct stat st;
+        if (!records_user_name(e->d_name, &uid))
+            continue;
+        int user = records_open_user_dir(top, uid, 0, &st);
+        if (user < 0)
+            continue;
+        int n = records_sweep(user);
+        removed += n > 0 ? n : 0;
+        close(user);
+    }
     records_unlock();
-    int saved = errno;
-    close(fd);
-    errno = saved;
+    closedir(d);
+    close(top);
     return removed;
 }

@@ -1,10 +1,11 @@
 /* The node's compute processes: the records CUDA processes keep, and how NVML counts them.
  *
  * A process holding a CUDA context on a GPU (the mock CUDA driver calls
- * nvmlMokkaSetProcessMemory) keeps one record for that GPU in the directory
- * `processes/` beside the profile (names.PROCESS_RECORDS_DIR; mode 01777, so
- * any user may add records and none may replace another's), named
- * `<physical index>.<16 hex digits>`:
+ * nvmlMokkaSetProcessMemory) keeps one record for that GPU in its user's
+ * directory `processes/<uid>/` beside the profile (names.PROCESS_RECORDS_DIR,
+ * mode 01777 as /tmp is, so any user may make its own directory there; each
+ * user's is names.PROCESS_RECORDS_USER_MODE, owned by that uid and writable by
+ * it alone), named `<physical index>.<16 hex digits>`:
  *
  *     mokka-process 1
  *     pid <its pid as it sees itself>
@@ -21,21 +22,27 @@
  * namespace (F_GETLK). This file is the writer; process_scan.c reads the
  * records of the other processes, process_sweep.c removes the dead ones.
  *
- * Any user, and a container's root, can write anything in that directory, so
- * every file in it is hostile input and a record says only what its lock holder
- * can vouch for:
+ * Any user, and a container's root, can write anything in `processes/`, and a
+ * user anything in its own directory, so every entry is hostile input and a
+ * record says only what its lock holder can vouch for:
  *
- *  - Cost: one scan of the directory serves every NVML call of a process while
- *    the directory is unchanged (inode, mtime, ctime) and the scan younger than
- *    half a second (a SIGKILLed process's record stays, but its lock is gone:
- *    it drops out at the next scan). Every entry is read (up to 2^20); a name
- *    that is not a record's is skipped with no system call, a file that is not
- *    regular or whose size is 0 or past RECORD_MAX without being opened. At
- *    most OPEN_PER_OWNER files of one owner uid are opened per scan, and
- *    OPEN_MAX in all, so one user's junk cannot hide another user's processes.
- *    A reader never waits on a lock (F_OFD_GETLK, F_GETLK) and never opens this
- *    process's own records (their values are in memory, and a close would
- *    drop their POSIX lock).
+ *  - Whose: a user's directory counts only when it is a directory (never a
+ *    link) named by its owner's uid and writable by that owner alone; anything
+ *    else in `processes/` is a stray that no reader opens and the agent removes.
+ *    A directory another user made under this user's name (a squat) is refused
+ *    by the writer with a warning until the agent's sweep has removed it.
+ *  - Cost: one scan serves every NVML call of a process while `processes/` and
+ *    the user directories are unchanged (inode, mtime, ctime) and the scan is
+ *    younger than half a second (a SIGKILLed process's record stays, but its
+ *    lock is gone: it drops out at the next scan). Every entry is listed (up
+ *    to 2^20 a directory); a name that is not a record's is skipped with no
+ *    system call. Per user and GPU at most READS_PER_USER_GPU records are
+ *    opened, and two more for each process listed, so one user's junk costs a
+ *    reader a bounded number of reads and cannot hide another user's records
+ *    (READS_PER_USER_GPU, in process_scan.c, says what it can hide of its
+ *    own). A reader never waits on a lock (F_OFD_GETLK,
+ *    F_GETLK) and never opens this process's own records (their values are in
+ *    memory, and a close would drop their POSIX lock).
  *  - Who: a record counts while byte 0 is locked. The process listed is the
  *    holder of byte 1 as the kernel numbers it in the reader's namespace,
  *    whatever pid the record claims; a holder outside that namespace (or none)
@@ -52,7 +59,7 @@
  *    what the board has after its reserve).
  *  - Dead records: the writer removes its own user's when it writes its first
  *    record; nvmlMokkaSweepProcessRecords (the agent, root on the host) removes
- *    every owner's record and stale temp file that no live process holds.
+ *    every user's record and stale temp file that no live process holds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,7 +80,7 @@ struct own_record {
     int fd;                                       /* the current file, both locks held; -1: none */
     unsigned long long used;
     char name[32];                                /* "<phys>.<token>" */
-    char dir[MOCK_PATH_MAX];                      /* where it was written */
+    char dir[MOCK_PATH_MAX];                      /* the records directory (its user's is below) */
 };
 
 static pthread_mutex_t records_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -156,6 +163,46 @@ int records_open_dir(const char *path, int create)
     return fd;
 }
 
+int records_user_name(const char *name, uid_t *uid)
+{
+    unsigned long long v = 0;
+    size_t i = 0;
+    for (; name[i] >= '0' && name[i] <= '9' && i < 10; i++)
+        v = v * 10 + (unsigned long long)(name[i] - '0');
+    if (i == 0 || name[i] != '\0' || (i > 1 && name[0] == '0') || v >= 0xffffffffull)
+        return 0;
+    *uid = (uid_t)v;
+    return 1;
+}
+
+int records_user_dir_ok(const struct stat *st, uid_t uid)
+{
+    return S_ISDIR(st->st_mode) && st->st_uid == uid && (st->st_mode & 022) == 0;
+}
+
+int records_open_user_dir(int top, uid_t uid, int create, struct stat *st)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%u", (unsigned int)uid);
+    int fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (mkdirat(top, name, MOKKA_PROCESS_RECORDS_USER_MODE) != 0 && errno != EEXIST)
+            return -1;
+        fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, st) == 0 && st->st_uid == uid &&
+            (st->st_mode & 07777) != MOKKA_PROCESS_RECORDS_USER_MODE)
+            (void)fchmod(fd, MOKKA_PROCESS_RECORDS_USER_MODE);  /* mkdir honoured the umask */
+    }
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) != 0 || !records_user_dir_ok(st, uid)) {
+        close(fd);
+        errno = EPERM;                            /* made by another user, or open to others */
+        return -1;
+    }
+    return fd;
+}
+
 static int is_hex(char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -227,11 +274,26 @@ void record_cmdline(pid_t pid, char *out, size_t size)
 
 /* --- the writer ---------------------------------------------------------------------- */
 
+/* This process's user directory in the records directory `top` (a path), made when
+ * `create` and missing; -1 with errno (EPERM: another user's, see processes.c). */
+static int user_dir(const char *top, int create)
+{
+    int t = records_open_dir(top, create);
+    if (t < 0)
+        return -1;
+    struct stat st;
+    int fd = records_open_user_dir(t, geteuid(), create, &st);
+    int saved = errno;
+    close(t);
+    errno = saved;
+    return fd;
+}
+
 __attribute__((destructor)) static void drop_own_records(void)
 {
     for (unsigned int i = 0; i < MOCK_MAX_GPUS; i++) {
         if (own[i].name[0] && own[i].fd >= 0) {
-            int dir = records_open_dir(own[i].dir, 0);
+            int dir = user_dir(own[i].dir, 0);
             if (dir >= 0) {
                 unlinkat(dir, own[i].name, 0);
                 close(dir);
@@ -301,6 +363,18 @@ static int publish(int dir, struct own_record *rec, unsigned long long used)
     return 0;
 }
 
+/* The one warning a process gives when it cannot keep its record (NVML will not list it). */
+static void cannot_keep(const char *top, int err)
+{
+    if (err == EPERM)
+        mock_warn_once("cannot keep this process's GPU memory record in %s/%u: another user made it "
+                       "(the node agent removes it); NVML will not list this process until then",
+                       top, (unsigned int)geteuid());
+    else
+        mock_warn_once("cannot keep this process's GPU memory record in %s/%u: %s; NVML will not "
+                       "list it", top, (unsigned int)geteuid(), strerror(err));
+}
+
 static nvmlReturn_t set_record(nvmlDevice_t device, int keep, unsigned long long used)
 {
     const struct mock_gpu *g;
@@ -314,12 +388,12 @@ static nvmlReturn_t set_record(nvmlDevice_t device, int keep, unsigned long long
         memcpy(path, rec->dir, sizeof path);
     else if (!records_dir(g->node, path, sizeof path))
         path[0] = '\0';
-    int dir = path[0] ? records_open_dir(path, keep) : -1;
+    int dir = path[0] ? user_dir(path, keep) : -1;
     if (dir < 0) {
+        int err = path[0] ? errno : ENAMETOOLONG;
         records_unlock();
         if (keep)
-            mock_warn_once("cannot keep this process's GPU memory record in %s: %s; NVML will not "
-                           "list it", path, strerror(errno));
+            cannot_keep(path, err);
         return keep ? NVML_ERROR_NO_PERMISSION : NVML_SUCCESS;
     }
     if (!keep) {
@@ -332,16 +406,16 @@ static nvmlReturn_t set_record(nvmlDevice_t device, int keep, unsigned long long
         ret = NVML_SUCCESS;
     } else {
         if (!rec->name[0]) {
-            records_sweep(dir, geteuid());
+            records_sweep(dir);
             snprintf(rec->name, sizeof rec->name, "%u.%016llx", g->phys, token());
             memcpy(rec->dir, path, sizeof rec->dir);
         }
         ret = publish(dir, rec, used) == 0 ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
+        int err = errno;
         if (ret != NVML_SUCCESS && rec->fd < 0)
             rec->name[0] = '\0';
         if (ret != NVML_SUCCESS)
-            mock_warn_once("cannot keep this process's GPU memory record in %s: %s; NVML will not "
-                           "list it", path, strerror(errno));
+            cannot_keep(path, err);
     }
     close(dir);
     records_unlock();

@@ -1,5 +1,6 @@
 """The agent sweeps the CUDA process records of processes that are gone, whoever wrote them:
-a record of another user left by a SIGKILL goes at the agent's start, a live one stays."""
+a record of another user left by a SIGKILL goes at the agent's start, a live one stays, and
+what is not a user's directory beside them goes too."""
 
 from __future__ import annotations
 
@@ -34,19 +35,23 @@ def test_records_of_another_users_killed_process_are_swept_and_a_live_ones_kept(
     dead, _ = forger(records, 3)
     dead.stdin.close()                                   # SIGKILLed: its three records stay behind
     assert dead.wait(30) == 0
-    gone = sorted(os.listdir(records))
+    mine = os.path.join(records, NOBODY)                 # the forger's user's directory
+    gone = sorted(os.listdir(mine))
     assert len(gone) == 3
     live, _ = forger(records, 1)
+    with open(os.path.join(records, "junk"), "w") as f:  # a stray beside the users' directories
+        f.write("x")
     try:
-        kept = sorted(set(os.listdir(records)) - set(gone))
+        kept = sorted(set(os.listdir(mine)) - set(gone))
         agent = AgentProcess(root, "--profile", "t4", log_dir=outside)
         procs.append(agent)
         agent.wait_staged()
         swept = wait_until(lambda: [line.get("removed") for line in agent.log_lines()
                                     if line.get("msg") == "removed the records of CUDA processes that are gone"],
                            what="the dead records swept")
-        assert swept == [3]
-        assert sorted(os.listdir(records)) == kept
+        assert swept == [3 + 1]
+        assert sorted(os.listdir(mine)) == kept
+        assert os.listdir(records) == [NOBODY]
         assert agent.terminate() == 0
     finally:
         live.stdin.close()

@@ -30,6 +30,14 @@ def records_dir(env) -> str:
     return os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.PROCESS_RECORDS_DIR)
 
 
+def own_records(env) -> str:
+    """This user's directory of records (made as the library makes it)."""
+    path = os.path.join(records_dir(env), str(os.geteuid()))
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, 0o755)
+    return path
+
+
 class Holder:
     """A process holding memory on a GPU through the driver until stopped."""
 
@@ -95,9 +103,11 @@ def test_a_killed_process_is_gone_at_once_and_one_that_exits_leaves_no_record(cu
     assert gpus[1]["processes"] == [[leaving.pid, GiB]]
     leaving.release()
     assert nvml(cuda_lib, h100)[1]["processes"] == []
-    left = os.listdir(records_dir(h100))
+    assert os.listdir(records_dir(h100)) == [str(os.geteuid())]  # the user's directory
+    left = os.listdir(own_records(h100))
     assert len(left) == 1 and left[0].startswith("0.")         # only the killed one's, dead
     assert os.stat(records_dir(h100)).st_mode & 0o7777 == 0o1777
+    assert os.stat(own_records(h100)).st_mode & 0o7777 == 0o755
 
 
 def _flock(kind: int, start: int) -> bytes:
@@ -115,7 +125,7 @@ def lock_holder(path: str, byte: int) -> int:
 def test_a_process_on_two_gpus_keeps_the_lock_naming_it_on_both_records(cuda_lib, h100, holders):
     """The lock on byte 1 is how a reader in another PID namespace learns the holder's pid."""
     holders.append(Holder(cuda_lib, h100, "0,1", GiB))
-    d = records_dir(h100)
+    d = own_records(h100)
     records = sorted(n for n in os.listdir(d) if not n.startswith("."))
     assert [n.split(".")[0] for n in records] == ["0", "1"]
     assert [lock_holder(os.path.join(d, n), 1) for n in records] == [holders[0].pid] * 2
@@ -123,7 +133,7 @@ def test_a_process_on_two_gpus_keeps_the_lock_naming_it_on_both_records(cuda_lib
 
 def test_hostile_records_are_ignored_and_never_block(cuda_lib, h100, holders, tmp_path):
     holders.append(Holder(cuda_lib, h100, 0, GiB))
-    d = records_dir(h100)
+    d = own_records(h100)
     secret = tmp_path / "secret"
     secret.write_text("mokka-process 1\npid 1\nused 999\nname x\n")
     os.symlink(secret, os.path.join(d, "0.aaaaaaaaaaaaaaaa"))           # a link: never followed
@@ -146,8 +156,7 @@ def test_hostile_records_are_ignored_and_never_block(cuda_lib, h100, holders, tm
 
 
 def test_a_live_record_claiming_the_whole_board_fills_it_and_no_more(cuda_lib, h100, holders):
-    os.makedirs(records_dir(h100), exist_ok=True)
-    claim = open(os.path.join(records_dir(h100), "0.0123456789abcdef"), "w+")
+    claim = open(os.path.join(own_records(h100), "0.0123456789abcdef"), "w+")
     claim.write(f"mokka-process 1\npid {os.getpid()}\nused 85899345920\nname greedy\n")   # h100's total
     claim.flush()
     fcntl.fcntl(claim.fileno(), F_OFD_SETLK, _flock(fcntl.F_WRLCK, 0))
@@ -162,8 +171,7 @@ def test_a_live_record_claiming_the_whole_board_fills_it_and_no_more(cuda_lib, h
 
 def test_a_live_record_claiming_more_than_the_board_fails_no_allocation(cuda_lib, h100, holders):
     """No driver grants more than the board has: such a claim is not counted."""
-    os.makedirs(records_dir(h100), exist_ok=True)
-    claim = open(os.path.join(records_dir(h100), "0.0123456789abcdef"), "w+")
+    claim = open(os.path.join(own_records(h100), "0.0123456789abcdef"), "w+")
     claim.write(f"mokka-process 1\npid {os.getpid()}\nused 18446744073709551615\nname greedy\n")
     claim.flush()
     fcntl.fcntl(claim.fileno(), F_OFD_SETLK, _flock(fcntl.F_WRLCK, 0))
@@ -177,8 +185,7 @@ def test_a_live_record_claiming_more_than_the_board_fails_no_allocation(cuda_lib
 
 
 def test_many_entries_are_read_within_a_bound(cuda_lib, h100):
-    d = records_dir(h100)
-    os.makedirs(d, exist_ok=True)
+    d = own_records(h100)
     for i in range(6000):
         open(os.path.join(d, f"0.{i:016x}"), "w").close()
     assert nvml(cuda_lib, h100)[0]["processes"] == []          # answered, none of them live

@@ -1,13 +1,17 @@
-"""A workload forging CUDA process records, as any user of the node can (the directory is 01777).
+"""A workload forging CUDA process records, as any user of the node can (the records
+directory DIR is 01777; each user's records are in DIR/<uid>, which its user makes).
 
     records_forger.py hold DIR GPU COUNT PROCESSES USED NAME [--uid U] [--argv0 HEX] [--pid P]
-        PROCESSES processes (as uid U), each holding COUNT records of GPU GPU that claim
+                      [--into D]
+        PROCESSES processes (as uid U), each holding COUNT records of GPU GPU in DIR/D
+        (default: the uid's own directory, made 0755 if missing; ".": DIR itself) that claim
         USED bytes, pid P (default: its own) and the name of bytes NAME (hex), with both locks a writer holds
         (byte 0 by open file description, byte 1 by POSIX lock); each then execs sleep
         with argv[0] the bytes HEX, so /proc/<pid>/cmdline shows them. Prints one JSON
         line {"pids": [...]}, then waits for a line on stdin (or its end) and SIGKILLs them.
-    records_forger.py junk DIR COUNT [--uid U]
-        COUNT empty files as uid U, half named as records of GPU 0, half not; exits.
+    records_forger.py junk DIR COUNT [--uid U] [--into D]
+        COUNT empty files as uid U in DIR/D (default: DIR itself), half named as records of
+        GPU 0, half not; exits.
 
 Nothing here uses the library: the files are what a hostile container writes by hand.
 """
@@ -39,12 +43,27 @@ def become(uid: int | None) -> None:
         os.setuid(uid)
 
 
+def enter(top: int, into: str | None) -> int:
+    """The directory ``into`` of the records directory ``top`` (None: this uid's own, made
+    as the library makes it when missing)."""
+    into = str(os.geteuid()) if into is None else into
+    if into == ".":
+        return top
+    try:
+        os.mkdir(into, 0o755, dir_fd=top)
+        os.chmod(into, 0o755, dir_fd=top)      # mkdir honoured the umask
+    except FileExistsError:
+        pass
+    return os.open(into, os.O_RDONLY | os.O_DIRECTORY, dir_fd=top)
+
+
 def forge_one(directory: str, gpu: int, count: int, used: int, name: bytes, pid: int | None,
-              argv0: bytes, uid: int | None, ready: int) -> None:
+              argv0: bytes, uid: int | None, into: str | None, ready: int) -> None:
     """The child: its records, locked, then sleep holding them (never returns)."""
     try:
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)   # before the uid: no search of its parents
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)   # before the uid: no search of its parents
         become(uid)
+        dfd = enter(top, into)
         for _ in range(count):
             fd = os.open(f"{gpu}.{os.urandom(8).hex()}", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
             os.write(fd, b"mokka-process 1\npid %d\nused %d\nname %s\n" % (pid or os.getpid(), used, name))
@@ -74,7 +93,7 @@ def hold(opts) -> int:
         if pid == 0:
             os.close(r)
             forge_one(opts.dir, opts.gpu, opts.count, opts.used, opts.name, opts.pid,
-                      bytes.fromhex(opts.argv0), opts.uid, w)
+                      bytes.fromhex(opts.argv0), opts.uid, opts.into, w)
         os.close(w)
         ok = os.read(r, 1)
         os.close(r)
@@ -95,8 +114,9 @@ def junk(opts) -> int:
     pid = os.fork()
     if pid == 0:
         try:
-            dfd = os.open(opts.dir, os.O_RDONLY | os.O_DIRECTORY)
+            top = os.open(opts.dir, os.O_RDONLY | os.O_DIRECTORY)
             become(opts.uid)
+            dfd = enter(top, opts.into or ".")
             for i in range(opts.count):
                 name = f"0.{os.urandom(8).hex()}" if i % 2 == 0 else f"junk-{i}"
                 os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd))
@@ -120,10 +140,12 @@ def main(argv: list[str]) -> int:
     h.add_argument("--uid", type=int)
     h.add_argument("--argv0", default=b"forger".hex())
     h.add_argument("--pid", type=int)
+    h.add_argument("--into")
     j = sub.add_parser("junk")
     j.add_argument("dir")
     j.add_argument("count", type=int)
     j.add_argument("--uid", type=int)
+    j.add_argument("--into")
     opts = ap.parse_args(argv)
     return hold(opts) if opts.cmd == "hold" else junk(opts)
 

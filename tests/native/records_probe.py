@@ -2,8 +2,9 @@
 names the mock library).
 
     records_probe.py hold GPU BYTES   keep a record of BYTES on GPU (nvmlMokkaSetProcessMemory,
-                                      as the mock CUDA driver does), print {"pid"}, wait for a
-                                      line on stdin, exit
+                                      as the mock CUDA driver does), print {"pid", "ret"}; for
+                                      each line "again" on stdin set it again and print {"ret"};
+                                      exit at any other line or the end
     records_probe.py list             through pynvml, per GPU: the compute processes
                                       [[pid, used, name], ...] (names by nvmlSystemGetProcessName)
                                       and memory used and free (v2)
@@ -25,11 +26,15 @@ def hold(gpu: int, size: int) -> None:
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
     lib = ctypes.CDLL("libnvidia-ml.so.1")
-    ret = lib.nvmlMokkaSetProcessMemory(handle, ctypes.c_ulonglong(size))
-    if ret != 0:
-        raise SystemExit(f"records_probe: nvmlMokkaSetProcessMemory returned {ret}")
-    print(json.dumps({"pid": os.getpid()}), flush=True)
-    sys.stdin.readline()
+
+    def keep() -> int:
+        return lib.nvmlMokkaSetProcessMemory(handle, ctypes.c_ulonglong(size))
+
+    print(json.dumps({"pid": os.getpid(), "ret": keep()}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "again":
+            break
+        print(json.dumps({"ret": keep()}), flush=True)
 
 
 def listing() -> list:

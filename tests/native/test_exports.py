@@ -43,9 +43,10 @@ LATER_API = {
 }
 #: Mokka's own calls for its clients (native/nvml/mokka_private.h): where the node's files
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
-#: the process records it keeps, and the agent's sweep of the dead ones.
+#: the process records it keeps, and the agent's sweep of the dead ones and of the strays.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
-               "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords"}
+               "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords",
+               "nvmlMokkaProcessRecordsStray"}
 
 SHT_DYNSYM = 11
 SHT_GNU_VERDEF = 0x6FFFFFFD

@@ -1,8 +1,9 @@
 """CUDA process records are hostile input: any user of the node, and a container's root,
-may write anything in driver/config/processes (mode 01777). What a forger cannot do:
-slow or empty nvidia-smi's process box, hide another user's process or its memory, show
-a pid, name or size its lock does not vouch for, reach the terminal with a control
-byte, or keep dead records from the agent's sweep.
+may write anything in driver/config/processes (mode 01777), and a user anything in its
+own directory there (processes/<uid>). What a forger cannot do: slow or empty
+nvidia-smi's process box, hide another user's process or its memory, show a pid, name
+or size its lock does not vouch for, reach the terminal with a control byte, pass off
+records outside its own directory, or keep dead records and strays from the agent's sweep.
 
 The forgers (records_forger.py) hold real locks from real processes, as a workload would;
 the real process keeps its record through the library (records_probe.py hold), as the
@@ -57,6 +58,11 @@ def records_dir(env: dict) -> str:
     return os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), names.PROCESS_RECORDS_DIR)
 
 
+def user_dir(env: dict, uid: int) -> str:
+    """Where the records of ``uid``'s processes are."""
+    return os.path.join(records_dir(env), str(uid))
+
+
 def end(proc: subprocess.Popen) -> None:
     """A forger SIGKILLs its forging processes when its stdin closes; a holder exits."""
     if proc.poll() is None:
@@ -78,12 +84,15 @@ def started():
 
 
 def forge(env, started, gpu: int, count: int, processes: int, used: int, name: bytes = b"forged",
-          uid: int | None = NOBODY, argv0: bytes = b"forger", pid: int | None = None) -> list[int]:
-    """Forging processes holding their records until the test ends: their pids."""
+          uid: int | None = NOBODY, argv0: bytes = b"forger", pid: int | None = None,
+          into: str | None = None) -> list[int]:
+    """Forging processes holding their records until the test ends: their pids. ``into``:
+    the directory of the records directory they write in (default: their uid's own)."""
     args = [sys.executable, FORGER, "hold", records_dir(env), str(gpu), str(count), str(processes), str(used),
             name.hex(), "--argv0", argv0.hex()]
     args += ["--uid", str(uid)] if uid is not None else []
     args += ["--pid", str(pid)] if pid is not None else []
+    args += ["--into", into] if into is not None else []
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     started.append(proc)
     line = proc.stdout.readline()
@@ -98,7 +107,9 @@ def holder(lib, env, started, gpu: int, size: int) -> int:
     started.append(proc)
     line = proc.stdout.readline()
     assert line, "the holder failed (its stderr is above)"
-    return json.loads(line)["pid"]
+    held = json.loads(line)
+    assert held["ret"] == 0, f"nvmlMokkaSetProcessMemory returned {held['ret']}"
+    return held["pid"]
 
 
 def listing(lib, env, wrap: tuple = ()) -> list:
@@ -181,7 +192,7 @@ def test_a_running_monitor_sees_a_new_process_at_once_and_a_killed_one_go(nvml_l
     [forger] = forge(node, started, 0, 1, 1, GiB)
     assert look() == [forger]
     end(started[1])                                            # its forger SIGKILLed
-    assert os.listdir(records_dir(node))                       # the record stays
+    assert os.listdir(user_dir(node, NOBODY))                  # the record stays
     for _ in range(100):                                       # a bound, not a deadline
         if look() == []:
             break
@@ -191,15 +202,63 @@ def test_a_running_monitor_sees_a_new_process_at_once_and_a_killed_one_go(nvml_l
 
 # --- junk: read in full, skipped cheaply, never in another user's way -------------------------
 
-def test_junk_files_of_another_user_hide_no_process_nor_its_memory(nvml_lib, node, started):
-    done = subprocess.run([sys.executable, FORGER, "junk", records_dir(node), "30000", "--uid", str(NOBODY)],
-                          capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("into", [".", str(NOBODY)], ids=["beside the users' directories", "in its own"])
+def test_junk_files_of_another_user_hide_no_process_nor_its_memory(nvml_lib, node, started, into):
+    done = subprocess.run([sys.executable, FORGER, "junk", records_dir(node), "30000", "--uid", str(NOBODY),
+                           "--into", into], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert len(os.listdir(records_dir(node))) == 30000
+    assert len(os.listdir(os.path.join(records_dir(node), into))) == 30000
     real = holder(nvml_lib, node, started, 0, GiB)
     gpu0 = listing(nvml_lib, node)[0]
     assert [p[:2] for p in gpu0["processes"]] == [[real, GiB]]
     assert (gpu0["used"], gpu0["free"]) == (GiB, H100_USABLE - GiB)
+
+
+def test_one_process_holding_4000_records_costs_its_user_no_other_gpu(nvml_lib, node, started):
+    """A user's records are read per GPU within a budget, two more for each process they
+    list: 4,000 records of one process on GPU 0 leave the same user's 12 processes on GPU 1
+    all listed."""
+    [hog] = forge(node, started, 0, 4000, 1, MiB)
+    others = forge(node, started, 1, 1, 12, GiB)
+    gpus = listing(nvml_lib, node)
+    assert [p[:2] for p in gpus[0]["processes"]] == [[hog, MiB]]
+    assert sorted(p[0] for p in gpus[1]["processes"]) == sorted(others)
+    assert gpus[1]["used"] == 12 * GiB
+
+
+@pytest.mark.parametrize("place", ["in the records directory itself", "in another user's name",
+                                   "in a directory others may write"])
+def test_records_outside_their_users_own_directory_count_for_nothing(nvml_lib, node, started, place):
+    into = {"in the records directory itself": ".", "in another user's name": "0"}.get(place)
+    forge(node, started, 0, 1, 1, GiB, into=into)
+    if place == "in a directory others may write":
+        os.chmod(user_dir(node, NOBODY), 0o777)
+    gpu0 = listing(nvml_lib, node)[0]
+    assert (gpu0["processes"], gpu0["used"]) == ([], 0)
+
+
+def test_a_directory_another_user_made_in_roots_name_is_swept_and_root_keeps_its_record_again(nvml_lib, node,
+                                                                                              started):
+    """A squat: nobody makes processes/0 before root's first CUDA process. Root's record is
+    refused with one warning naming the directory, the agent's sweep removes the squat, and
+    the same process keeps its record at its next update."""
+    forge(node, started, 0, 1, 1, GiB, into="0")              # nobody's, in root's name
+    proc = subprocess.Popen([sys.executable, PROBE, "hold", "0", str(GiB)], env=clean_env(nvml_lib, node),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started.append(proc)
+    held = json.loads(proc.stdout.readline())
+    assert held["ret"] == 4                                    # NVML_ERROR_NO_PERMISSION
+    assert listing(nvml_lib, node)[0]["processes"] == []
+    assert sweep(nvml_lib, records_dir(node)) == {"removed": 1}
+    assert not os.path.exists(user_dir(node, 0))
+    proc.stdin.write("again\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline()) == {"ret": 0}
+    assert [p[:2] for p in listing(nvml_lib, node)[0]["processes"]] == [[held["pid"], GiB]]
+    end(proc)
+    warning = proc.stderr.read()
+    assert f"cannot keep this process's GPU memory record in {records_dir(node)}/0: another user made it " \
+           "(the node agent removes it)" in warning, warning
 
 
 # --- what a record says: only what its lock holder vouches for -----------------------------------
@@ -237,7 +296,7 @@ def test_a_record_held_from_outside_the_readers_pid_namespace_is_counted_but_not
     assert listing(nvml_lib, node)[0]["processes"] == [[forger, 2 * GiB, "forger"]]   # a reader beside it
 
 
-# --- dead records: the agent sweeps every owner's ------------------------------------------------
+# --- dead records and strays: the agent sweeps every owner's ------------------------------------------------
 
 SWEEP = """import json, sys
 from mokka.agent import records
@@ -257,9 +316,10 @@ def sweep(lib: str, directory: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_agent_sweeps_another_users_dead_records_and_stale_temps_and_nothing_else(nvml_lib, node, started,
-                                                                                      tmp_path):
-    d = records_dir(node)
+def test_the_agent_sweeps_another_users_dead_records_stale_temps_and_strays_and_nothing_else(nvml_lib, node,
+                                                                                             started, tmp_path):
+    top = records_dir(node)
+    d = user_dir(node, NOBODY)
     forge(node, started, 1, 2, 1, GiB)                         # dead once its forger is killed
     end(started.pop())
     dead = set(os.listdir(d))
@@ -279,9 +339,24 @@ def test_the_agent_sweeps_another_users_dead_records_and_stale_temps_and_nothing
     with open(os.path.join(d, "notes.txt"), "w") as f:
         f.write("not a record\n")
     kept = set(os.listdir(d)) - dead - {old}
-    assert sweep(nvml_lib, d) == {"removed": 3}
+    # strays beside the users' directories: a file, a tree, a directory others may write,
+    # a link to a directory (never followed: what it points at stays)
+    with open(os.path.join(top, "notes.txt"), "w") as f:
+        f.write("junk\n")
+    os.makedirs(os.path.join(top, "tree", "a", "b"))
+    os.mkdir(os.path.join(top, "1000"))
+    os.chown(os.path.join(top, "1000"), 1000, 1000)
+    os.chmod(os.path.join(top, "1000"), 0o777)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "0.0123456789abcdef").write_text("mokka-process 1\n")
+    os.symlink(victim, os.path.join(top, "65533"))
+
+    assert sweep(nvml_lib, top) == {"removed": 3 + 4}
     assert set(os.listdir(d)) == kept
+    assert sorted(os.listdir(top)) == ["0", str(NOBODY)]
     assert target.read_text().startswith("mokka-process 1") and os.path.islink(os.path.join(d, "0.fedcba9876543210"))
+    assert os.listdir(victim) == ["0.0123456789abcdef"]
     assert [p[0] for p in listing(nvml_lib, node)[1]["processes"]] == [real]
 
 
@@ -303,12 +378,17 @@ def test_device_nodes_at_record_names_are_never_opened_by_a_reader_or_the_sweep(
     on the host) nor the agent's sweep opens a host device through such a node."""
     from inotify_simple import INotify, flags
 
-    d = records_dir(node)
+    top = records_dir(node)
     real = holder(nvml_lib, node, started, 0, GiB)
+    d = user_dir(node, 0)
     with INotify(nonblocking=True) as watch:
-        for name in ("0.0123456789abcdef", "1.fedcba9876543210", ".0.0123456789abcdef.1"):
-            os.mknod(os.path.join(d, name), 0o20644, os.makedev(1, 3))          # /dev/null's numbers
-            watch.add_watch(os.path.join(d, name), flags.OPEN)
+        nodes = [os.path.join(d, name) for name in ("0.0123456789abcdef", "1.fedcba9876543210",
+                                                      ".0.0123456789abcdef.1")]
+        nodes.append(os.path.join(top, "1000"))                                 # a stray where a user's would be
+        for path in nodes:
+            os.mknod(path, 0o20644, os.makedev(1, 3))                          # /dev/null's numbers
+            watch.add_watch(path, flags.OPEN)
         assert [p[0] for p in listing(nvml_lib, node)[0]["processes"]] == [real]
-        assert sweep(nvml_lib, d) == {"removed": 0}
+        assert sweep(nvml_lib, top) == {"removed": 1}
+        assert not os.path.exists(nodes[-1])
         assert [e for e in watch.read(timeout=0) if e.mask & flags.OPEN] == []

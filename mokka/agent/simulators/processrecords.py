@@ -1,12 +1,15 @@
 """processrecords: the agent sweeps the CUDA process records no live process holds (a Daemon).
 
-Every CUDA process of the node keeps its records in driver/config/processes
-(gpudriver makes the directory). A process killed with SIGKILL leaves its record
-behind: readers no longer count it, and only a later process of the same user
-removes it, so records of other users (and junk any user made there) would pile
-up. The agent, root on the host, sweeps them all at start and every SWEEP_S
-through the staged library (mokka.agent.records), which alone knows what a live
-record is. A sweep that fails is logged once per reason; the node keeps working.
+Every CUDA process of the node keeps its records in its user's directory in
+driver/config/processes (gpudriver makes the directory). A process killed with
+SIGKILL leaves its record behind: readers no longer count it, and only a later
+process of the same user removes it, so records of other users would pile up; and
+what a workload puts in processes/ that is not a user's directory (junk, or a
+directory made in another user's name, which keeps that user from its records)
+stays until someone removes it. The agent, root on the host, sweeps both at start
+and every SWEEP_S through the staged library (mokka.agent.records), which alone
+knows what a user's directory and a live record are. A sweep that fails is logged
+once per reason; the node keeps working.
 """
 
 from __future__ import annotations
