@@ -14,6 +14,7 @@ and again only after it left and came back.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from mokka.core import flatstate, names
@@ -58,14 +59,20 @@ class Event:
     injection: Injection
 
 
+#: The Xid codes Mokka injects (the driver's numbering runs below 200 today), from a
+#: profile's failure block or ``mokka ctl xid``.
+CODES = (1, 999)
+_CODE_TEXT = re.compile(r"[0-9]{1,3}")
+
+
 def _code(value) -> int | None:
-    if isinstance(value, bool):
+    """A profile's ``xid.code`` as an Xid code: an integer in CODES, or one written as ASCII
+    digits; anything else injects nothing."""
+    if isinstance(value, str) and _CODE_TEXT.fullmatch(value.strip()):
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
         return None
-    if isinstance(value, int):
-        return value if value > 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip()) or None
-    return None
+    return value if CODES[0] <= value <= CODES[1] else None
 
 
 def injections(state: dict) -> list[Injection]:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from mokka.core import names
+from mokka.core import names, xid
 
 
 class CtlError(Exception):
@@ -200,13 +200,9 @@ def parse_assignments(words: list[str], board: dict | None = None) -> dict:
     return out
 
 
-#: Xid codes ``ctl xid`` accepts (the driver's numbering; mokka.core.xid names the common ones).
-XID_CODES = (1, 999)
-
-
 def parse_xid_code(text: str) -> int:
     raw = text.strip()
-    lo, hi = XID_CODES
+    lo, hi = xid.CODES
     code = ascii_int(raw)
     if code is None or not lo <= code <= hi:
         raise CtlError(f"{shown(text)}: not an Xid code; expected an integer from {lo} to {hi} "

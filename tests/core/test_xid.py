@@ -27,9 +27,15 @@ def gpu(index, failure=None, bus="0000:0A:00.0"):
     ({"xid": {"code": "31"}}, 31),
     ({"xid": {"code": 0}}, None),
     ({"xid": {"code": True}}, None),
+    ({"xid": {"code": "\u0663\u0661"}}, None),
+    ({"xid": {"code": 999}}, 999),
+    ({"xid": {"code": 1000}}, None),
+    ({"xid": {"code": "9" * 5000}}, None),
 ], ids=["no failure block", "healthy", "fallen off the bus implies 79", "lost implies 79 (any case)",
         "ecc implies 48", "an explicit code wins over the mode's", "a code alone injects",
-        "a numeric string is a code", "code 0 is none", "a boolean is not a code"])
+        "a numeric string is a code", "code 0 is none", "a boolean is not a code",
+        "Arabic-Indic digits are not a code", "999 is the last code", "1000 is past the codes",
+        "5000 digits are no code (and no exception)"])
 def test_injected_xid_of_a_gpu(failure, code):
     got = xid.injections({"gpus": [gpu(0, failure)]})
     assert [i.code for i in got] == ([code] if code else [])
