@@ -4,8 +4,10 @@
  * decode it as UTF-8 (pynvml's nvmlSystemGetProcessName raises on invalid bytes,
  * which stops gpustat and nvitop) and print it on a terminal (both nvidia-smis),
  * where a C1 control such as CSI (0x9b, or U+009B encoded) starts an escape
- * sequence. So every character that is not valid UTF-8 or is a control is one
- * '?', and a truncated name ends on a whole character.
+ * sequence, and a bidirectional control (U+200E-200F, U+202A-202E, U+2066-2069)
+ * reorders the rest of the line on a terminal that honours them. So each byte of
+ * a character that is not valid UTF-8, a control or a bidirectional control is
+ * one '?', and a truncated name ends on a whole character.
  */
 #include "printable.h"
 
@@ -42,6 +44,9 @@ static size_t printable_char(const unsigned char *p)
     for (size_t i = 2; i < len; i++)
         if (p[i] < 0x80 || p[i] > 0xbf)
             return 0;
+    if (c == 0xe2 && ((p[1] == 0x80 && ((p[2] >= 0x8e && p[2] <= 0x8f) || (p[2] >= 0xaa && p[2] <= 0xae))) ||
+                      (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
+        return 0;                                 /* a bidirectional control */
     return len;
 }
 

@@ -39,10 +39,12 @@ H100_USABLE = 85899345920 - 1073741824
 NOBODY = 65534
 #: Long enough for a busy machine, far shorter than a reader that rescans per process takes.
 HANG_GUARD_S = 30
-#: argv[0] of a forger: CSI as a raw byte, ESC's bracket, invalid UTF-8, CSI encoded as U+009B.
-HOSTILE_ARGV0 = b"\x9b[31mevil\xff\xfe\xc2\x9b"
+#: argv[0] of a forger: CSI as a raw byte, ESC's bracket, invalid UTF-8, CSI encoded as U+009B,
+#: RIGHT-TO-LEFT OVERRIDE (U+202E) and POP DIRECTIONAL ISOLATE (U+2069); then a letter
+#: outside ASCII (e acute), which stays.
+HOSTILE_ARGV0 = b"\x9b[31mevil\xff\xfe\xc2\x9b\xe2\x80\xae\xe2\x81\xa9\xc3\xa9"
 #: The name NVML gives it: each of those bytes one '?'.
-HOSTILE_SHOWN = "?[31mevil????"
+HOSTILE_SHOWN = "?[31mevil??????????\u00e9"
 
 
 @pytest.fixture
