@@ -62,9 +62,6 @@ class Fabric:
     def by_lid(self, lid: int) -> Hca | None:
         return next((h for h in self.hcas if h.lid == lid), None)
 
-    def by_port_guid(self, guid: int) -> Hca | None:
-        return next((h for h in self.hcas if h.port_guid == guid), None)
-
 
 def from_state(state: dict, node_name: str | None = None) -> Fabric:
     """The fabric of a compiled state (mokka.core.compile); no HCA when IB is off."""

@@ -72,7 +72,6 @@ class StagingGate:
         self.agent_staged_url = agent_staged_url
         self.staging_lock_path = staging_lock_path
         self._lock_wait_s = lock_wait_s
-        self._http_timeout_s = http_timeout_s
         self._clock = clock
         self._sleep = sleep
         self._state = threading.Lock()
