@@ -298,6 +298,41 @@ def test_a_record_held_from_outside_the_readers_pid_namespace_is_counted_but_not
     assert listing(nvml_lib, node)[0]["processes"] == [[forger, 2 * GiB, "forger"]]   # a reader beside it
 
 
+# --- writers, readers and the agent's sweep at once ----------------------------------------------
+
+def test_writers_readers_and_the_sweep_at_once_lose_no_live_record(nvml_lib, node, started):
+    """Six processes of one user update their records 200 times each (a release every
+    tenth), while two monitors list and the agent's sweep runs in a loop beside a forger's
+    strays: no update is refused, no reader fails, and the end is each writer with its last
+    size (bounded by count, not by time)."""
+    top = records_dir(node)
+    sweeper = subprocess.Popen([sys.executable, "-c", SWEEP_LOOP, os.path.join(nvml_lib, names.NVML_LIB_FILE), top],
+                               env=clean_env(nvml_lib, {}), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    started.append(sweeper)
+    monitors = [subprocess.Popen([sys.executable, PROBE, "watch"], env=clean_env(nvml_lib, node), text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(2)]
+    started.extend(monitors)
+    writers = [subprocess.Popen([sys.executable, PROBE, "churn", str(i % 2), "200"], env=clean_env(nvml_lib, node),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(6)]
+    started.extend(writers)
+    for _ in range(20):                                       # readers and strays while the writers run
+        with open(os.path.join(top, f"stray-{os.urandom(4).hex()}"), "w") as f:
+            f.write("x")
+        for m in monitors:
+            m.stdin.write("\n")
+            m.stdin.flush()
+            assert json.loads(m.stdout.readline())            # a reader that failed has no line
+    done = [json.loads(w.stdout.readline()) for w in writers]
+    assert [d["failed"] for d in done] == [0] * 6
+    gpus = listing(nvml_lib, node)
+    for gpu in (0, 1):
+        assert sorted(p[:2] for p in gpus[gpu]["processes"]) == sorted(
+            [d["pid"], 200 * MiB] for i, d in enumerate(done) if i % 2 == gpu)
+    sweeper.stdin.close()
+    assert sweeper.wait(timeout=HANG_GUARD_S) == 0, sweeper.stdout.read()
+    assert sorted(os.listdir(top)) == ["0"]
+
+
 # --- dead records and strays: the agent sweeps every owner's ------------------------------------------------
 
 SWEEP = """import json, sys
@@ -306,6 +341,16 @@ try:
     print(json.dumps({"removed": records.sweep(sys.argv[1], sys.argv[2])}))
 except records.RecordsError as e:
     print(json.dumps({"error": str(e)}))
+"""
+
+
+#: The agent's sweep in a loop until its stdin closes (select: no blocking read).
+SWEEP_LOOP = """import select, sys
+from mokka.agent import records
+while not select.select([sys.stdin], [], [], 0.01)[0]:
+    records.sweep(sys.argv[1], sys.argv[2])
+sys.stdin.read()
+records.sweep(sys.argv[1], sys.argv[2])
 """
 
 
