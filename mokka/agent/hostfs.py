@@ -80,7 +80,8 @@ class HostFS:
         for d in sorted(dirs):                # parents first; recorded before they are made
             os.makedirs(d, exist_ok=True)
         names: dict[tuple[bytes, int], str] | None = {} if share_inodes else None
-        changed = sum(1 for path, entry in sorted(tree.items()) if self.write(path, entry, names))
+        # In the tree's order: a document pair's companion before its YAML (mokka.engine.pair).
+        changed = sum(1 for path, entry in tree.items() if self.write(path, entry, names))
         if writer is not None:
             writer()
         stale = self.manifest.paths(owner) - planned

@@ -100,8 +100,8 @@ def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None
 def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str:
     """Write the companion of ``path``; return the line to print."""
     from mokka.core import flatstate, yamlio
-    from mokka.core.fsutil import atomic_write
     from mokka.core.profile import ProfileError, read_file, yaml_problem
+    from mokka.engine import pair
 
     try:
         text = read_file(path, "")
@@ -110,10 +110,9 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
         raise CommandError(str(exc))
     except yamlio.YAMLError as exc:
         raise CommandError(f"{path}: {yaml_problem(exc)}")
-    out = flatstate.companion_path(path)
     kind = kind_of(path, doc)
     try:
-        atomic_write(out, _companion(kind, path, text, doc, topology_doc, node_name))
+        out = pair.write_companion(path, _companion(kind, path, text, doc, topology_doc, node_name))
     except flatstate.CompanionError as exc:
         raise CommandError(f"{path}: {exc}")
     return f"wrote {out} ({kind})"

@@ -168,24 +168,18 @@ def _bus_id(lib, target: Target) -> str:
 
 
 def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str, node_name: str) -> int:
-    """Append the event to xid-events.yaml + companion (the lock and numbering kernellog
-    uses), then write the driver's line to the kernel log, as kernellog announces one."""
-    from mokka.core import flatstate, xid
-    from mokka.core.fsutil import atomic_write, dir_locked
+    """Add the event to xid-events.yaml and its companion (mokka.engine.xidlog, as the
+    agent's kernellog does), then write the driver's line to the kernel log, as kernellog
+    announces one."""
+    from mokka.core import xid
+    from mokka.core.fsutil import dir_locked
+    from mokka.engine import xidlog
+
+    def refused(exc: xid.Refused) -> None:           # rewritten whole, numbered from 1
+        print(f"{PROG}: {path}: not an events document Mokka wrote ({exc}): replacing it", file=sys.stderr)
 
     injection = xid.Injection(target.physical, target.uuid, bus_id, code)
-    with dir_locked(path):
-        try:
-            previous, last = xid.load(path)
-        except xid.Refused as exc:       # rewritten whole, numbered from 1
-            print(f"{PROG}: {path}: not an events document Mokka wrote ({exc}): replacing it",
-                  file=sys.stderr)
-            previous, last = [], 0
-        events, event, last = xid.inject(previous, injection, last)
-        text, companion = xid.render(events, last)
-        # companion first, as kernellog; a directory a workload made at either name goes
-        atomic_write(flatstate.companion_path(path), companion, replace_dir=True)
-        atomic_write(path, text, replace_dir=True)
+    [event], _ = xidlog.record(path, xidlog.inject(injection), lock=dir_locked(path), refused=refused)
     line = xid.kmsg_line(injection, node_name)
     print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
                       "code": code, "kmsg": line}))

@@ -228,24 +228,28 @@ def update(directory: str, physical_index: int, change: dict) -> None:
 
 def reset(directory: str, physical_indices: list) -> bool:
     """Drop the named GPUs' documents; True if one was there."""
+    from mokka.engine import pair
+
     with _opened(directory) as fd:
         if fd is None:
             return False
         removed = False
         for index in physical_indices:
-            removed |= _remove_pair(fd, names.overrides_scope_file(index))
+            removed |= pair.remove_at(fd, names.overrides_scope_file(index))
         return removed
 
 
 def clear(directory: str) -> None:
     """Every override gone: ``all`` and every GPU's document (other files stay)."""
+    from mokka.engine import pair
+
     with _opened(directory) as fd:
         if fd is None:
             return
         for name in os.listdir(fd):
             stem, dot, suffix = name.rpartition(".")
             if dot and suffix == "yaml" and is_scope(stem):
-                _remove_pair(fd, name)
+                pair.remove_at(fd, name)
 
 
 def is_scope(stem: str) -> bool:
@@ -253,17 +257,6 @@ def is_scope(stem: str) -> bool:
     number = stem[len(names.OVERRIDES_GPU_SCOPE_PREFIX):]
     return stem == names.OVERRIDES_ALL_SCOPE or (
         stem.startswith(names.OVERRIDES_GPU_SCOPE_PREFIX) and number.isdigit() and number.isascii())
-
-
-def _remove_pair(fd: int, name: str) -> bool:
-    """The YAML first: a companion without its YAML counts as no document. Whatever is
-    at either name goes, a directory or a link included (never what a link names)."""
-    from mokka.core import flatstate, fsutil
-
-    removed = False
-    for each in (name, flatstate.companion_path(name)):
-        removed |= fsutil.remove_at(fd, each)
-    return removed
 
 
 def _dump(doc: dict) -> bytes:
@@ -285,15 +278,13 @@ def write_text(path: str, text: bytes, doc: dict | None = None) -> None:
 
 
 def _write_at(fd: int, name: str, text: bytes, doc: dict | None) -> None:
-    """The companion is renamed into place first, the YAML last, so a reader never
-    sees a new YAML next to an old companion for longer than one rename. Both are
-    new files of mode 0644 holding what Mokka wrote, whatever was at their names."""
+    """The pair in the engine's order (mokka.engine.pair: the companion first, so a
+    reader never sees a new YAML next to an old companion). Both are new files of mode
+    0644 holding what Mokka wrote, whatever was at their names."""
     from mokka.core import flatstate
-    from mokka.core.fsutil import atomic_write
+    from mokka.engine import pair
 
     if doc is None:
         from mokka.core import yamlio
         doc = yamlio.safe_load(text)
-    for each, data in ((flatstate.companion_path(name), flatstate.overrides_companion(doc, text)),
-                       (name, text)):
-        atomic_write(each, data, 0o644, dir_fd=fd, replace_dir=True)
+    pair.write(name, text, flatstate.overrides_companion(doc, text), dir_fd=fd)

@@ -1,8 +1,8 @@
 /* A pair caught between its writer's two renames, read again until it settles.
  *
  * A document and its companion are replaced by two renames, one file after the
- * other: the agent renames config.nvml before config.yaml (sorted order), a user's
- * tar or cp may go the other way. A reader that loads between the two finds a
+ * other: Mokka's writers rename config.nvml before config.yaml (mokka/engine/pair.py),
+ * a user's tar or cp may go the other way. A reader that loads between the two finds a
  * companion that is not its YAML's (FLAT_STALE) or one half missing, although the
  * pair before and the pair after are both whole. So flat_load_settled loads such a
  * pair again, each time either file changes, while the newer of the two changed

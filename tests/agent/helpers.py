@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 from mokka.agent import desired as ds
 from mokka.agent.simulators.publish import is_mountpoint, unmount
@@ -127,3 +128,35 @@ def frozen_package(dest: str) -> str:
     shutil.copytree(os.path.join(REPO, "mokka"), os.path.join(dest, "mokka"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+class XidNode(NamedTuple):
+    """A gb300 node of 4 GPUs the real agent serves, its kernellog announcing Xids."""
+    agent: AgentProcess
+    overlay: object
+    profile: str          # the profile file the agent follows (rewrite it to inject)
+    healthy: bytes        # its first contents
+    kmsg: str             # the kernel log stand-in
+    ctl_env: dict         # what ``mokka ctl`` needs to find the node
+
+
+def start_xid_node(scratch) -> XidNode:
+    """Start the agent on a healthy gb300 profile and wait for its events file."""
+    from mokka.core import names
+    from mokka.core.overlay import host_overlay
+
+    root, outside, procs = scratch
+    kmsg = kernel_log_standin(root)
+    profile = os.path.join(outside, "profile.yaml")
+    healthy = profile_bytes("gb300", 4)
+    with open(profile, "wb") as f:
+        f.write(healthy)
+    agent = AgentProcess(root, "--profile", profile, "--node-name", "kind-worker-2", "--resync-interval", "0",
+                         log_dir=outside)
+    procs.append(agent)
+    ov = host_overlay(root)
+    agent.wait_staged()
+    wait_until(lambda: os.path.exists(os.path.join(ov.driver_config, names.XID_EVENTS_FILE)),
+               what="the events file")
+    env = {names.ENV_NVML_CONFIG: ov.profile, "MOKKA_CTL_KMSG_PATH": kmsg, "NODE_NAME": "kind-worker-2"}
+    return XidNode(agent, ov, profile, healthy, kmsg, env)

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from helpers import AgentProcess, kernel_log_standin, profile_bytes
+from helpers import AgentProcess, profile_bytes, start_xid_node
 from tests.waiting import wait_until
 from test_kernellog_process import XID13, XID_CRITICAL, inject
 
@@ -32,20 +32,10 @@ def ctl(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 
 def test_ctl_xid_reaches_event_waiters_and_the_kernel_log(scratch, nvml_build):
-    root, outside, procs = scratch
-    kmsg = kernel_log_standin(root)
-    profile = os.path.join(outside, "profile.yaml")
-    healthy = profile_bytes("gb300", 4)
-    with open(profile, "wb") as f:
-        f.write(healthy)
-    agent = AgentProcess(root, "--profile", profile, "--node-name", "kind-worker-2",
-                         "--resync-interval", "0", log_dir=outside)
-    procs.append(agent)
-    ov = host_overlay(root)
-    agent.wait_staged()
+    _, outside, _ = scratch
+    node = start_xid_node(scratch)
+    ov, profile, healthy, kmsg, env = node.overlay, node.profile, node.healthy, node.kmsg, node.ctl_env
     events = os.path.join(ov.driver_config, names.XID_EVENTS_FILE)
-    wait_until(lambda: os.path.exists(events), what="the events file")
-    env = {names.ENV_NVML_CONFIG: ov.profile, "MOKKA_CTL_KMSG_PATH": kmsg, "NODE_NAME": "kind-worker-2"}
 
     dev_root = os.path.join(outside, "no-dev")
     os.makedirs(dev_root)

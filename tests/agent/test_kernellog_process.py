@@ -9,11 +9,10 @@ import os
 
 import yaml
 
-from helpers import AgentProcess, kernel_log_standin, profile_bytes
+from helpers import start_xid_node
 from tests.waiting import wait_until
 
 from mokka.core import names
-from mokka.core.overlay import host_overlay
 from tests.native.conftest import start_probe
 from tests.native.staged import nvml_build  # noqa: F401 (fixture: the agent stages this library)
 
@@ -33,19 +32,9 @@ XID13 = {"xid": {"code": 13}}
 
 
 def test_each_xid_announced_once_with_the_node_name_and_delivered_to_nvml(scratch, nvml_build):
-    root, outside, procs = scratch
-    kmsg = kernel_log_standin(root)
-    profile = os.path.join(outside, "profile.yaml")
-    healthy = profile_bytes("gb300", 4)
-    with open(profile, "wb") as f:
-        f.write(healthy)
-    agent = AgentProcess(root, "--profile", profile, "--node-name", "kind-worker-2", "--resync-interval", "0",
-                         log_dir=outside)
-    procs.append(agent)
-    ov = host_overlay(root)
-    agent.wait_staged()
-    wait_until(lambda: os.path.exists(os.path.join(ov.driver_config, names.XID_EVENTS_FILE)),
-               what="the events file")
+    _, outside, _ = scratch
+    node = start_xid_node(scratch)
+    agent, ov, profile, healthy, kmsg = node.agent, node.overlay, node.profile, node.healthy, node.kmsg
 
     dev_root = os.path.join(outside, "no-dev")
     os.makedirs(dev_root)

@@ -17,7 +17,8 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
 from mokka.agent.simulators import Host, Readiness, imex
 from mokka.agent.simulators.publish import DriverPublisher
-from mokka.core import flatstate, fsutil, launcher, names
+from mokka.core import fsutil, launcher, names
+from mokka.engine import pair
 
 OWNER = "gpudriver"
 
@@ -37,9 +38,8 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for name, major, minor in names.CONTROL_DEVICES:
         out[ov.control_node(name)] = CharDev(major, minor)
     for config_dir in (ov.driver_config, ov.config):
-        out[os.path.join(config_dir, names.PROFILE_FILE)] = File(desired.config_text)
-        out[flatstate.companion_path(os.path.join(config_dir, names.PROFILE_FILE))] = \
-            File(desired.state_nvml)
+        out.update(pair.entries(os.path.join(config_dir, names.PROFILE_FILE), File(desired.config_text),
+                                File(desired.state_nvml)))
     product = state["gpus"][0].get("name", "") if state["gpus"] else ""
     out[ov.machine_type] = File(f"{product}\n".encode())
     ver = state["system"]["driver_version"]

@@ -31,7 +31,8 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import File
 from mokka.agent.simulators import Host
 from mokka.agent.supervisor import Supervisor, ThreadChild
-from mokka.core import flatstate, fsutil, names, xid
+from mokka.core import fsutil, names, xid
+from mokka.engine import xidlog
 
 OWNER = "kernellog"
 RECORD_OWNER = "kernellog:record"      # the kernel log's record, staged apart from the events
@@ -104,18 +105,14 @@ class KernelLog:
                 self.announce(desired)
 
     def announce(self, desired: Desired) -> list[xid.Event]:
-        # The same lock and numbering as ``mokka ctl xid`` (which appends to this file).
-        with fsutil.dir_locked_or_not(self.events_path, LOCK_WAIT_S, self._lock_held):
-            previous, last = self._recorded()
-            current, new, last = xid.next_events(previous, xid.injections(desired.state),
-                                                 max(last, self._last_seq))
-            text, companion = xid.render(current, last)
-            # converge writes in path order, the companion (.nvml) before the YAML, and
-            # only what differs: a companion or a YAML edited by anyone is put back.
-            self.host.fs.converge(OWNER, {
-                flatstate.companion_path(self.events_path): File(companion),
-                self.events_path: File(text)})
-            self._last_seq = last
+        # The same lock, numbering and pair as ``mokka ctl xid`` (mokka.engine.xidlog). The
+        # file system converges only what differs: a companion or a YAML edited by anyone
+        # is put back.
+        new, self._last_seq = xidlog.record(
+            self.events_path, xidlog.injected_by(xid.injections(desired.state), self._last_seq),
+            lock=fsutil.dir_locked_or_not(self.events_path, LOCK_WAIT_S, self._lock_held),
+            publish=lambda tree: self.host.fs.converge(OWNER, {p: File(d) for p, d in tree.items()}),
+            refused=self._refused)
         for event in new:
             line = xid.kmsg_line(event.injection, self.node_name)
             self._kmsg(line)
@@ -128,14 +125,10 @@ class KernelLog:
                               "without it", path=exc.directory, holder=exc.pid or "unknown")
         self._notice = {"file": exc.directory, "reason": f"{exc}; the Xid events were written without it"}
 
-    def _recorded(self) -> tuple[list[xid.Event], int]:
-        try:
-            return xid.load(self.events_path)
-        except xid.Refused as exc:
-            self.host.log.warning("the Xid events file is not one Mokka wrote: replacing it",
-                                  path=self.events_path, reason=str(exc))
-            self._notice = {"file": self.events_path, "reason": f"{exc}; replaced by Mokka's own"}
-            return [], 0
+    def _refused(self, exc: xid.Refused) -> None:
+        self.host.log.warning("the Xid events file is not one Mokka wrote: replacing it",
+                              path=self.events_path, reason=str(exc))
+        self._notice = {"file": self.events_path, "reason": f"{exc}; replaced by Mokka's own"}
 
     def _kmsg(self, line: str) -> None:
         try:

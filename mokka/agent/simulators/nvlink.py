@@ -13,7 +13,8 @@ import os
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
-from mokka.core import flatstate, names
+from mokka.core import names
+from mokka.engine import pair
 
 OWNER = "nvlink"
 
@@ -24,8 +25,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     doc, companion = File(desired.topology_text), File(desired.topology_nvml or b"")
     out = {}
     for path in (host.overlay.topology, os.path.join(host.overlay.driver_config, names.TOPOLOGY_FILE)):
-        out[path] = doc
-        out[flatstate.companion_path(path)] = companion
+        out.update(pair.entries(path, doc, companion))
     return out
 
 
