@@ -31,7 +31,8 @@ sys.path.insert(0, HERE)
 from common import time_interleaved  # noqa: E402
 
 from mokka.core import compile as comp  # noqa: E402
-from mokka.core import flatstate, launcher, names  # noqa: E402
+from mokka.core import launcher, names  # noqa: E402
+from mokka.engine import flatstate
 from mokka.core import profile as prof  # noqa: E402
 from tests.peers import read_paths_env  # noqa: E402
 

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import shutil  # noqa: E402
 
 from mokka.core import compile as comp  # noqa: E402
-from mokka.core import flatstate, launcher, names, native  # noqa: E402
+from mokka.core import launcher, names  # noqa: E402
+from mokka.engine import flatstate, native
 from mokka.core import profile as prof  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

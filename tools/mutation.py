@@ -80,7 +80,7 @@ TARGETS = {
     "native/nvml/overrides.c": _ENGINE + ["tests/native/test_hostile_files.py"],
     "native/nvml/flat.c": _FORMAT + ["tests/native/test_lookup_rules.py", "tests/native/test_errors.py"],
     "native/nvml/kinds.c": _FORMAT,
-    "mokka/core/flatstate.py": _FORMAT,
+    "mokka/engine/flatstate.py": _FORMAT,
     "mokka/smi/devices.py": _SMI,
 }
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mokka.core import compile as comp
-from mokka.core import flatstate, mig
+from mokka.core import mig
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from mokka.core import topology as topo
 

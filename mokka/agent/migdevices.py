@@ -35,8 +35,8 @@ class ReadError(Exception):
 
 
 def walk(lib) -> list[MigDevice]:
-    """Every MIG device of every GPU ``lib`` (mokka.smi.nvml.Library, initialised) shows."""
-    from mokka.smi import nvml
+    """Every MIG device of every GPU ``lib`` (mokka.engine.nvml.Library, initialised) shows."""
+    from mokka.engine import nvml
 
     found = []
     for index in range(lib.count()):
@@ -110,7 +110,7 @@ def parse(output: bytes) -> list[MigDevice]:
 
 
 def main(argv: list[str]) -> int:
-    from mokka.smi import nvml
+    from mokka.engine import nvml
 
     if len(argv) != 2:
         print("usage: python -m mokka.agent.migdevices LIBRARY", file=sys.stderr)

@@ -21,7 +21,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from mokka.core import elf, names, native
+from mokka.core import elf, names
+from mokka.engine import native
 
 #: Where NVIDIA's nvidia-smi, staged in driver/usr/bin, finds the library.
 NVIDIA_SMI_RUNPATH = "$ORIGIN/../lib64"

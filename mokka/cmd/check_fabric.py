@@ -14,7 +14,7 @@ USAGE = f"Usage: {PROG}\n\nPrint the NVLink fabric state (clusterUuid, cliqueId,
 
 def report(lib, count: int) -> tuple[str, int]:
     """The text and exit status for the ``count`` GPUs this process sees."""
-    from mokka.smi import nvml
+    from mokka.engine import nvml
     from mokka.smi import values as v
     from mokka.smi.gpu import Gpu
 
@@ -47,7 +47,7 @@ def main(args: list[str], prog_name: str = PROG) -> int:
         if args:
             print(f"{PROG}: unexpected argument {args[0]!r}\n{USAGE}", file=sys.stderr)
             return 1
-        from mokka.smi import nvml
+        from mokka.engine import nvml
         try:
             lib = nvml.open_library(sys.argv[0] if sys.argv else None)
         except nvml.LibraryError as exc:

@@ -58,7 +58,7 @@ def _topology(path: str) -> dict:
 def kind_of(path: str, doc) -> str:
     """What a YAML document is: one of the overrides (by its name: all.yaml, gpu<N>.yaml),
     a topology document or a profile."""
-    from mokka.smi.overrides import is_scope
+    from mokka.engine.overrides import is_scope
 
     stem, _, suffix = os.path.basename(path).rpartition(".")
     profile_keys = isinstance(doc, dict) and bool(set(doc) & {"system", "device_defaults", "devices"})
@@ -76,7 +76,7 @@ def kind_of(path: str, doc) -> str:
 
 def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None, node_name: str) -> bytes:
     from mokka.core import compile as comp
-    from mokka.core import flatstate
+    from mokka.engine import flatstate
     from mokka.core import topology as topo
     from mokka.core.profile import ProfileError, parse
 
@@ -99,7 +99,8 @@ def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None
 
 def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str:
     """Write the companion of ``path``; return the line to print."""
-    from mokka.core import flatstate, yamlio
+    from mokka.core import yamlio
+    from mokka.engine import flatstate
     from mokka.core.profile import ProfileError, read_file, yaml_problem
     from mokka.engine import pair
 

@@ -11,7 +11,7 @@ A value is held to its key's range and to its GPU's board as the node's compiled
 state has it (mokka.smi.ctl.KEYS: memory used within the memory, temperature up to
 the shutdown temperature, power and clocks up to their maxima). ctl asks the
 mock NVML library which GPUs these are and where the node's files are, and
-writes the overrides through mokka.smi.overrides (YAML and compiled companion
+writes the overrides through mokka.engine.overrides (YAML and compiled companion
 together), so every NVML consumer sees them within a second. No click: this runs
 from the overlay on a container's own python3.
 """
@@ -98,7 +98,8 @@ def _target(targets: list, ident: str) -> Target:
 def _board(lib, target: Target) -> dict:
     """The limits of ``target``'s board (ctl.board_limits) from the node's compiled state:
     the companion of the profile the library loaded, read as every file there is."""
-    from mokka.core import flatstate, fsutil
+    from mokka.core import fsutil
+    from mokka.engine import flatstate
     from mokka.smi import ctl
 
     path = flatstate.companion_path(lib.node_path(names.NODE_PATH_PROFILE))
@@ -112,8 +113,9 @@ def _board(lib, target: Target) -> dict:
 
 
 def run(args: list[str]) -> int:
-    from mokka.smi import ctl, nvml
-    from mokka.smi import overrides as ovr
+    from mokka.smi import ctl
+    from mokka.engine import nvml
+    from mokka.engine import overrides as ovr
 
     opts = _parser().parse_args(args)
     try:
@@ -159,7 +161,7 @@ def run(args: list[str]) -> int:
 
 
 def _bus_id(lib, target: Target) -> str:
-    from mokka.smi import nvml
+    from mokka.engine import nvml
     from mokka.smi.gpu import Gpu
     try:
         return Gpu(lib, target.index, lib.handle(target.index)).bus_id()
@@ -216,7 +218,7 @@ def append_kmsg(events_path: str, named: str | None, line: str) -> str:
 
 def main(args: list[str], prog_name: str = PROG) -> int:
     from mokka.core.fsutil import LockHeld
-    from mokka.smi.overrides import OverridesError
+    from mokka.engine.overrides import OverridesError
 
     try:
         return run(args)

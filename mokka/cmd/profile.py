@@ -72,7 +72,8 @@ def _read(path: str) -> bytes:
 
 
 def _from_nvml(library: str) -> str:
-    from mokka.smi import nvml, snapshot
+    from mokka.smi import snapshot
+    from mokka.engine import nvml
 
     try:
         return snapshot.report_xml(library)

@@ -33,7 +33,7 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
         state = compile_profile(load(profile))
     except ProfileError as exc:
         raise CommandError(str(exc))
-    from mokka.core import native
+    from mokka.engine import native
     # The node agent stages the mock NVML and CUDA libraries wherever this Mokka carries them.
     specs = cdi.specs(state, host_overlay(host_root, overlay_host_path),
                       nvml_library_staged=native.nvml_library() is not None,

@@ -146,7 +146,8 @@ def run(opts: dict, out) -> int:
         out.write(query.help_text())
         return 0
 
-    from mokka.smi import devices, nvml
+    from mokka.smi import devices
+    from mokka.engine import nvml
     from mokka.smi import values as v
     try:
         lib = nvml.open_library(sys.argv[0] if sys.argv else None)
@@ -248,7 +249,8 @@ def run(opts: dict, out) -> int:
 
 def _list(lib, count: int, out) -> int:
     """-L: one line per GPU; a refused handle is reported in place, and the run ends 15."""
-    from mokka.smi import devices, nvml
+    from mokka.smi import devices
+    from mokka.engine import nvml
     from mokka.smi.table import list_line, mig_list_lines
     if not count:
         print(NO_DEVICES_LIST, file=out)

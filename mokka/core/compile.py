@@ -1,7 +1,7 @@
 """Compile a profile into the state the mock NVML library reads (as its companion).
 
 The state is one document (schema ``names.STATE_SCHEMA_VERSION``): the node
-agent and the CDI renderer use it as a dict, mokka.core.flatstate writes it as
+agent and the CDI renderer use it as a dict, mokka.engine.flatstate writes it as
 the companion the mock NVML library reads, ``mokka compile`` prints it as JSON.
 Compilation is pure and deterministic: the same profile, topology and node
 name give byte-identical output.
@@ -14,7 +14,7 @@ as nvidia-smi prints it, ``bdf`` as sysfs names it, integer ids), ``numa_node``,
 normalized ``fabric`` (absent when the profile has none) and the ``cuda`` block
 completed from the compute capability (mokka.core.cudaboard); its MIG partition
 table is one of the state's ``mig_tables``, shared by the GPUs of one board (the GPU
-keeps ``mig.table``, its number). ``mokka.core.statekeys``
+keeps ``mig.table``, its number). ``mokka.engine.statekeys``
 declares all of it, as ``mokka.core.schema`` declares the profile.
 """
 

@@ -93,7 +93,7 @@ OVERRIDES_GPU_SCOPE_PREFIX = "gpu"
 MACHINE_TYPE_FILE = "machine-type"
 TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
 #: Each YAML above has a compiled companion beside it, ``X.yaml`` -> ``X.nvml``
-#: (mokka.core.flatstate), the only files the mock NVML library reads.
+#: (mokka.engine.flatstate), the only files the mock NVML library reads.
 NVML_COMPANION_SUFFIX = ".nvml"
 #: The command that writes a companion; the library names it when one is missing.
 COMPANION_COMMAND = "mokka compile --companion"

@@ -17,7 +17,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from mokka.core import flatstate, names
+from mokka.core import names
+from mokka.engine import flatstate
 from mokka.core.profile import digest, parse_bus_id
 
 MODE_XIDS = {"lost": 79, "fallen_off_bus": 79, "ecc_uncorrectable": 48}

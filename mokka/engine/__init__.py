@@ -1,8 +1,14 @@
-"""The Python side of the engine: what writes the documents the mock NVML library reads.
+"""The Python side of the engine. The mock NVML library (native/nvml) is the one engine
+that decides what a process sees; everything Python does with it lives here:
 
-The library (native/nvml) is the one engine that decides what a process sees; it
-reads each YAML document through its compiled companion (``<stem>.nvml``). This
-package is where those pairs are written (``pair``) and where the Xid events
-document is appended to (``xidlog``), so that every writer, the agent, ``mokka ctl``
-and ``mokka compile``, publishes a pair by the same rule.
+- ``flatstate``: the compiled companion format (``<stem>.nvml``), the only form the
+  library reads, and ``statekeys``: every key of the compiled state (the C library's
+  ``mokka_keys.h`` is generated from it);
+- ``pair``: the one writer of a document pair (companion first, YAML last), which the
+  agent, ``mokka ctl`` and ``mokka compile --companion`` all use; ``overrides``: the
+  runtime overrides documents; ``xidlog``: the one way Xid events are added;
+- ``nvml`` and ``nvml_types``: the ctypes binding every Python reader asks through
+  (nvidia-smi, ctl, the agent), and ``native``: where the built libraries are.
+
+Nothing outside this package writes a ``.nvml`` file.
 """

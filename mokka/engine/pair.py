@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from mokka.core import flatstate, fsutil
+from mokka.core import fsutil
+from mokka.engine import flatstate
 
 T = TypeVar("T")
 

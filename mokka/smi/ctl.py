@@ -150,7 +150,7 @@ def limit_keys() -> set[str]:
 
 def board_limits(companion: bytes, physical_index: int) -> dict[str, int]:
     """The compiled GPU's values ctl's limits use, from the node's state companion
-    (mokka.core.flatstate: ``gpu.<physical index>.<key> <value>`` lines): key -> value.
+    (mokka.engine.flatstate: ``gpu.<physical index>.<key> <value>`` lines): key -> value.
     A value that is not plain ASCII digits is left out, as a limit the board lacks."""
     prefix = f"{names.COMPANION_GPU_LIST}.{physical_index}.".encode()
     wanted = limit_keys()

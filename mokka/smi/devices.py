@@ -14,7 +14,7 @@ Measured against nvidia-smi 550 over the mock library:
 
 from __future__ import annotations
 
-from mokka.smi import nvml
+from mokka.engine import nvml
 from mokka.smi.gpu import Gpu
 
 EXIT_NOT_FOUND = 6

@@ -2,7 +2,7 @@
 
 Every method is one NVML query (or a few that belong together) and returns
 plain Python values, or None where NVML answers anything but success: that is
-what nvidia-smi prints as N/A. Pure plumbing over mokka.smi.nvml; the words
+what nvidia-smi prints as N/A. Pure plumbing over mokka.engine.nvml; the words
 nvidia-smi uses for the values are in mokka.smi.values.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes as C
 
 from mokka.core import names
-from mokka.smi import nvml
+from mokka.engine import nvml
 from mokka.smi import values as v
 
 ENABLED = 1
@@ -67,7 +67,7 @@ MAX_CLOCKS = 512
 def _types():
     """The NVML structs, defined on first use: building ctypes classes costs more than
     ``nvidia-smi -L`` needs to pay."""
-    from mokka.smi import nvml_types
+    from mokka.engine import nvml_types
     return nvml_types
 
 

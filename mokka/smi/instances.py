@@ -1,6 +1,6 @@
 """GPU and compute instances through NVML: what ``nvidia-smi mig`` and ``-mig`` read and change.
 
-Plumbing over mokka.smi.nvml, as gpu.py is for readings: every function is a few NVML
+Plumbing over mokka.engine.nvml, as gpu.py is for readings: every function is a few NVML
 calls and returns plain values and NVML's return codes; where an instance goes and
 what is left of a board are the library's to decide. The orders are the ones NVIDIA's
 nvidia-smi lists in: GPU instances by profile index, then id; compute instances of a
@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes as C
 from dataclasses import dataclass
 
-from mokka.smi import nvml
+from mokka.engine import nvml
 from mokka.smi.gpu import Gpu
 
 #: NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_* indices asked about (a
@@ -24,7 +24,7 @@ MIG_DISABLE, MIG_ENABLE = 0, 1
 
 
 def _types():
-    from mokka.smi import nvml_types
+    from mokka.engine import nvml_types
     return nvml_types
 
 

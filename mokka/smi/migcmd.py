@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mokka.smi import instances as mi
-from mokka.smi import nvml
+from mokka.engine import nvml
 
 EXIT_INVALID = 2
 NO_SUPPORTED = "No MIG-supported devices found."

@@ -2,7 +2,7 @@
 --from-nvml`` reads, through the same report (and then the same parser) as a
 capture of the XML NVIDIA's nvidia-smi printed.
 
-The library is loaded as any NVML (mokka.smi.nvml.Library's ``any_nvml``): a real
+The library is loaded as any NVML (mokka.engine.nvml.Library's ``any_nvml``): a real
 node's own, or a staged mock. Only NVML's public calls are made of a library that
 is not the mock, and the report leaves out the rows only an export table gives
 (what is unknown is not N/A).
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 
-from mokka.smi import devices, nvml, report, values
+from mokka.smi import devices, report, values
+from mokka.engine import nvml
 
 
 def report_xml(path: str) -> str:

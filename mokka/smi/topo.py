@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 
 from mokka.core import names
-from mokka.smi import nvml
+from mokka.engine import nvml
 from mokka.smi import values as v
 
 LEGEND = """Legend:

@@ -1,4 +1,4 @@
-/* Mokka's companion format, its one C home (mokka/core/flatstate.py is the Python side).
+/* Mokka's companion format, its one C home (mokka/engine/flatstate.py is the Python side).
  *
  * A companion is a flat document: a three-line header, then one `key value` line
  * per scalar of the document it stands for.

@@ -3,7 +3,7 @@
 Each row becomes nvml.h's prototype and one call of api.c with the key's macro
 (mokka_keys.h, native/nvml/gen_keys.py). A row is refused, naming it, when
 nvml.h does not declare its prototype, when its parameters are not its shape's,
-when its key is not a GPU key of mokka/core/statekeys.py, or when a hand-written
+when its key is not a GPU key of mokka/engine/statekeys.py, or when a hand-written
 file defines the same function. Never committed.
 
     python3 native/nvml/gen_getters.py NVML_H OUT_DIR
@@ -119,7 +119,7 @@ def render(functions: dict, rows: list[Getter], gpu_macros: dict[str, str],
             raise TableError(f"{TABLE}: {g.name} is defined {where}: keep one")
         if g.key not in by_key:
             raise TableError(f"{TABLE}: {g.name}: {g.key!r} is not a GPU key of "
-                             "mokka/core/statekeys.py (declare it there or in mokka/core/schema.py)")
+                             "mokka/engine/statekeys.py (declare it there or in mokka/core/schema.py)")
         seen.add(g.name)
         lines += [declared.prototype, "{", _call(g, by_key[g.key]), "}", ""]
     return "\n".join(lines)

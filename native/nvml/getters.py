@@ -14,7 +14,7 @@ key:
     string[SIZE]   char *buf of SIZE bytes             api_string
 
 The build checks each prototype against nvml.h (whitespace aside), its
-parameters against the shape and the key against mokka/core/statekeys.py. A
+parameters against the shape and the key against mokka/engine/statekeys.py. A
 getter that does more than read its key is written by hand in native/nvml/*.c.
 """
 

@@ -1,6 +1,6 @@
 /* The kinds of document the library reads (kinds.h). Each list the library loops over
  * is held to the most items the schema lets it have (mokka_keys.h's LIST_BOUNDS_GPU and
- * _NODE, from mokka/core/statekeys.py), so no length read from a file can drive a loop
+ * _NODE, from mokka/engine/statekeys.py), so no length read from a file can drive a loop
  * past what a real GPU has; the Xid events document's numbers are held to names.py's
  * bounds. A document that breaks one is refused whole, with the list or key named. */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /* One GPU's values through the layers (see mock.h):
  * overrides gpu<p>: K > overrides all: K > derived (moving readings, fabric) > state gpu.<p>.K.
  *
- * Overrides merge as mokka/smi/overrides.deep_merge writes them: mappings merge key by
+ * Overrides merge as mokka/engine/overrides.deep_merge writes them: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
  * a scalar `X` for a prefix X of K owns everything under X: K is then that
  * layer's or nobody's.

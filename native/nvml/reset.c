@@ -1,7 +1,7 @@
 /* GPU reset: what NVIDIA's `nvidia-smi -r -i N` does over the mock.
  *
  * A reset drops the GPU's runtime overrides, as `mokka ctl reset N` and our
- * nvidia-smi do (mokka/smi/overrides.reset): it removes the GPU's document
+ * nvidia-smi do (mokka/engine/overrides.reset): it removes the GPU's document
  * from the overrides directory, the YAML first (a companion alone counts as no
  * document) and the companion after. Nothing is parsed or edited, so a reset
  * needs no lock and works whatever style the document was written in; the

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mokka.agent import desired as ds
 from mokka.core import compile as comp
-from mokka.core import flatstate
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from mokka.core.overlay import host_overlay
 from tests.conftest import run_mokka

@@ -106,7 +106,7 @@ def test_a_library_without_mokkas_calls_is_captured_through_nvml_alone(foreign, 
 
 def test_mokkas_own_tools_still_refuse_such_a_library(foreign):
     node, library = foreign
-    probe = ("import sys; from mokka.smi import nvml\n"
+    probe = ("import sys; from mokka.engine import nvml\n"
              "try:\n    nvml.Library(sys.argv[1])\nexcept nvml.LibraryError as exc:\n    print(exc)\n")
     result = subprocess.run([sys.executable, "-c", probe, library], capture_output=True, text=True,
                             env=node.env(), timeout=60)

@@ -40,7 +40,7 @@ def test_symlink_name_dispatches(zipapp, tmp_path, link, args, expect):
 def test_nvidia_smi_link_runs_the_shim(zipapp, tmp_path):
     from mokka.core import names
     from mokka.core.compile import compile_profile
-    from mokka.core.flatstate import state_companion
+    from mokka.engine.flatstate import state_companion
     from mokka.core.profile import load
 
     loaded = load("t4")

@@ -1,5 +1,5 @@
 """statekeys.STATE declares what compile_profile returns, field by field, and the
-state companion holds no key that mokka.core.statekeys (which the C library's
+state companion holds no key that mokka.engine.statekeys (which the C library's
 mokka_keys.h comes from) does not know."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import re
 import pytest
 
 from mokka.core import compile as comp
-from mokka.core import flatstate, names, schema, statekeys
+from mokka.core import names, schema
+from mokka.engine import flatstate, statekeys
 from mokka.core import profile as prof
 
 TOPOLOGY = {"version": 1, "domains": [{"name": "nvl72", "uuid": "11111111-2222-3333-4444-555555555555",

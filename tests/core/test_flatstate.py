@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from mokka.core import compile as comp
-from mokka.core import flatstate
+from mokka.engine import flatstate
 from mokka.core import names
 from mokka.core import profile as prof
 

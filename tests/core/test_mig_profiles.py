@@ -15,7 +15,8 @@ import yaml
 
 from mokka.agent import desired as ds
 from mokka.core import compile as comp
-from mokka.core import mig, statekeys
+from mokka.core import mig
+from mokka.engine import statekeys
 from mokka.core import profile as prof
 
 MIB = 1 << 20

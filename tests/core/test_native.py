@@ -1,4 +1,4 @@
-"""mokka.core.native: where the built NVML library is found, package first."""
+"""mokka.engine.native: where the built NVML library is found, package first."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mokka.core import native
+from mokka.engine import native
 from tests.conftest import REPO
 
 
@@ -55,7 +55,7 @@ def test_import_is_light():
     """The agent and render-cdi ask once at start: no YAML, click, json or subprocess."""
     import subprocess
     import sys
-    code = ("import sys; import mokka.core.native; "
+    code = ("import sys; import mokka.engine.native; "
             "print(sorted({'yaml', 'click', 'json', 'subprocess'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          cwd=REPO, check=True).stdout

@@ -157,7 +157,7 @@ def test_gen_getters_writes_nvml_h_prototype_and_one_call_of_api_c(gen_stubs, ge
      "nvml.h declares"),
     (PCI, "u32", "minor_number", set(), r"shape u32 takes \(nvmlDevice_t device, unsigned int \*…\)"),
     (MINOR, "u16", "minor_number", set(), "unknown shape 'u16'"),
-    (MINOR, "u32", "minor_numbr", set(), "'minor_numbr' is not a GPU key of mokka/core/statekeys.py"),
+    (MINOR, "u32", "minor_numbr", set(), "'minor_numbr' is not a GPU key of mokka/engine/statekeys.py"),
     (MINOR, "u32", "minor_number", {"nvmlDeviceGetMinorNumber"}, "by hand in native/nvml/.* too"),
 ], ids=["not in nvml.h", "another prototype", "parameters not the shape's", "unknown shape", "unknown key",
         "also hand-written"])

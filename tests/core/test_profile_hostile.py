@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from mokka.cmd import compile as compile_cmd
 from mokka.cmd import render_cdi as render_cmd
-from mokka.core import cdi, flatstate
+from mokka.core import cdi
+from mokka.engine import flatstate
 from mokka.core import compile as comp
 from mokka.core.overlay import host_overlay
 from mokka.core.profile import ProfileError, parse

@@ -194,7 +194,7 @@ def fabric_of(case: Case, index: int):
 def stage(case: Case, root: str) -> dict:
     """Write the case's files under root; return the environment a process gets."""
     from mokka.core import compile as comp
-    from mokka.core import flatstate
+    from mokka.engine import flatstate
     from mokka.core import profile as prof
 
     config_dir = os.path.join(root, "config")
@@ -227,7 +227,8 @@ def stage(case: Case, root: str) -> dict:
 
 def write_topology(path: str, text: str) -> None:
     """A topology document and its companion, as ``mokka compile --companion`` writes it."""
-    from mokka.core import flatstate, yamlio
+    from mokka.core import yamlio
+    from mokka.engine import flatstate
 
     _write(path, text.encode())
     _write(flatstate.companion_path(path), flatstate.topology_companion(yamlio.safe_load(text), text.encode()))
@@ -240,7 +241,7 @@ def overrides_dir(config_dir: str) -> str:
 def write_overrides(config_dir: str, scopes: dict) -> None:
     """The documents of ``scopes`` ({None or physical index: YAML text}) and their
     companions in the overrides directory, through the product's one writer."""
-    from mokka.smi import overrides
+    from mokka.engine import overrides
 
     os.makedirs(overrides_dir(config_dir), exist_ok=True)
     for scope, text in scopes.items():

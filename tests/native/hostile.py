@@ -26,7 +26,8 @@ import zlib
 from dataclasses import dataclass
 
 from mokka.agent import desired as ds
-from mokka.core import flatstate, names, xid
+from mokka.core import names, xid
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE

@@ -14,7 +14,8 @@ import subprocess
 import yaml
 
 from mokka.core import compile as comp
-from mokka.core import flatstate, names
+from mokka.core import names
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from tests.native.conftest import HERE, clean_env, run_probe
 from tests.peers import peer

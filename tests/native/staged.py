@@ -3,7 +3,7 @@
 Import the fixtures into a test module: ``from tests.native.staged import nvml_build, staged_node``.
 
     nvml_build     (session)  builds this machine's library into build/native
-                              (where mokka.core.native, and so the agent, find it)
+                              (where mokka.engine.native, and so the agent, find it)
     staged_node    (session)  factory(profile name or file, nvidia_smi=True) -> StagedNode: a node
                               staged by the real agent (--once), torn down at the end;
                               its processes read the pinned second (MOCK_NVML_CLOCK)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from mokka.core import flatstate
+from mokka.engine import flatstate
 from mokka.core import names
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE, clean_env, run_probe

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from mokka.core import compile as comp
-from mokka.core import flatstate
+from mokka.engine import flatstate
 from mokka.core import names
 from mokka.core import profile as prof
 from tests.corpus.dynamic_cases import BUILTIN_UTILIZATION, PINNED_CLOCK

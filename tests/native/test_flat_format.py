@@ -1,4 +1,4 @@
-"""The companion format, both ends: what mokka/core/flatstate.py writes the C reader
+"""The companion format, both ends: what mokka/engine/flatstate.py writes the C reader
 takes whole, and every corruption of it is refused whole. All C runs on the ASan +
 UBSan build (tests/native/flatprobe.py)."""
 
@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from mokka.core import flatstate, names, xid, yamlio
+from mokka.core import names, xid, yamlio
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from tests.corpus import engine_cases as corpus
 from tests.native.flatprobe import batch, flatprobe, load  # noqa: F401 (fixture)

@@ -15,7 +15,8 @@ import threading
 
 import pytest
 
-from mokka.core import flatstate, names, xid
+from mokka.core import names, xid
+from mokka.engine import flatstate
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE, clean_env, run_probe, start_probe
 from tests.native.hostile import (OVERRIDDEN, answered, drop_lines, node_env, restated, set_lines,

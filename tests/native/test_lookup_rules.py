@@ -180,8 +180,9 @@ def test_a_64_bit_count_reads_to_its_last_digit(nvml_lib, tmp_path):
 def _overrides_of_size(tmp_path, size: int) -> dict:
     """A node whose GPU 0 document renames it, in a companion of exactly ``size`` bytes
     (a padding key fills it; the YAML the digest names holds only the name)."""
-    from mokka.core import flatstate, names
-    from mokka.smi import overrides
+    from mokka.core import names
+    from mokka.engine import flatstate
+    from mokka.engine import overrides
 
     text = b"name: Renamed GPU\n"
     exact = None

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 
-from mokka.core import compile as comp, flatstate, names, profile as prof
+from mokka.core import compile as comp, names, profile as prof
+from mokka.engine import flatstate
 from tests.native import mig_nodes as mn
 from tests.native.mig_nodes import INVALID_ARGUMENT, IN_USE, NOT_FOUND, NOT_SUPPORTED
 

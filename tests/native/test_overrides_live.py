@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from mokka.core import flatstate, names
+from mokka.core import names
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from tests.corpus import dynamic_cases
 from tests.corpus import engine_cases as corpus

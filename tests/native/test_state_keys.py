@@ -1,6 +1,6 @@
 """The state's keys have one home, and the mock NVML library names them through it.
 
-mokka/core/statekeys.py walks the declarations of the profile (schema.py) and
+mokka/engine/statekeys.py walks the declarations of the profile (schema.py) and
 of what compilation adds (compile.py); native/nvml/gen_keys.py makes each key a
 macro of mokka_keys.h. Here: the header spells the keys as the companion does,
 a misspelt macro does not compile, and no hand-written C file spells a state
@@ -18,7 +18,8 @@ import sys
 
 import pytest
 
-from mokka.core import names, statekeys
+from mokka.core import names
+from mokka.engine import statekeys
 from tests.conftest import REPO
 
 NVML_SRC = os.path.join(REPO, "native", "nvml")

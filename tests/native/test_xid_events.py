@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from mokka.core import flatstate, names, xid
+from mokka.core import names, xid
+from mokka.engine import flatstate
 from mokka.core.fsutil import atomic_write
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import start_probe

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from mokka.core import compile as comp
-from mokka.core import flatstate, launcher, names
+from mokka.core import launcher, names
+from mokka.engine import flatstate
 from mokka.core import profile as prof
 from tests.corpus.dynamic_cases import PINNED_CLOCK
 from tests.native.staged import nvml_build  # noqa: F401 (fixture)

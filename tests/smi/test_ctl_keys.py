@@ -66,7 +66,7 @@ def test_xid_code_refused_in_one_line(text):
                               "(e.g. 79: fallen off the bus, 48: double bit ECC error)")
 
 
-#: A state companion's lines (mokka.core.flatstate) around GPU 3: other GPUs' lines, a GPU
+#: A state companion's lines (mokka.engine.flatstate) around GPU 3: other GPUs' lines, a GPU
 #: whose number starts with 3, values that are no plain number.
 COMPANION = b"""# mokka-nvml state 2
 digest sha256:00

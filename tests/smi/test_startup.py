@@ -27,7 +27,7 @@ def test_fast_paths_import_nothing_heavy(staged, dev_root, args, exe):
     res = ov.run(args, str(dev_root), exe=getattr(ov, exe), PYTHONPROFILEIMPORTTIME="1")
     assert res.returncode == 0, res.stderr
     mods = _imported(res.stderr)
-    assert "mokka.smi.nvml" in mods, "importtime did not report (is -X importtime honoured?)"
+    assert "mokka.engine.nvml" in mods, "importtime did not report (is -X importtime honoured?)"
     heavy = {m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY)}
     assert heavy == set()
 

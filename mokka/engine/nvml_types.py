@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ctypes as C
 
-from mokka.smi import nvml
+from mokka.engine import nvml
 
 VALUE_DOUBLE, VALUE_UINT, VALUE_ULONG, VALUE_ULONGLONG, VALUE_SLONGLONG, VALUE_SINT = 0, 1, 2, 3, 4, 5
 

@@ -152,7 +152,7 @@ def state_companion(state: dict) -> bytes:
 
 
 def overrides_companion(doc: dict | None, yaml_bytes: bytes) -> bytes:
-    """The fields of one overrides document (a GPU's, or every GPU's: mokka.smi.overrides)."""
+    """The fields of one overrides document (a GPU's, or every GPU's: mokka.engine.overrides)."""
     from mokka.core.profile import digest
 
     return render(KIND_OVERRIDES, digest(yaml_bytes), doc if isinstance(doc, dict) else {})

@@ -124,11 +124,12 @@ def _read_at(fd: int, name: str, path: str) -> dict | None:
 
 def check_types(doc: dict, path: str) -> None:
     """Every value of ``doc`` is of the type its key takes in a compiled GPU
-    (mokka.core.statekeys.GPU: an integer, a number, a string, true or false, a list, a
+    (mokka.engine.statekeys.GPU: an integer, a number, a string, true or false, a list, a
     mapping), a key the GPU does not declare holds plain data (those, nested), and every
     key is a string. ValueRefused names the first that is not and its type, never its
     value: what YAML reads as a date, a timestamp, binary data or a set is no reading."""
-    from mokka.core import schema, statekeys
+    from mokka.core import schema
+    from mokka.engine import statekeys
 
     plain = schema.Any()
     todo = [("", doc, statekeys.GPU)]
@@ -281,7 +282,7 @@ def _write_at(fd: int, name: str, text: bytes, doc: dict | None) -> None:
     """The pair in the engine's order (mokka.engine.pair: the companion first, so a
     reader never sees a new YAML next to an old companion). Both are new files of mode
     0644 holding what Mokka wrote, whatever was at their names."""
-    from mokka.core import flatstate
+    from mokka.engine import flatstate
     from mokka.engine import pair
 
     if doc is None:

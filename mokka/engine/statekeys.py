@@ -4,7 +4,7 @@
 ``mokka.core.schema``: a compiled GPU is the profile's device (``schema.DEVICE_ENTRY``)
 plus what compilation fills in; the tests hold compile to it.
 
-The state companion (``mokka.core.flatstate``) holds a line per scalar of the
+The state companion (``mokka.engine.flatstate``) holds a line per scalar of the
 compiled state: the node-wide blocks at the top (``system.driver_version``),
 each GPU under ``gpu.<physical index>.`` (``gpu.0.thermal.temperature_gpu_c``),
 a list ``L`` as ``L.len`` and its items ``L.0``, ``L.1``... The overrides give

@@ -9,7 +9,7 @@ the library, calls it and turns its return codes into exceptions.
 Which library: beside the running entry point when it is staged
 (``<driver root>/usr/bin/X`` -> ``<driver root>/usr/lib64/libnvidia-ml.so.1``,
 which is also where the CDI spec mounts the pair in a container), else the one
-this package carries for the machine's architecture (mokka.core.native: the
+this package carries for the machine's architecture (mokka.engine.native: the
 zipapp's own, or a checkout's build). A library without Mokka's private calls is
 not the mock and is refused, so a real driver is never driven by mistake; only
 ``mokka profile capture --from-nvml`` asks for any NVML library (``any_nvml``).
@@ -67,7 +67,7 @@ def library_path(argv0: str | None) -> str:
             staged = os.path.join(os.path.dirname(here), "lib64", names.NVML_LIB_FILE)
             if os.path.isfile(staged):
                 return staged
-    from mokka.core import native
+    from mokka.engine import native
 
     found = native.nvml_library()
     if found is None:
