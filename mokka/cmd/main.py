@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render-cdi": ("mokka.cmd.render_cdi:main", "print or write the CDI specs for a profile"),
     "profiles": ("mokka.cmd.profiles:main", "list the built-in GPU profiles"),
     "compile": ("mokka.cmd.compile:main", "print the compiled state of a profile (JSON), or write a companion"),
-    "nvidia-smi": ("mokka.cmd.smi:main", "the nvidia-smi shim"),
+    "nvidia-smi": ("mokka.smi.cli:main", "the nvidia-smi shim"),
     "check-fabric": ("mokka.cmd.check_fabric:main", "print each GPU's NVLink fabric state"),
     "mock-ib": ("mokka.cmd.mock_ib:main", "the mock InfiniBand daemon"),
     "fabricmanager": ("mokka.cmd.fabricmanager:main", "the nv-fabricmanager stand-in"),
