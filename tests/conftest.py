@@ -12,6 +12,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="session")
+def native_libs():
+    """The native libraries, built once for this machine or found prebuilt (tests/nativelibs.py)."""
+    from tests.nativelibs import NativeLibs
+    return NativeLibs()
+
+
+@pytest.fixture(scope="session")
 def zipapp(tmp_path_factory) -> str:
     """dist/mokka as the README builds it (MOKKA_ZIPAPP reuses a prebuilt one)."""
     prebuilt = os.environ.get("MOKKA_ZIPAPP")

@@ -286,11 +286,11 @@ def _build_library(tree: str) -> str | None:
 def run_env(tree: str, caller: dict) -> dict:
     """The environment of a test run in ``tree``: its own sources and its own library build.
 
-    A caller's MOKKA_NVML_LIB_DIR (the usual way to reuse a prebuilt library) would point the
+    A caller's MOKKA_NATIVE_DIR (the usual way to reuse prebuilt libraries) would point the
     native tests at the unmutated work tree's build, and every C mutant would survive."""
-    env = {k: v for k, v in caller.items() if not k.startswith("MOKKA_NVML_")}
+    env = {k: v for k, v in caller.items() if not k.startswith(("MOKKA_NVML_", "MOKKA_NATIVE_"))}
     env.update(PYTHONPATH=tree, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-               MOKKA_NVML_LIB_DIR=os.path.join(_build_out(tree), os.uname().machine))
+               MOKKA_NATIVE_DIR=os.path.join(_build_out(tree), os.uname().machine))
     return env
 
 

@@ -1,8 +1,8 @@
 """Fixtures for the mock libcuda.so.1: build it beside the mock NVML library, run probes.
 
-    cuda_lib   (session)  a directory holding libcuda.so.1 and libnvidia-ml.so.1, built for
-                          this machine (MOKKA_CUDA_LIB_DIR reuses a prebuilt pair: the
-                          sanitizer run, tests/cuda/test_sanitized.py)
+    cuda_lib   (session)  a directory holding libcuda.so.1 and libnvidia-ml.so.1, built or
+                          found by tests/nativelibs.py (the sanitizer run,
+                          tests/cuda/test_sanitized.py, points it at its own build)
     node(profile, tmp_path, **env) -> env of a process that sees a node of that profile
                           (tests/corpus/engine_cases.stage: MOCK_NVML_CONFIG, an empty /dev)
     run_cuda(lib_dir, env, *args) -> the JSON tests/cuda/probe.py printed; the probe drives
@@ -19,21 +19,16 @@ import sys
 import pytest
 
 from tests.corpus import engine_cases as corpus
-from tests.native.conftest import _build_module, clean_env
+from tests.native.conftest import clean_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "probe.py")
 
 
 @pytest.fixture(scope="session")
-def cuda_lib(tmp_path_factory) -> str:
-    prebuilt = os.environ.get("MOKKA_CUDA_LIB_DIR")
-    if prebuilt:
-        return prebuilt
-    build = _build_module()
-    out = str(tmp_path_factory.mktemp("native-cuda"))
-    libraries = build.build(out, [build.host_arch()], libraries=["nvml", "cuda"])
-    return os.path.dirname(libraries[0])
+def cuda_lib(native_libs) -> str:
+    """The folder holding the mock libcuda.so.1 beside the NVML library it reads."""
+    return native_libs.folder("nvml", "cuda")
 
 
 def node(profile: str, root, **env) -> dict:

@@ -19,7 +19,7 @@ from tests.integration.conftest import (container_support, containerd, container
 from tests.integration.nodes import GLIBC_IMAGE, native_node
 from tests.integration.nriplugin import PluginProcess, make
 from tests.integration.pods import exec_sync, start_container
-from tests.native.conftest import _build_module
+from tests.nativelibs import build_module
 from tests.native.staged import nvml_build, staged_node  # noqa: F401  (fixtures)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +30,7 @@ def build(lib_dir: str, out_dir: str) -> str:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.fail("no C compiler on this machine (apt-get install gcc)")
-    header_dir = os.path.dirname(_build_module().cuda_header())
+    header_dir = os.path.dirname(build_module().cuda_header())
     out = os.path.join(out_dir, "cuda_probe")
     done = subprocess.run([cc, "-O1", "-Wall", "-I", header_dir, os.path.join(HERE, "c", "cuda_probe.c"),
                            "-L", lib_dir, "-lcuda", "-o", out], capture_output=True, text=True)

@@ -13,4 +13,4 @@ DRIVER_TESTS = ["test_memory.py", "test_visibility.py", "test_processes.py", "te
 
 def test_driver_tests_run_clean_under_asan_and_ubsan(tmp_path):
     lib_dir = build(str(tmp_path / "sanitize"), "nvml", "cuda")
-    rerun([os.path.join(HERE, t) for t in DRIVER_TESTS], "MOKKA_CUDA_LIB_DIR", lib_dir)
+    rerun([os.path.join(HERE, t) for t in DRIVER_TESTS], lib_dir)

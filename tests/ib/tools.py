@@ -1,7 +1,7 @@
 """Debian bookworm's infiniband-diags over libibmockumad and a real node agent.
 
-    umad_shim   (session)  this machine's libibmockumad.so.1 from native/build.py
-                           (MOKKA_SHIM_LIB_DIR: a prebuilt one, e.g. the sanitizer build)
+    umad_shim   (session)  this machine's libibmockumad.so.1 (tests/nativelibs.py; the
+                           sanitizer rerun points it at its own build)
     IbAgent     a node agent serving on a scratch root (its mock-ib daemon included)
     run_tool(tool_key, env, *args)  the tool from paths.env with the bookworm libraries,
                            the shim preloaded and only the given variables
@@ -9,17 +9,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import subprocess
 
 import pytest
 
-from mokka.core import names
 from mokka.core.overlay import host_overlay, ib_env
 from tests.agent.helpers import AgentProcess
-from tests.conftest import REPO
 from tests.native.conftest import SANITIZER_PRELOAD
 from tests.peers import peer
 from tests.waiting import wait_until
@@ -28,31 +25,14 @@ _STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
 
 
 @pytest.fixture(scope="session")
-def umad_shim(tmp_path_factory) -> str:
-    prebuilt = os.environ.get("MOKKA_SHIM_LIB_DIR")
-    if prebuilt:
-        return os.path.join(prebuilt, names.IB_UMAD_LIB_FILE)
-    spec = importlib.util.spec_from_file_location("mokka_native_build_umad",
-                                                  os.path.join(REPO, "native", "build.py"))
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    out = str(tmp_path_factory.mktemp("umad"))
-    [path] = build.build(out, [build.host_arch()], libraries=["ibmockumad"])
-    return path
+def umad_shim(native_libs) -> str:
+    return native_libs.path("ibmockumad")
 
 
 @pytest.fixture(scope="session")
-def sys_shim(tmp_path_factory) -> str:
+def sys_shim(native_libs) -> str:
     """libibmocksys (the sysfs path shim), for tests that need the sysfs tier beside."""
-    spec = importlib.util.spec_from_file_location("mokka_native_build_sys",
-                                                  os.path.join(REPO, "native", "build.py"))
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    if "ibmocksys" not in build.LIBRARIES:
-        pytest.skip("libibmocksys is not in native/build.py's table yet")
-    out = str(tmp_path_factory.mktemp("ibsys"))
-    [path] = build.build(out, [build.host_arch()], libraries=["ibmocksys"])
-    return path
+    return native_libs.path("ibmocksys")
 
 
 def node_env(root: str) -> dict:

@@ -1,6 +1,6 @@
 """Fixtures for the mock libnvidia-ml.so.1: build it once, run probes against it.
 
-    nvml_lib   (session)  the directory holding the built libnvidia-ml.so.1
+    nvml_lib   (session)  the directory holding the built libnvidia-ml.so.1 (tests/nativelibs.py)
     run_probe(lib_dir, env, *args, probe=PROBE)   python3 tests/native/probe.py ARGS as a
                           process that loads the library through LD_LIBRARY_PATH
                           with a clean environment (no MOCK_* of the caller)
@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,25 +22,10 @@ _STRIP = ("MOCK_", "NODE_NAME", "LD_PRELOAD", "LD_LIBRARY_PATH")
 SANITIZER_PRELOAD = "MOKKA_NVML_TEST_PRELOAD"
 
 
-def _build_module():
-    spec = importlib.util.spec_from_file_location("mokka_native_build", os.path.join(REPO, "native", "build.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
-def nvml_lib(tmp_path_factory) -> str:
-    """native/build.py for this machine (MOKKA_NVML_LIB_DIR reuses a prebuilt one)."""
-    prebuilt = os.environ.get("MOKKA_NVML_LIB_DIR")
-    if prebuilt:
-        return prebuilt
-    build = _build_module()
-    out = str(tmp_path_factory.mktemp("native"))
-    arch = build.host_arch()
-    [library] = build.build(out, [arch], libraries=["nvml"])
-    return os.path.dirname(library)
+def nvml_lib(native_libs) -> str:
+    """The folder holding libnvidia-ml.so.1 (tests/nativelibs.py)."""
+    return native_libs.folder("nvml")
 
 
 def clean_env(lib_dir: str, env: dict) -> dict:

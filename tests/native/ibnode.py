@@ -1,9 +1,9 @@
 """Fixtures for the path shims over a node staged by the real agent, driven by
 Debian bookworm's own tools (ibstat, ibstatus, lspci; .ci/fetch-runtime.sh).
 
-    shim_libs        (session)  {file: path} of this machine's shims, built by
-                                native/build.py (MOKKA_SHIM_LIB_DIR: a prebuilt set,
-                                e.g. the sanitizer build of test_sanitized.py)
+    shim_libs        (session)  {file: path} of this machine's shims, built or
+                                found by tests/nativelibs.py (the sanitizer rerun
+                                points it at its own build)
     ib_node          (session)  factory(profile) -> IbNode, staged with --once under a
                                 scratch root for node "node-a", torn down at the end
     IbNode.run(tool_key, *args, env=..., preload=...)   the tool with the bookworm
@@ -31,26 +31,10 @@ _STRIP = ("MOCK_", "NODE_NAME", "LD_LIBRARY_PATH", "LD_PRELOAD")
 SHIMS = ("ibmockverbs", "ibmocksys", "mockfs")
 
 
-def _load_build():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("mokka_native_build_ib",
-                                                  os.path.join(REPO, "native", "build.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
-def shim_libs(tmp_path_factory) -> dict[str, str]:
-    build = _load_build()
-    chosen = [n for n in SHIMS if n in build.LIBRARIES]
-    prebuilt = os.environ.get("MOKKA_SHIM_LIB_DIR")
-    if prebuilt:
-        return {build.LIBRARIES[n].file: os.path.join(prebuilt, build.LIBRARIES[n].file)
-                for n in chosen}
-    out = str(tmp_path_factory.mktemp("shims"))
-    paths = build.build(out, [build.host_arch()], libraries=chosen)
-    return {os.path.basename(p): p for p in paths}
+def shim_libs(native_libs) -> dict[str, str]:
+    """file name -> path of each shim (tests/nativelibs.py)."""
+    return {os.path.basename(path): path for path in map(native_libs.path, SHIMS)}
 
 
 def base_env() -> dict:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from tests.native.conftest import REPO, SANITIZER_PRELOAD
+from tests.nativelibs import PREBUILT_ENV
 
 
 def runtime(name: str) -> str | None:
@@ -29,13 +30,14 @@ def build(out: str, *libs: str) -> str:
     return os.path.join(out, os.uname().machine)
 
 
-def rerun(test_files: list[str], lib_dir_env: str, lib_dir: str) -> None:
-    """Run ``test_files`` in a pytest process over the build in ``lib_dir``; assert clean."""
+def rerun(test_files: list[str], lib_dir: str) -> None:
+    """Run ``test_files`` in a pytest process over the build in ``lib_dir`` (the libraries
+    it holds are the ones tests/nativelibs.py hands them); assert clean."""
     asan = runtime("libasan.so")
     assert asan, "gcc's libasan is missing (Debian: libasan8, which gcc-12 pulls in)"
     env = dict(os.environ)
     env.update({
-        lib_dir_env: lib_dir,
+        PREBUILT_ENV: lib_dir,
         SANITIZER_PRELOAD: asan,
         "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",

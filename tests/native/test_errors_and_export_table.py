@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO
 from tests.integration import runtime as rt
 
 # nvmlReturn_t -> NVIDIA's text (550.163.01, its nvmlErrorString's jump table).
@@ -40,13 +37,8 @@ NVML_SUCCESS, NVML_ERROR_UNINITIALIZED, NVML_ERROR_NOT_SUPPORTED = 0, 1, 3
 
 
 @pytest.fixture(scope="module")
-def lib() -> ctypes.CDLL:
-    out = os.path.join(REPO, "build", "native")
-    arch = os.uname().machine
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"),
-                           "--quiet", "--out", out, "--arch", arch], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    library = ctypes.CDLL(os.path.join(out, arch, "libnvidia-ml.so.1"))
+def lib(nvml_lib) -> ctypes.CDLL:
+    library = ctypes.CDLL(os.path.join(nvml_lib, "libnvidia-ml.so.1"))
     library.nvmlErrorString.restype = ctypes.c_char_p
     library.nvmlErrorString.argtypes = [ctypes.c_int]
     return library

@@ -20,10 +20,10 @@ SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.
 
 def test_library_tests_run_clean_under_asan_and_ubsan(tmp_path):
     lib_dir = build(str(tmp_path / "sanitize"), "nvml")
-    rerun([os.path.join(HERE, t) for t in LIBRARY_TESTS], "MOKKA_NVML_LIB_DIR", lib_dir)
+    rerun([os.path.join(HERE, t) for t in LIBRARY_TESTS], lib_dir)
 
 
 def test_path_shim_tests_run_clean_under_asan_and_ubsan(tmp_path):
     """The shims' own tests: every tool (ibstat, ibstatus, lspci, the shell) preloads libasan."""
     lib_dir = build(str(tmp_path / "sanitize-shims"), "ibmocksys", "mockfs", "ibmockverbs")
-    rerun([os.path.join(HERE, t) for t in SHIM_TESTS], "MOKKA_SHIM_LIB_DIR", lib_dir)
+    rerun([os.path.join(HERE, t) for t in SHIM_TESTS], lib_dir)

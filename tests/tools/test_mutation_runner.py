@@ -18,10 +18,10 @@ def _runner():
 
 
 def test_a_prebuilt_library_of_the_caller_is_not_what_the_mutant_is_tested_against():
-    caller = {"PATH": "/usr/bin", "MOKKA_NVML_LIB_DIR": "/work/tree/build/native/x86_64",
+    caller = {"PATH": "/usr/bin", "MOKKA_NATIVE_DIR": "/work/tree/build/native/x86_64",
               "MOKKA_NVML_TEST_PRELOAD": "/usr/lib/libasan.so.8"}
     env = _runner().run_env("/tmp/mutation/tree0", caller)
-    assert env["MOKKA_NVML_LIB_DIR"] == os.path.join("/tmp/mutation/tree0/build/native", os.uname().machine)
+    assert env["MOKKA_NATIVE_DIR"] == os.path.join("/tmp/mutation/tree0/build/native", os.uname().machine)
     assert env["PYTHONPATH"] == "/tmp/mutation/tree0"
     assert "MOKKA_NVML_TEST_PRELOAD" not in env
     assert env["PATH"] == "/usr/bin"
