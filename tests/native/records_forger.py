@@ -59,7 +59,9 @@ def enter(top: int, into: str | None) -> int:
 
 def forge_one(directory: str, gpu: int, count: int, used: int, name: bytes, pid: int | None,
               argv0: bytes, uid: int | None, into: str | None, ready: int) -> None:
-    """The child: its records, locked, then sleep holding them (never returns)."""
+    """The child: its records, locked, then sleep holding them (never returns). ``ready``
+    is closed on exec: the parent reads end-of-file once the child is ``sleep`` with its
+    name (a process listed before that would show the interpreter's), a byte if it failed."""
     try:
         top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)   # before the uid: no search of its parents
         become(uid)
@@ -70,14 +72,13 @@ def forge_one(directory: str, gpu: int, count: int, used: int, name: bytes, pid:
             fcntl.fcntl(fd, F_OFD_SETLK, _flock(0))
             fcntl.fcntl(fd, fcntl.F_SETLK, _flock(1))
             os.set_inheritable(fd, True)       # the locks stay with the sleep it becomes
-        os.write(ready, b"x")
-        os.close(ready)
         sleep = (shutil.which("sleep") or "/bin/sleep").encode()
         argv = (ctypes.c_char_p * 3)(argv0, b"3600", None)   # libc's execv: os.execv refuses an empty argv[0]
         ctypes.CDLL(None, use_errno=True).execv(sleep, argv)
         raise OSError(ctypes.get_errno(), "execv failed")
-    except BaseException as e:             # noqa: BLE001 - the parent reads the missing byte
+    except BaseException as e:             # noqa: BLE001 - the parent reads the byte
         os.write(2, f"forger child: {e}\n".encode())
+        os.write(ready, b"!")
     os._exit(1)
 
 
@@ -95,7 +96,7 @@ def hold(opts) -> int:
             forge_one(opts.dir, opts.gpu, opts.count, opts.used, opts.name, opts.pid,
                       bytes.fromhex(opts.argv0), opts.uid, opts.into, w)
         os.close(w)
-        ok = os.read(r, 1)
+        ok = os.read(r, 1) == b""
         os.close(r)
         pids.append(pid)
         if not ok:
