@@ -17,6 +17,7 @@
  *   mig_view.c    what this process sees of them (the capability nodes it has,
  *                 MOCK_NVML_VISIBLE_DEVICES' MIG UUIDs) and the MIG UUIDs
  *   mig.c, mig_gi.c, mig_ci.c, mig_device.c   the NVML calls
+ *   mig_hooks.c   what the engine calls of MIG (struct mig_hooks)
  *
  * Ids: a GPU instance's id follows from its placement (0:8 is 0, 0:4 and 4:4 are
  * 1 and 2, size 2 at 0/2/4/6 is 3-6, size 1 at n is 7+n: ids 0-14, the gi numbers
@@ -140,7 +141,7 @@ int mig_ci_default(const struct mig_gi_profile *p);
 struct mig_node;
 struct mig_view;
 
-/* What the engine calls of MIG (struct mig_hooks): mig_node_open, mig_node_free,
+/* What the engine calls of MIG (struct mig_hooks; mig_hooks.c): mig_node_open, mig_node_free,
  * mig_node_same, mig_view_keep_listed and mig_refuse. nvmlInit hands it over. */
 extern const struct mig_hooks mig_hooks;
 

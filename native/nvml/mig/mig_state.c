@@ -345,11 +345,3 @@ nvmlReturn_t mig_gpu_change(const struct mock_node *n, unsigned int phys, mig_ed
     close(dirfd);                                 /* and with it the lock */
     return ret;
 }
-
-const struct mig_hooks mig_hooks = {
-    .open = mig_node_open,
-    .free = mig_node_free,
-    .same = mig_node_same,
-    .keep_listed = mig_view_keep_listed,
-    .refuse = mig_refuse,
-};
