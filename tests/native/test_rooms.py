@@ -21,6 +21,10 @@ are ruled out here, so none can form:
   * between headers: the graph of `#include "..."` among native/nvml's headers has no
     cycle, whatever the rooms.
 
+Within a room its files share the room's header and may call each other both ways
+(mig_state.c and mig_view.c, ecc.c and sram.c, processes.c and process_scan.c /
+process_sweep.c do): a room is the unit.
+
 And no local prototypes: a .c file declares no function that it does not
 define itself; a function is declared once, in the header of the
 room that defines it, so a changed signature fails to compile wherever it is
