@@ -4,7 +4,7 @@
 
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 ``--lib`` names; default out: build/native in the repo, both architectures):
-the mock ``libnvidia-ml.so.1`` (native/nvml/), the mock ``libcuda.so.1``
+the mock ``libnvidia-ml.so.1`` (native/nvml/: rooms engine/, mig/, api/), the mock ``libcuda.so.1``
 (native/cuda/), the LD_PRELOAD shims (native/shims/: the path shims share
 the interposers and add one map file each; the verbs shim; native/ib/: the
 umad shim) and the proc hook (native/hooks/: a static executable, musl). The compiler
@@ -62,18 +62,33 @@ class Library(typing.NamedTuple):
     libs: tuple[str, ...] = ("-lpthread", "-ldl")
     cuda: bool = False                  # cuda.h's and nvml.h's folders, and mokka_keys.h
     program: bool = False
+    #: Folders (relative to native/) searched for quoted includes besides native/ and
+    #: each source's own: the NVML library's rooms name each other's headers from nvml/.
+    includes: tuple[str, ...] = ()
 
 
 #: What every path shim links: the libc interposers, the redirect decision and the
 #: lexical normal form it decides on, the cached map, the environment reader.
 SHIM = ("shims/interpose.c", "shims/rewrite.c", "shims/lexical.c", "shims/map.c", "shims/env.c")
 
+#: The NVML library's rooms (native/nvml/<room>/), lowest first: a room's files include
+#: the headers of their own room and the rooms before it, and call nothing of a later
+#: one (tests/native/test_rooms.py). The engine reads the state; MIG keeps the
+#: partitions; the API is NVML's calls.
+NVML_ROOMS = ("engine", "mig", "api")
+
+#: The NVML library's warnings beyond CFLAGS: every function defined outside its file
+#: is declared in its room's header first (no prototype of it written where it is called).
+NVML_WARNINGS = ("-Wmissing-prototypes", "-Wredundant-decls")
+
 #: The libraries, by the name --lib takes. The shims share native/shims/ (path
 #: rewriting and the libc interposers) and add the one file naming their prefixes.
 #: Another library: add a row (its sources, its file from names.py).
 LIBRARIES: dict[str, Library] = {
-    "nvml": Library(names.NVML_LIB_FILE, ("nvml/*.c",), exports=("nvml*",), nvml=True,
-                    cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", "-include", "nvml/visibility.h")),
+    "nvml": Library(names.NVML_LIB_FILE, tuple(f"nvml/{room}/*.c" for room in NVML_ROOMS),
+                    exports=("nvml*",), nvml=True, includes=("nvml",),
+                    cflags=("-DNVML_NO_UNVERSIONED_FUNC_DEFS", *NVML_WARNINGS,
+                            "-include", "nvml/engine/visibility.h")),
     # The driver API over the mock NVML library (dlopened, never linked); -z defs: every
     # entry point cuGetProcAddress names must exist.
     "cuda": Library(names.CUDA_LIB_FILE, ("cuda/*.c",), exports=("cu*",), cuda=True,
@@ -210,7 +225,8 @@ def sources(lib: Library, native: str = HERE) -> list[str]:
 
 
 def hand_written_sources(src: str = SRC) -> list[str]:
-    return sorted(p for p in glob.glob(os.path.join(src, "*.c"))
+    """The NVML library's C files of every room (what gen_stubs and gen_getters look at)."""
+    return sorted(p for room in NVML_ROOMS for p in glob.glob(os.path.join(src, room, "*.c"))
                   if os.path.basename(p) not in NVML_GENERATED_SOURCES)
 
 
@@ -288,6 +304,8 @@ def command(lib: Library, arch: str, gen_dir: str, output: str, *,
     for real, fixed in pairs:
         maps += [f"-ffile-prefix-map={real}={fixed}", f"-fdebug-prefix-map={real}={fixed}"]
     includes = ["-I", HERE, "-I", gen_dir]
+    for folder in lib.includes:
+        includes += ["-I", os.path.join(HERE, folder)]
     for path in sources(lib):
         folder = os.path.dirname(path)
         if folder not in includes:
@@ -314,7 +332,7 @@ def inputs_hash(lib: Library, cmd: list[str], gen_dir: str, version: str) -> str
         digest.update(f"{label}\0{len(data)}\0".encode())
         digest.update(data)
 
-    folders = sorted({os.path.dirname(p) for p in sources(lib)})
+    folders = sorted({os.path.dirname(p) for p in sources(lib)} | {os.path.join(HERE, f) for f in lib.includes})
     for folder in folders:      # the sources and every header beside them
         for path in sorted(glob.glob(os.path.join(folder, "*"))):
             if os.path.isfile(path) and os.path.basename(path) not in NVML_GENERATED_SOURCES:

@@ -1,7 +1,7 @@
 """The node's CUDA process records (driver/config/processes): the agent's sweep.
 
 Every CUDA process of the node keeps a record per GPU in its user's directory there
-(``processes/<uid>``), locked for its life (native/nvml/processes.c). A process that
+(``processes/<uid>``), locked for its life (native/nvml/api/processes.c). A process that
 dies leaves its file behind; readers no longer count it, but nothing removes it
 unless its writer's user writes again. And anything a workload put in
 ``processes/`` that is not a user's directory (a file, a link, a directory named for

@@ -64,7 +64,7 @@ PCI_SYSFS_DIR = "sys"
 #: by its name inside the DRIVER ROOT, beside ``config/``. With no
 #: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
 #: relative to the config.yaml they read (``<driver root>/config/config.yaml`` ->
-#: ``<driver root>/fabric-state``; native/nvml/node.c), so
+#: ``<driver root>/fabric-state``; native/nvml/engine/node.c), so
 #: NRI-injected containers (/opt/nvml-mock/driver/fabric-state, under the overlay
 #: mount) and processes that mount only the driver root (/run/nvidia/driver) see
 #: it with no variable. It exists only while the agent's fabricmanager daemon
@@ -114,7 +114,7 @@ TOPOLOGY_COMPANION_CLIQUE_ID = "clique_id"
 #: The Xids the agent's kernellog daemon injected, beside config.yaml (so in
 #: driver/config, mounted into NRI and CDI containers alike), with its compiled
 #: companion ``xid-events.nvml`` (kind ``events``): the channel from kernellog
-#: to the mock NVML's nvmlEventSetWait (native/nvml/xid.c).
+#: to the mock NVML's nvmlEventSetWait (native/nvml/api/xid.c).
 XID_EVENTS_FILE = "xid-events.yaml"
 XID_EVENTS_KIND = "events"
 #: Its companion's keys: ``last_seq`` (the newest sequence number ever written) and
@@ -136,7 +136,7 @@ KMSG_RECORD_NAME = "kernel-log"
 DRIVER_KMSG_RECORD = f"{DRIVER_DIR}/{KMSG_RECORD_NAME}"
 
 #: mig.nvml (MIG_STATE_FILE), the node's MIG partitions, as the mock library writes it
-#: (native/nvml/mig_file.c): a companion with no YAML twin, of kind "mig", changed under the
+#: (native/nvml/mig/mig_file.c): a companion with no YAML twin, of kind "mig", changed under the
 #: config directory's flock.
 MIG_STATE_KIND = "mig"
 #: Its lines: ``gpu.<physical index>.mode <current> <pending>``, ``.uuid <GPU UUID>``,
@@ -296,13 +296,13 @@ ENV_NODE_NAME = "NODE_NAME"
 ENV_TOPOLOGY_CONFIG = "MOCK_TOPOLOGY_CONFIG"
 ENV_FABRICMANAGER_STATE_DIR = "MOCK_FABRICMANAGER_STATE_DIR"
 #: What the mock NVML library tells Mokka's own clients beyond NVML's API
-#: (nvmlMokkaGetNodePath's first argument; native/nvml/private.c).
+#: (nvmlMokkaGetNodePath's first argument; native/nvml/api/private.c).
 NODE_PATH_PROFILE = 0
 NODE_PATH_OVERRIDES = 1
 NODE_PATH_XID_EVENTS = 2
 #: Pins the clock of the moving readings (integer seconds since the epoch); unset: the real time.
 ENV_NVML_CLOCK = "MOCK_NVML_CLOCK"
-#: ``dynamic_metrics.utilization.pattern`` (native/nvml/dynamic.c).
+#: ``dynamic_metrics.utilization.pattern`` (native/nvml/engine/dynamic.c).
 DYNAMIC_PATTERN_IDLE = "idle"
 DYNAMIC_PATTERN_BUSY = "busy"
 DYNAMIC_PATTERN_BURST = "burst"
@@ -419,14 +419,14 @@ CUDA_ORDER_PCI_BUS_ID = "PCI_BUS_ID"
 #: user's CUDA processes keep their records in its own directory ``processes/<uid>``, owned
 #: by that uid and writable by it alone, so what one user writes costs no reader the records
 #: of another. Every CUDA process keeps one record per GPU it holds a context on, named
-#: ``<physical index>.<token>``, written by the mock NVML library (native/nvml/processes.c)
+#: ``<physical index>.<token>``, written by the mock NVML library (native/nvml/api/processes.c)
 #: and locked for the process's life; NVML counts a record only while its lock is held.
 PROCESS_RECORDS_DIR = "processes"
 PROCESS_RECORDS_MODE = 0o1777
 PROCESS_RECORDS_USER_MODE = 0o755
 #: The private table NVIDIA's nvidia-smi 550 asks nvmlInternalGetExportTable for: its
 #: 16-byte id as the bytes it passes, and the slots Mokka's nvidia-smi calls too
-#: (native/nvml/export_table.c says what each does).
+#: (native/nvml/api/export_table.c says what each does).
 NVML_EXPORT_TABLE_ID = (0xC4, 0xFE, 0x3E, 0x6C, 0xC9, 0x8F, 0x6C, 0x4E,
                         0xA3, 0x27, 0xEE, 0x69, 0x6E, 0x12, 0xF7, 0xC4)
 NVML_EXPORT_SLOT_TOPO_LINK_LEVEL = 22
@@ -536,7 +536,7 @@ MAX_DOCUMENT_NODES = 100_000
 #: defaults times its GPU count exceeds this is refused before compiling.
 MAX_STATE_NODES = 1_000_000
 
-# --- Bounds on what the mock NVML library reads (native/nvml/flat.c, kinds.c) ---
+# --- Bounds on what the mock NVML library reads (native/nvml/engine/flat.c, kinds.c) ---
 # Every file in driver/config is writable by every injected container, so each
 # companion is hostile input: a file past its bound is refused unread. The bounds
 # are about 10x what a real node produces; flatstate.render refuses to write more.
@@ -571,5 +571,5 @@ MAX_GPU_PROCESSES = 1024
 MAX_CPUS = 8192
 #: The kubelet's layout of a ConfigMap volume: ``NAME -> ..data/NAME``, ``..data`` a link to
 #: the current timestamped directory. The one link the library follows, and only outside the
-#: staged config directory (native/nvml/node.c, the topology document).
+#: staged config directory (native/nvml/engine/node.c, the topology document).
 KUBELET_DATA_LINK = "..data"

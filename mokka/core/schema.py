@@ -323,7 +323,7 @@ DEVICE_FIELDS = {
     "supported_clocks": Map({"memory_clocks": List(Map({
         "freq_mhz": Int(), "graphics_clocks": List(Int())}))}),
     "utilization": Map(ints("gpu memory encoder decoder jpeg ofa", maximum=100)),
-    # Moving readings (native/nvml/dynamic.c): bounded so that
+    # Moving readings (native/nvml/engine/dynamic.c): bounded so that
     # every step of the integer algorithm stays inside a signed 64-bit value.
     "dynamic_metrics": Map({
         "seed": Int(maximum=INT64_MAX),

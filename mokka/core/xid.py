@@ -133,7 +133,7 @@ def inject(previous: list[Event], injection: Injection,
 
 
 def events_path(config_path: str) -> str:
-    """``xid-events.yaml`` beside config.yaml, where native/nvml/xid.c looks."""
+    """``xid-events.yaml`` beside config.yaml, where native/nvml/api/xid.c looks."""
     return os.path.join(os.path.dirname(os.path.abspath(config_path)), names.XID_EVENTS_FILE)
 
 

@@ -4,7 +4,7 @@ The mock NVML library (``native/nvml``) reads compiled facts, never YAML or
 JSON. Each document a process may consult — the staged profile, the runtime
 overrides, the ComputeDomain topology, the Xid events — gets a companion beside
 it, written in the same step, that the library parses with a line scanner and
-binary search (the format's C side and its full description: native/nvml/flat.h):
+binary search (the format's C side and its full description: native/nvml/engine/flat.h):
 
     # mokka-nvml <kind> 2
     digest sha256:<hex of the YAML file's bytes>

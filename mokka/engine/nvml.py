@@ -179,7 +179,7 @@ class Library:
             return ""
         return buf.value.decode(errors="replace")
 
-    # --- Mokka's private calls (native/nvml/private.c) ---------------------------------
+    # --- Mokka's private calls (native/nvml/api/private.c) ---------------------------------
 
     def node_path(self, which: int) -> str:
         """names.NODE_PATH_PROFILE, _OVERRIDES or _XID_EVENTS of the node in use (absolute)."""
@@ -193,7 +193,7 @@ class Library:
                   ctypes.c_uint(UUID_SIZE))
         return phys.value, buf.value.decode(errors="replace")
 
-    # --- the export table NVIDIA's nvidia-smi uses (native/nvml/export_table.c) ---------
+    # --- the export table NVIDIA's nvidia-smi uses (native/nvml/api/export_table.c) ---------
 
     def export_slot(self, slot: int, *argtypes):
         """Function ``slot`` of the table nvidia-smi asks for, with these argument types;

@@ -3,7 +3,7 @@
 ``all.yaml`` holds what every GPU gets, ``gpu<N>.yaml`` what physical GPU N gets
 (names.overrides_scope_file), each a mapping in the shape of a GPU's state, with
 its compiled companion beside it: the mock NVML library reads only those, and
-layers a GPU's own document over ``all`` over the profile (native/nvml/lookup.c).
+layers a GPU's own document over ``all`` over the profile (native/nvml/engine/lookup.c).
 Writers: ``mokka ctl set/reset``, ``mokka compile --companion`` for a document
 written by hand (any YAML: flow style, anchors, JSON). Resetting a GPU removes
 its two files, as NVIDIA's ``nvidia-smi -r`` does through the library.

@@ -6,7 +6,7 @@ only while the companion is its YAML's. Each file goes into place by its own
 rename, so a reader can fall between the two; the order decides what it sees
 there. The companion goes first and the YAML last: between the renames a reader
 finds a companion no older than its YAML, which the library takes for a write in
-flight and reads again (native/nvml/overrides.c, flat_settle.c), while a YAML newer
+flight and reads again (native/nvml/engine/overrides.c, flat_settle.c), while a YAML newer
 than its companion is one edited by hand, reported as such. This module is where
 that order is, for every writer: ``entries`` for the agent, whose file system
 converges a tree in its order, and ``write`` for the commands that write the files

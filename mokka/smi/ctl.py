@@ -8,7 +8,7 @@ of the node's compiled state), never past what that board has: memory used
 within its memory less the driver's reserve, so NVML never reports used above
 total; temperature up to its shutdown temperature, power up to its maximum
 limit, clocks up to its maximum clocks, as the moving readings are held
-(native/nvml/dynamic.c). Numbers are ASCII digits only: ``int()`` also takes
+(native/nvml/engine/dynamic.c). Numbers are ASCII digits only: ``int()`` also takes
 other scripts' digits, ``_`` and ``+``, which no NVML tool prints. The
 command (mokka.cmd.ctl) does the reading, locking and writing.
 """

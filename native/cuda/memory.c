@@ -6,7 +6,7 @@
  * pointer is its host address (unified addressing), which is what makes
  * copies plain memcpy (copy.c). An allocation fails with OUT_OF_MEMORY when
  * NVML's free memory of the device, which counts every process of the node
- * (native/nvml/processes.c), cannot hold it. What this process holds on a
+ * (native/nvml/api/processes.c), cannot hold it. What this process holds on a
  * device is reported to NVML after every change (cu_account).
  *
  * The allocations are one array sorted by address, searched by halves, under cu_lock.

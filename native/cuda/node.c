@@ -20,7 +20,7 @@
 
 #include "cu.h"
 #include "mokka_keys.h"
-#include "nvml/mokka_private.h"
+#include "nvml/api/mokka_private.h"
 
 pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -91,7 +91,7 @@ def render() -> str:
         lines += [f"#define {name} {_c_string(value)}" for name, value in sorted(table.items())]
         lines.append("")
     lines.append("/* Every list and the most items it may hold (the schema's max_len): the companion")
-    lines.append("   reader refuses a document with a longer one (native/nvml/kinds.c). */")
+    lines.append("   reader refuses a document with a longer one (native/nvml/engine/kinds.c). */")
     lines.append(f"#define LIST_BOUNDS_GPU {list_bounds(statekeys.gpu_lists())}")
     lines.append(f"#define LIST_BOUNDS_NODE {list_bounds(statekeys.node_lists())}")
     lines += ["", "#endif", ""]

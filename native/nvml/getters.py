@@ -2,7 +2,7 @@
 
 native/nvml/gen_getters.py writes ``getters.c`` from this table at build time
 (never committed), and native/nvml/gen_stubs.py stubs none of these names. The
-body of each is one call of native/nvml/api.c, which checks nvmlInit, the
+body of each is one call of native/nvml/api/api.c, which checks nvmlInit, the
 handle and the output pointers and answers NOT_SUPPORTED when no layer has the
 key:
 
@@ -15,7 +15,7 @@ key:
 
 The build checks each prototype against nvml.h (whitespace aside), its
 parameters against the shape and the key against mokka/engine/statekeys.py. A
-getter that does more than read its key is written by hand in native/nvml/*.c.
+getter that does more than read its key is written by hand in native/nvml/api/*.c.
 """
 
 GETTERS = (

@@ -1,4 +1,4 @@
-"""The library's answers to the calls a captured board's fields reach (native/nvml/board.c,
+"""The library's answers to the calls a captured board's fields reach (native/nvml/api/board.c,
 fields.c, clocks.c, perf.c), driven through ctypes as any NVML client drives them: GPU 0
 holds every field, GPU 1 none of them."""
 

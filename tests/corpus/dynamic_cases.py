@@ -1,4 +1,4 @@
-"""The moving readings' vectors: what native/nvml/dynamic.c gives, bit for bit.
+"""The moving readings' vectors: what native/nvml/engine/dynamic.c gives, bit for bit.
 
 A vector is a ``dynamic_metrics`` block (set as the h100 profile's
 ``device_defaults.dynamic_metrics``, so every GPU has it), the physical GPU to

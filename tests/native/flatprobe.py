@@ -1,4 +1,4 @@
-"""The companion format's C side as a process (tests/native/c/flatprobe.c): native/nvml's
+"""The companion format's C side as a process (tests/native/c/flatprobe.c): native/nvml/engine's
 flat.c, regular.c, kinds.c, crc32.c and sha256.c built with the system gcc under ASan and UBSan,
 so every load and write of the tests runs on the sanitizer build.
 
@@ -21,6 +21,7 @@ from tests.native.conftest import REPO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVML = os.path.join(REPO, "native", "nvml")
+ENGINE = os.path.join(NVML, "engine")      # the format's C side is the engine's
 SOURCES = ("flat.c", "regular.c", "kinds.c", "crc32.c", "sha256.c")
 SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1:halt_on_error=1",
                  "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
@@ -43,8 +44,8 @@ def flatprobe(tmp_path_factory) -> str:
         subprocess.run([sys.executable, script, str(gen)], check=True)
     exe = str(out / "flatprobe")
     subprocess.run(["gcc", "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-fno-omit-frame-pointer", "-I", NVML, "-I", str(gen), "-o", exe,
-                    os.path.join(HERE, "c", "flatprobe.c"), *(os.path.join(NVML, s) for s in SOURCES),
+                    "-fno-omit-frame-pointer", "-I", ENGINE, "-I", str(gen), "-o", exe,
+                    os.path.join(HERE, "c", "flatprobe.c"), *(os.path.join(ENGINE, s) for s in SOURCES),
                     "-lpthread"], check=True)
     return exe
 

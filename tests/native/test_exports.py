@@ -37,11 +37,11 @@ GLIBC_FLOOR = (2, 17)
 #: A name joins only with its own declaration in native/nvml and a test of its answers.
 LATER_API = {
     "nvmlDeviceGetPlatformInfo",        # NVML 12.6 (560): the report's Platform Info block
-    # NVML 13 (580): rows of a real board's report (native/nvml/board.c, tests/capture/)
+    # NVML 13 (580): rows of a real board's report (native/nvml/api/board.c, tests/capture/)
     "nvmlDeviceGetPdi", "nvmlDeviceGetAddressingMode", "nvmlDeviceGetCapabilities",
     "nvmlDeviceGetRepairStatus", "nvmlDeviceGetUnrepairableMemoryFlag_v1",
 }
-#: Mokka's own calls for its clients (native/nvml/mokka_private.h): where the node's files
+#: Mokka's own calls for its clients (native/nvml/api/mokka_private.h): where the node's files
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
 #: the process records it keeps, and the agent's sweep of the dead ones and of the strays.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",

@@ -1,5 +1,5 @@
 """Injected Xids reach nvmlEventSetWait_v2 callers: the events file beside config.yaml
-(mokka/core/xid.py render), read by native/nvml/xid.c while a wait blocks."""
+(mokka/core/xid.py render), read by native/nvml/api/xid.c while a wait blocks."""
 
 from __future__ import annotations
 

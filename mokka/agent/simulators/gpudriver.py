@@ -143,7 +143,7 @@ class GpuDriver:
 
     def _make_process_records(self) -> None:
         """Where every CUDA process of the node, in any container and of any user, keeps its
-        records (native/nvml/processes.c): writable by all, sticky as /tmp. Records of live
+        records (native/nvml/api/processes.c): writable by all, sticky as /tmp. Records of live
         processes survive a restage; the directory goes with the tree. A workload can put
         anything at that name (driver/config is writable in its container): what is not
         the agent's own directory is replaced, never followed or chmod-ed."""

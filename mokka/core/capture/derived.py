@@ -222,7 +222,7 @@ def _fabric(dev, leaf) -> None:
 
 
 def _implied_summary(health: dict) -> str:
-    """What the mock derives with health_summary auto (native/nvml/fabric.c)."""
+    """What the mock derives with health_summary auto (native/nvml/api/fabric.c)."""
     wrong = health.get("incorrect_configuration", "none") not in ("none", names.FABRIC_STATE_NOT_SUPPORTED)
     if health.get("route_unhealthy") == "true" or wrong:
         return "Unhealthy"

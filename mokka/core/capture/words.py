@@ -1,5 +1,5 @@
 """nvidia-smi's words -> the profile's: the names the mock NVML library takes for
-the values it answers (native/nvml/device.c, board.c), read back from the words
+the values it answers (native/nvml/api/device.c, board.c), read back from the words
 nvidia-smi prints for them (mokka.smi.values). Pure."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 /* The companion format's C side driven directly (tests/native/flatprobe.py builds it
- * with native/nvml/flat.c, kinds.c, crc32.c and sha256.c under ASan and UBSan).
+ * with native/nvml/engine/flat.c, kinds.c, crc32.c and sha256.c under ASan and UBSan).
  *
  *     flatprobe load KIND YAML COMPANION    status, file, reason and every pair
  *     flatprobe batch KIND                  one line per "YAML<TAB>COMPANION" on stdin:

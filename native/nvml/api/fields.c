@@ -1,0 +1,253 @@
+/* nvmlDeviceGetFieldValues: every field the state can answer; each other entry
+ * gets NOT_SUPPORTED in its own nvmlReturn while the call succeeds (or the error
+ * the GPU's `refused` block gives it). The -q fields of nvidia-smi 550 (82, 95,
+ * 185-190 and 192 per power scope, 193-196, 226, 227), those of `nvidia-smi
+ * nvlink -s` (91, 164, 165), and of the 580 report: the clocks event reason
+ * counters (74, 76, 251-253), the PCIe atomics (228, 229) and the inactive row
+ * remappings (301, 302) of NVML 13 included. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#include "api.h"
+
+/* Later headers than this nvml.h. The clocks event reason counters of NVML 12.8
+ * are 74 and 76 (this header's PERF_POLICY_POWER and _SYNC_BOOST) and these. */
+#define FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 251
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN 252
+#define FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN 253
+#define FI_DEV_RESET_STATUS 226
+#define FI_DEV_DRAIN_AND_RESET_STATUS 227
+#define FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK 228
+#define FI_DEV_PCIE_INBOUND_ATOMICS_MASK 229
+#define FI_DEV_REMAPPED_ROWS_COR_INACTIVE 301
+#define FI_DEV_REMAPPED_ROWS_UNC_INACTIVE 302
+#define POWER_SCOPE_GPU 0u
+#define POWER_SCOPE_MODULE 1u
+#define POWER_SCOPE_MEMORY 2u
+
+static int set_u32(nvmlFieldValue_t *v, unsigned long long x)
+{
+    v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    v->value.uiVal = (unsigned int)x;
+    return 1;
+}
+
+static int set_u64(nvmlFieldValue_t *v, unsigned long long x)
+{
+    v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    v->value.ullVal = x;
+    return 1;
+}
+
+static int key_u32(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    return gpu_u64(g, key, &x) && set_u32(v, x);
+}
+
+/* How far `key` lies below T.Limit, Ada on; 0 when the GPU has no T.Limit sensor
+ * or the state lacks either reading. T.Limit is the GPU's maximum operating
+ * temperature: every capture of a real board from Ada on prints its "GPU Max
+ * Operating T.Limit Temp" as 0 C, the shutdown and slowdown rows below zero. */
+static int tlimit_margin(const struct mock_gpu *g, const char *key, int *margin)
+{
+    long long limit, x;
+    if (api_pre_ada(g) || !gpu_i64(g, K_THERMAL_MAX_OPERATING_C, &limit) || !gpu_i64(g, key, &x))
+        return 0;
+    long long d;                                 /* an override can hold any integer */
+    if (__builtin_sub_overflow(limit, x, &d) || d > INT_MAX || d < INT_MIN)
+        return 0;
+    *margin = (int)d;
+    return 1;
+}
+
+static int tlimit(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    int margin;
+    if (!tlimit_margin(g, key, &margin))
+        return 0;
+    v->valueType = NVML_VALUE_TYPE_SIGNED_INT;
+    v->value.siVal = margin;
+    return 1;
+}
+
+nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!margin)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return tlimit_margin(g, K_THERMAL_TEMPERATURE_GPU_C, margin) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* A field the GPU's `refused` block refuses: 1 with its error in v->nvmlReturn. */
+static int refused(const struct mock_gpu *g, const char *key, nvmlFieldValue_t *v)
+{
+    nvmlReturn_t ret = api_refusal(g, key);
+    if (ret == NVML_SUCCESS)
+        return 0;
+    v->nvmlReturn = ret;
+    return 1;
+}
+
+/* The power fields by scope (scopeId): the GPU's own, its module's (a Grace
+ * superchip's), its memory's. The GPU's average is the current draw unless the
+ * state keeps one of its own (N/A on boards that average none). */
+static int power_field(const struct mock_gpu *g, nvmlFieldValue_t *v)
+{
+    static const struct { unsigned int id; const char *gpu, *module, *memory; } keys[] = {
+        {NVML_FI_DEV_POWER_AVERAGE, K_POWER_AVERAGE_DRAW_MW, K_POWER_MODULE_AVERAGE_DRAW_MW,
+         K_POWER_MEMORY_AVERAGE_DRAW_MW},
+        {NVML_FI_DEV_POWER_INSTANT, K_POWER_CURRENT_DRAW_MW, K_POWER_MODULE_INSTANT_DRAW_MW,
+         K_POWER_MEMORY_INSTANT_DRAW_MW},
+        {NVML_FI_DEV_POWER_MIN_LIMIT, K_POWER_MIN_LIMIT_MW, K_POWER_MODULE_MIN_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_MAX_LIMIT, K_POWER_MAX_LIMIT_MW, K_POWER_MODULE_MAX_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_DEFAULT_LIMIT, K_POWER_DEFAULT_LIMIT_MW, K_POWER_MODULE_DEFAULT_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_CURRENT_LIMIT, K_POWER_ENFORCED_LIMIT_MW, K_POWER_MODULE_CURRENT_LIMIT_MW, NULL},
+        {NVML_FI_DEV_POWER_REQUESTED_LIMIT, K_POWER_ENFORCED_LIMIT_MW, K_POWER_MODULE_REQUESTED_LIMIT_MW, NULL}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (keys[i].id != v->fieldId)
+            continue;
+        if (v->scopeId == POWER_SCOPE_MODULE)
+            return key_u32(g, keys[i].module, v);
+        if (v->scopeId == POWER_SCOPE_MEMORY)
+            return keys[i].memory && key_u32(g, keys[i].memory, v);
+        if (v->scopeId != POWER_SCOPE_GPU)
+            return 0;
+        char raw[MOCK_VALUE_MAX];
+        if (v->fieldId == NVML_FI_DEV_POWER_AVERAGE && gpu_raw(g, K_POWER_AVERAGE_DRAW_MW, raw, sizeof raw) == 1)
+            return key_u32(g, K_POWER_AVERAGE_DRAW_MW, v);
+        return key_u32(g, v->fieldId == NVML_FI_DEV_POWER_AVERAGE ? K_POWER_CURRENT_DRAW_MW : keys[i].gpu, v);
+    }
+    return 0;
+}
+
+static int clocks_event(const struct mock_gpu *g, const char *counter_key, nvmlFieldValue_t *v)
+{
+    unsigned long long ns;
+    return clocks_event_ns(g, counter_key, &ns) && set_u64(v, ns);
+}
+
+static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int link, nvmlFieldValue_t *v)
+{
+    unsigned int active;
+    unsigned long long x;
+    if (!nvlink_state(g, link, &active))
+        return 0;
+    if (fid == NVML_FI_DEV_NVLINK_GET_STATE)
+        return set_u32(v, active);
+    if (fid == NVML_FI_DEV_NVLINK_GET_VERSION)
+        return node_u64(g->node, NODE_NVLINK_VERSION, &x) && set_u32(v, x);
+    return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
+}
+
+/* 1 with v's value set, 0 when the state cannot answer. */
+static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    unsigned int mask;
+    int on;
+    switch (v->fieldId) {
+    case NVML_FI_DEV_ECC_CURRENT:
+        return gpu_flag(g, K_ECC_MODE_CURRENT, &on) && set_u32(v, (unsigned int)on);
+    case NVML_FI_DEV_ECC_PENDING:
+        return gpu_flag(g, K_ECC_MODE_PENDING, &on) && set_u32(v, (unsigned int)on);
+    case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_VOLATILE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_SBE_AGG_TOTAL:
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_SINGLE_BIT_TOTAL, &x) && set_u64(v, x);
+    case NVML_FI_DEV_ECC_DBE_AGG_TOTAL:
+        return ecc_enabled(g) && gpu_u64(g, K_ECC_ERRORS_AGGREGATE_DOUBLE_BIT_TOTAL, &x) && set_u64(v, x);
+    case NVML_FI_DEV_MEMORY_TEMP:
+        return key_u32(g, K_THERMAL_TEMPERATURE_MEMORY_C, v);
+    case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+    case NVML_FI_DEV_ENERGY:
+        return gpu_u64(g, K_POWER_TOTAL_ENERGY_CONSUMPTION_MJ, &x) && set_u64(v, x);
+    case NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:
+        return nvlink_count(g) > 0 && node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, x);
+    case NVML_FI_DEV_NVLINK_LINK_COUNT:
+        return gpu_has_prefix(g, K_NVLINK_LINKS ".") && set_u32(v, nvlink_count(g));
+    case NVML_FI_DEV_NVLINK_GET_SPEED:
+    case NVML_FI_DEV_NVLINK_GET_STATE:
+    case NVML_FI_DEV_NVLINK_GET_VERSION:
+        return link_field(g, v->fieldId, v->scopeId, v);
+    case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
+        return key_u32(g, K_PCIE_REPLAY_COUNTER, v);
+    case NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER:
+        return set_u32(v, 0);                     /* nvidia-smi: "Replay Number Rollovers: 0" */
+    case NVML_FI_DEV_POWER_AVERAGE:
+    case NVML_FI_DEV_POWER_INSTANT:
+    case NVML_FI_DEV_POWER_MIN_LIMIT:
+    case NVML_FI_DEV_POWER_MAX_LIMIT:
+    case NVML_FI_DEV_POWER_DEFAULT_LIMIT:
+    case NVML_FI_DEV_POWER_CURRENT_LIMIT:
+    case NVML_FI_DEV_POWER_REQUESTED_LIMIT:
+        return power_field(g, v);
+    case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT:
+        return tlimit(g, K_THERMAL_SHUTDOWN_THRESHOLD_C, v);
+    case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
+        return tlimit(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, v);
+    case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
+        return tlimit(g, K_THERMAL_MAX_OPERATING_C, v);
+    case NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT:
+        return tlimit(g, K_THERMAL_MEMORY_MAX_C, v);
+    case FI_DEV_PCIE_OUTBOUND_ATOMICS_MASK:
+        return board_atomics(g, 0, &mask) && set_u32(v, mask);
+    case FI_DEV_PCIE_INBOUND_ATOMICS_MASK:
+        return board_atomics(g, 1, &mask) && set_u32(v, mask);
+    case FI_DEV_REMAPPED_ROWS_COR_INACTIVE:
+        return key_u32(g, K_REMAPPED_ROWS_CORRECTABLE_INACTIVE, v);
+    case FI_DEV_REMAPPED_ROWS_UNC_INACTIVE:
+        return key_u32(g, K_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE, v);
+    case NVML_FI_DEV_PERF_POLICY_POWER:           /* CLOCKS_EVENT_REASON_SW_POWER_CAP */
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_POWER_CAP_US, v);
+    case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:      /* CLOCKS_EVENT_REASON_SYNC_BOOST */
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SYNC_BOOST_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN_US, v);
+    case FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN:
+        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN_US, v);
+    case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
+    case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
+        return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, 0);
+    case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */
+        return set_u32(v, 0);
+    default:
+        return 0;
+    }
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (valuesCount <= 0 || !values)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    long long stamp = (long long)now.tv_sec * 1000000 + now.tv_usec;
+    for (int i = 0; i < valuesCount; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        memset(&v->value, 0, sizeof v->value);
+        v->timestamp = stamp;
+        v->latencyUsec = 0;
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        v->nvmlReturn = NVML_SUCCESS;
+        if (!field(g, v))
+            v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+    return NVML_SUCCESS;
+}
