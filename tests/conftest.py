@@ -1,4 +1,5 @@
-"""Shared fixtures: the built zipapp, and running Mokka as a real process."""
+"""Shared fixtures (the native libraries, the built zipapp, running Mokka as a real
+process) and the markers every test gets from where it lives (tests/README.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,38 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, "tests")
+
+# Markers by folder and by a file name's suffix, so that `pytest -m "not slow"` is a loop of
+# minutes. runtime: the real containerd (any test that asks for tests/integration's
+# `runtime` fixture) or the image built from Debian's packages. process: starts Mokka, a
+# probe or a peer as a real process. slow: a whole image or fresh-venv build, a rerun of
+# other tests over a sanitizer build, a fuzz run, or a file that says it is slow itself.
+RUNTIME_FOLDERS = {"integration", "image"}
+PROCESS_FOLDERS = {"agent", "cuda", "demo", "ib", "image", "integration", "native", "setup"}
+SLOW_FOLDERS = {"image", "integration", "setup"}
+SLOW_SUFFIXES = ("_sanitized.py", "_fuzz.py")
+PROCESS_SUFFIX = "_process.py"
+
+
+def markers_of(relpath: str, fixtures) -> set[str]:
+    """The markers of a test in ``relpath`` (under tests/) that uses ``fixtures``."""
+    folder, _, rest = relpath.partition(os.sep)
+    name = os.path.basename(relpath)
+    marks = set()
+    if folder in RUNTIME_FOLDERS or "runtime" in fixtures:
+        marks |= {"runtime", "slow", "process"}
+    if folder in PROCESS_FOLDERS or name.endswith(PROCESS_SUFFIX):
+        marks.add("process")
+    if folder in SLOW_FOLDERS or name.endswith(SLOW_SUFFIXES):
+        marks.add("slow")
+    return marks
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for mark in sorted(markers_of(os.path.relpath(str(item.path), TESTS), item.fixturenames)):
+            item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")

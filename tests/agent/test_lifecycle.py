@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from helpers import frozen_package, profile_bytes, run_agent
 from treelist import diff, listing
 
@@ -11,6 +12,9 @@ from mokka.agent.hostfs import backup_path
 from mokka.agent.manifest import MANIFEST_FILE
 from mokka.core import names
 from mokka.core.overlay import host_overlay, under
+
+# Whole agent round trips, a kill -9 mid-Stage included: about a minute.
+pytestmark = pytest.mark.slow
 
 
 def write_profile(outside: str, name: str, count: int) -> str:

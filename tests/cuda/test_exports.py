@@ -14,6 +14,9 @@ import pytest
 from tests.conftest import REPO
 from tests.native.test_exports import E_MACHINE, GLIBC_FLOOR, glibc_version, read_elf
 
+# Builds the libraries again into a folder of its own.
+pytestmark = pytest.mark.slow
+
 BUILD = os.path.join(REPO, "native", "build.py")
 ARCHES = ("x86_64", "aarch64")
 

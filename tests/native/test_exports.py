@@ -27,6 +27,9 @@ import pytest
 from tests.conftest import REPO
 from tests.integration import runtime as rt
 
+# Builds every architecture, twice (the same bytes).
+pytestmark = pytest.mark.slow
+
 BUILD = os.path.join(REPO, "native", "build.py")
 ARCHES = ("x86_64", "aarch64")
 E_MACHINE = {"x86_64": 62, "aarch64": 183}

@@ -6,7 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.peak import Launched
+
+# Grows a test process to hundreds of MiB to show the child's peak is its own.
+pytestmark = pytest.mark.slow
 
 SMALL_CHILD = [sys.executable, "-I", "-S", "-c", "x = bytearray(20 << 20); x[::4096] = b'1' * len(x[::4096])"]
 
