@@ -143,14 +143,48 @@ def report(title: str, latencies: dict, replies: dict, cpu: dict, targets: bool 
     ours = summary(latencies["mokka"])
     print(f"{'plugin':<26}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     print(f"{'mokka nri-plugin (python)':<26}" + "".join(f"{ours[k]:9.3f}" for k in ours))
+    gated = summary(latencies[GATED]) if GATED in latencies else None
+    if gated:
+        print(f"{'mokka, staging gate on':<26}" + "".join(f"{gated[k]:9.3f}" for k in gated))
     if "go" not in latencies:
         return
     go = summary(latencies["go"])
     print(f"{'go nri v0.6.1 pkg/stub':<26}" + "".join(f"{go[k]:9.3f}" for k in go))
     print(f"{'ratio mokka/go':<26}" + "".join(f"{ours[k] / go[k]:8.2f}x" for k in go))
+    if gated:
+        print(f"{'ratio gated mokka/go':<26}" + "".join(f"{gated[k] / go[k]:8.2f}x" for k in go))
     for key, target in (TARGETS.items() if targets else ()):
         ratio = ours[key] / go[key]
         print(f"{key}: {ratio:.2f}x Go, target <= {target}x: {'met' if ratio <= target else 'MISSED'}")
+
+
+#: The plugin run with the staging gate (--gate): what the chart deploys.
+GATED = "mokka-gated"
+
+AGENT = """
+import sys, time
+from mokka.agent.health import Health
+from mokka.agent.server import ProbeServer
+health = Health()
+health.stage_finished(1, "bench", {})
+ProbeServer(sys.argv[1], health).start()
+print("serving", flush=True)
+time.sleep(3600)
+"""
+
+
+def staged_agent(stack: contextlib.ExitStack, env: dict) -> tuple[str, str]:
+    """(/stagedz URL, staging lock path): the node agent's own probe server,
+    staged, in a process of its own as in the pod, and a lock file beside it."""
+    from tests.netutil import free_port
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="mokka-bench-gate-")
+    stack.callback(shutil.rmtree, directory, True)
+    proc = subprocess.Popen([sys.executable, "-c", AGENT, f"127.0.0.1:{port}"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    stack.callback(lambda: (proc.terminate(), proc.wait(10)))
+    assert proc.stdout.readline().strip() == "serving"
+    return f"http://127.0.0.1:{port}/stagedz", os.path.join(directory, "staging.lock")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="requests outstanding in the pipelined phase")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-go", action="store_true", help="skip the Go baseline")
+    parser.add_argument("--gate", action="store_true",
+                        help="also time a third plugin with the staging gate on (shared lock + "
+                             "GET /stagedz per request, against the agent's probe server), as "
+                             "the chart deploys it; the Go stub has no such check")
     args = parser.parse_args(argv)
     rnd = random.Random(args.seed)
     payloads = [request(i, rnd.randint(4096, 12288), rnd) for i in range(args.count)]
@@ -182,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         plugins["go"] = [go_bin, f"--socket-path={path}", "--plugin-index=20", *imex_flag]
     rates: dict[str, float] = {}
     with FakeRuntime(path) as runtime, contextlib.ExitStack() as stack:
+        if args.gate:
+            url, lock = staged_agent(stack, env)
+            plugins[GATED] = [*plugins["mokka"], "--plugin-index=30", f"--agent-staged-url={url}",
+                              f"--staging-lock-path={lock}"]
         links, pids = {}, {}
         # One at a time, so link number n is the n-th plugin started.
         for n, (name, argv_) in enumerate(plugins.items(), 1):
