@@ -60,7 +60,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         return model.Container()
     linux = ctr.linux if ctr.HasField("linux") else None
     resources = linux.resources if linux is not None and linux.HasField("resources") else None
-    devices = _devices(linux) if linux is not None else ()
+    devices = _devices(linux) if linux is not None and linux.devices else ()
     return model.Container(
         name=ctr.name, id=ctr.id,
         annotations=_mapping(ctr.annotations),
@@ -77,7 +77,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         if devices and resources is not None else (),
         # Newer NRI reports the CDI devices already injected; v0.6.1 has no such
         # field (its CRI requests show up only as cdi.k8s.io/ annotations).
-        cdi_devices=tuple(d.name for d in ctr.CDI_devices if d.name))
+        cdi_devices=tuple([d.name for d in ctr.CDI_devices if d.name]) if ctr.CDI_devices else ())
 
 
 def device_to_pb(d: model.Device) -> nri_pb2.LinuxDevice:
