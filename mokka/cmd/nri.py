@@ -47,14 +47,6 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> "Settings":
     from mokka.nri.inject.model import Config
     from mokka.nri.plugin import PluginConfig, from_environment
 
-    mode = opts["device_injection_mode"]
-    if mode not in names.DEVICE_INJECTION_MODES:
-        raise common.CommandError(f"invalid --device-injection-mode {mode!r}: use "
-                                  + " or ".join(names.DEVICE_INJECTION_MODES))
-    tier = opts["infiniband_tier"]
-    if tier not in names.IB_TIERS:
-        raise common.CommandError(f"invalid --infiniband-tier {tier!r}: use "
-                                  + " or ".join(names.IB_TIERS))
     if bool(opts["agent_staged_url"]) != bool(opts["staging_lock_path"]):
         raise common.CommandError("--agent-staged-url and --staging-lock-path must be set together")
     index = opts["plugin_index"]
@@ -73,14 +65,14 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> "Settings":
         opt_out_annotation=opts["opt_out_annotation"],
         device_annotation=opts["device_annotation"],
         infiniband_annotation=opts["infiniband_annotation"],
-        infiniband_tier=tier,
+        infiniband_tier=opts["infiniband_tier"],
         imex_channel_annotation=opts["imex_channel_annotation"],
         overlay_host_path=host.root,
         overlay_mount_path=mount.root,
         ld_preload_shims=_csv(opts["ld_preload_shims"]),
         node_name=opts["node_name"],
         topology_mount_path=opts["topology_mount_path"] or mount.topology,
-        device_injection_mode=mode,
+        device_injection_mode=opts["device_injection_mode"],
         cdi_device_name=opts["cdi_device_name"],
         toolkit_cdi_annotations=gates.get(names.GATE_TOOLKIT_CDI_ANNOTATIONS, False),
         cdi_annotation_namespaces=frozenset(_csv(opts["cdi_annotation_namespaces"])),
@@ -96,9 +88,9 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> "Settings":
                     opts["agent_staged_url"], opts["staging_lock_path"])
 
 
-def _opt(flag: str, envvar: str, default, help: str, empty_counts: bool = False):
+def _opt(flag: str, envvar: str, default, help: str, empty_counts: bool = False, type=None):
     return click.option(flag, envvar=envvar, default=default, show_default=True, show_envvar=True,
-                        help=help, cls=EmptyEnvOption if empty_counts else click.Option)
+                        help=help, type=type, cls=EmptyEnvOption if empty_counts else click.Option)
 
 
 OPTIONS = [
@@ -135,7 +127,8 @@ OPTIONS = [
     _opt("--device-host-path", "MOKKA_NRI_DEVICE_HOST_PATH", "",
          f"[default: <overlay-host-path>/{names.DEV_DIR}]"),
     _opt("--device-injection-mode", "MOKKA_NRI_DEVICE_INJECTION_MODE", "raw",
-         "raw (device nodes) or cdi (CDI reference)."),
+         "raw (device nodes) or cdi (CDI reference).",
+         type=click.Choice(names.DEVICE_INJECTION_MODES)),
     _opt("--cdi-device-name", "MOKKA_NRI_CDI_DEVICE_NAME", names.CDI_MOCK_DEVICE_ALL,
          "Fully qualified CDI device injected in cdi mode."),
     _opt("--cdi-spec-host-path", "MOKKA_NRI_CDI_SPEC_HOST_PATH",
@@ -144,7 +137,8 @@ OPTIONS = [
     _opt("--infiniband-annotation", "MOKKA_NRI_INFINIBAND_ANNOTATION", names.ANNOTATION_INFINIBAND,
          "Pod annotation key; value true enables the mock InfiniBand tools."),
     _opt("--infiniband-tier", "MOKKA_NRI_INFINIBAND_TIER", names.IB_FULL,
-         "What those containers get: full (sysfs, umad and verbs) or sysfs (paths only)."),
+         "What those containers get: full (sysfs, umad and verbs) or sysfs (paths only).",
+         type=click.Choice(names.IB_TIERS)),
     _opt("--imex-channel-annotation", "MOKKA_NRI_IMEX_CHANNEL_ANNOTATION",
          names.ANNOTATION_IMEX_CHANNELS, "Pod annotation key; value true adds IMEX channels."),
     _opt("--imex-channel-host-path", "MOKKA_NRI_IMEX_CHANNEL_HOST_PATH", "",

@@ -37,50 +37,21 @@ class Settings:
 
 def make_handler(settings: Settings, metrics=None):
     """(handler, gate_ready): the request pipeline behind the staging gate."""
-    import contextlib
-
     from mokka.nri import pipeline
-    from mokka.nri.gate import StagingGate, outcome
+    from mokka.nri.gate import StagingGate
     from mokka.nri.nodeview import NodeViewBuilder
 
-    if metrics is None:
-        metrics = pipeline.NoMetrics()
     gate = StagingGate(settings.agent_staged_url, settings.staging_lock_path)
     views = NodeViewBuilder.for_config(
         settings.config, device_host_path=settings.host.devices,
         imex_channel_host_path=settings.host.imex_channels,
         topology_host_path=settings.host.topology, cdi_spec_host_path=settings.host.cdi_spec)
-
     # Scan the staged tree (and parse its CDI specs) now, not in the first
     # container's CreateContainer: that first call would otherwise pay ~25 ms.
     views.build()
-
-    class Open:
-        """The gate is not configured: nothing to hold or ask (and no
-        generator-based context manager to pay for on every request)."""
-        __slots__ = ("accepts",)
-
-        def __init__(self, runtime):
-            self.accepts = runtime.accepts_cdi
-
-        def __enter__(self):
-            return views.build(runtime_accepts_cdi=self.accepts), ""
-
-        def __exit__(self, *exc):
-            return False
-
-    @contextlib.contextmanager
-    def gated(runtime):
-        with gate.hold() as verdict:
-            metrics.gate_checked(outcome(verdict))
-            if not verdict.ok:
-                yield None, verdict.reason
-                return
-            # What the runtime takes is decided once, at Configure (RuntimeInfo).
-            yield views.build(runtime_accepts_cdi=runtime.accepts_cdi), ""
-
-    staged = gated if gate.enabled else Open
-    return pipeline.handler(settings.config, staged, metrics), lambda: tuple(gate.ready())
+    handler = pipeline.handler(settings.config, views, gate,
+                               pipeline.NoMetrics() if metrics is None else metrics)
+    return handler, lambda: tuple(gate.ready())
 
 
 def serve(settings: Settings) -> int | str:

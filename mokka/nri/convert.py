@@ -6,17 +6,13 @@ reaches ``mokka.nri.inject``; a malformed entry is dropped, never a reason to
 fail the container. It runs on every CreateContainer, so it reads no more than
 that: mount sources and options, hooks, rlimits, args and labels are left in
 the message.
-Outbound, ``adjustment_to_pb`` renders an Adjustment, and ``ResponseEncoder``
-the whole CreateContainerResponse as bytes, reusing the bytes of recent equal
-adjustments; CDI names go into ContainerAdjustment.CDI_devices only for a
-runtime that applies them.
+Outbound, ``adjustment_to_pb`` renders an Adjustment and ``response_bytes``
+the whole CreateContainerResponse; CDI names go into
+ContainerAdjustment.CDI_devices only for a runtime that applies them.
 """
 
 from __future__ import annotations
 
-import threading
-
-from mokka.nri.codec.ttrpc import encode_varint
 from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
 
@@ -64,7 +60,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         return model.Container()
     linux = ctr.linux if ctr.HasField("linux") else None
     resources = linux.resources if linux is not None and linux.HasField("resources") else None
-    devices = _devices(linux) if linux is not None else ()
+    devices = _devices(linux) if linux is not None and linux.devices else ()
     return model.Container(
         name=ctr.name, id=ctr.id,
         annotations=_mapping(ctr.annotations),
@@ -81,7 +77,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
         if devices and resources is not None else (),
         # Newer NRI reports the CDI devices already injected; v0.6.1 has no such
         # field (its CRI requests show up only as cdi.k8s.io/ annotations).
-        cdi_devices=tuple(d.name for d in ctr.CDI_devices if d.name))
+        cdi_devices=tuple([d.name for d in ctr.CDI_devices if d.name]) if ctr.CDI_devices else ())
 
 
 def device_to_pb(d: model.Device) -> nri_pb2.LinuxDevice:
@@ -120,61 +116,7 @@ def adjustment_to_pb(adj: model.Adjustment | None,
     return out
 
 
-#: CreateContainerResponse.adjust (field 1, length-delimited).
-_ADJUST_TAG = b"\x0a"
-
-
-class ResponseEncoder:
-    """Adjustment -> serialized CreateContainerResponse, reusing recent bytes.
-
-    On a node the same few adjustments recur (one per node view and selection,
-    times the few PATHs images carry), built from the node view's very objects,
-    so comparing with a recent one is mostly pointer checks (tuples compare
-    identical items without looking inside). The device list, which for IMEX
-    is a node's 2048 channels, is cached on its own: an adjustment that differs
-    only in env re-encodes its env and mounts, never the devices.
-
-    The bytes are the ones ``adjustment_to_pb`` gives, as protobuf merges
-    concatenated encodings of one message type and fields go in number order.
-    """
-
-    def __init__(self, size: int = 8) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._responses: list[tuple[model.Adjustment, bool, bytes]] = []
-        self._devices: list[tuple[tuple[model.Device, ...], bytes]] = []
-
-    def encode(self, adj: model.Adjustment, accepts_cdi: bool) -> bytes:
-        with self._lock:
-            for i, (seen, accepts, data) in enumerate(self._responses):
-                if accepts == accepts_cdi and seen == adj:
-                    if i:
-                        self._responses.insert(0, self._responses.pop(i))
-                    return data
-        data = self._render(adj, accepts_cdi)
-        with self._lock:
-            self._responses.insert(0, (adj, accepts_cdi, data))
-            del self._responses[self._size:]
-        return data
-
-    def _render(self, adj: model.Adjustment, accepts_cdi: bool) -> bytes:
-        head = adjustment_to_pb(model.Adjustment(mounts=adj.mounts, env=adj.env, hooks=adj.hooks),
-                                False).SerializeToString()
-        body = head + self._devices_bytes(adj.devices)
-        if accepts_cdi and adj.cdi_devices:
-            body += adjustment_to_pb(model.Adjustment(cdi_devices=adj.cdi_devices),
-                                     True).SerializeToString()
-        return _ADJUST_TAG + encode_varint(len(body)) + body if body else b""
-
-    def _devices_bytes(self, devices: tuple[model.Device, ...]) -> bytes:
-        if not devices:
-            return b""
-        with self._lock:
-            for i, (seen, data) in enumerate(self._devices):
-                if len(seen) == len(devices) and seen == devices:
-                    return data
-        data = adjustment_to_pb(model.Adjustment(devices=devices), False).SerializeToString()
-        with self._lock:
-            self._devices.insert(0, (devices, data))
-            del self._devices[self._size:]
-        return data
+def response_bytes(adj: model.Adjustment | None, accepts_cdi: bool) -> bytes:
+    """The serialized CreateContainerResponse; b"" when there is nothing to add."""
+    out = adjustment_to_pb(adj, accepts_cdi)
+    return nri_pb2.CreateContainerResponse(adjust=out).SerializeToString() if out.ByteSize() else b""

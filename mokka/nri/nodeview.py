@@ -17,6 +17,10 @@ A signature taken within ``racy_window_ns`` of the path's own timestamp is
 not trusted (git's "racily clean" rule): a second change inside the same
 timestamp tick would otherwise go unseen.
 
+Each view carries a generation: the builder moves it whenever what it saw
+changes, and hands back the very same view while nothing did, so the driver
+can key what it remembers on it (``mokka.nri.memo``).
+
 Entries that are not character devices are skipped, including the empty
 regular files an unprivileged agent stages on a bare test host: a node the
 runtime cannot create is not a device.
@@ -24,6 +28,7 @@ runtime cannot create is not a device.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import stat
@@ -110,7 +115,6 @@ class NodeViewBuilder:
         self._clock_ns = clock_ns
         self._racy_window_ns = racy_window_ns
         self._lock = threading.Lock()
-        self._last: tuple | None = None
         self._view = NodeView()
 
         device_dir = device_host_path or host.dev
@@ -131,8 +135,6 @@ class NodeViewBuilder:
             cdi_spec_dirs = (os.path.dirname(cdi_spec_host_path),) if cdi_spec_host_path else ()
         self._spec_dirs = [_Cached(d, lambda d=d: _list_specs(d)) for d in cdi_spec_dirs]
         self._spec_files: dict[str, _Cached] = {}
-        self._edits_key: tuple = ((), ())
-        self._edits: Mapping[str, tuple[cdi.CDIEdits, ...]] = MappingProxyType({})
         self._shims = _ShimView(ld_preload_shims, host, container_overlay(overlay_mount_path))
         self._watch: tuple[tuple[str, Signature], ...] = ()   # (path, signature) behind the last view
         # Every directory a cache reads (spec files live in the spec dirs).
@@ -192,20 +194,17 @@ class NodeViewBuilder:
         return True
 
     def _build(self, accepts: bool) -> NodeView:
+        """What is staged now; the last view (its generation kept) when equal to it."""
         now, racy = self._clock_ns(), self._racy_window_ns
-        parts = (self._dev.get(now, racy), self._imex.get(now, racy),
-                 self._spec_staged.get(now, racy), self._cdi_edits(now, racy),
-                 self._shims.get(now, racy), self._topology.get(now, racy),
-                 self._hcas.get(now, racy), accepts, self._caps.get(now, racy),
-                 self._proc_hook.get(now, racy))
-        # Same objects as last time: hand back the same view, no allocation.
-        if self._last is None or any(a is not b and a != b for a, b in zip(parts, self._last)):
-            self._last = parts
-            self._view = NodeView(dev_nodes=parts[0], imex_channels=parts[1],
-                                  cdi_spec_staged=parts[2], cdi_edits=parts[3],
-                                  staged_shims=parts[4], topology_staged=parts[5],
-                                  hca_count=parts[6], runtime_accepts_cdi=accepts,
-                                  mig_caps=parts[8], proc_hook_staged=parts[9])
+        view = NodeView(dev_nodes=self._dev.get(now, racy), imex_channels=self._imex.get(now, racy),
+                        cdi_spec_staged=self._spec_staged.get(now, racy),
+                        cdi_edits=self._cdi_edits(now, racy), staged_shims=self._shims.get(now, racy),
+                        topology_staged=self._topology.get(now, racy), hca_count=self._hcas.get(now, racy),
+                        runtime_accepts_cdi=accepts, mig_caps=self._caps.get(now, racy),
+                        proc_hook_staged=self._proc_hook.get(now, racy),
+                        generation=self._view.generation)
+        if view != self._view:
+            self._view = dataclasses.replace(view, generation=view.generation + 1)
         return self._view
 
     def _cdi_edits(self, now: int, racy: int) -> Mapping[str, tuple[cdi.CDIEdits, ...]]:
@@ -215,19 +214,14 @@ class NodeViewBuilder:
                 self._spec_files[path] = _Cached(path, lambda p=path: _parse_spec_file(p))
         for gone in set(self._spec_files) - set(paths):
             del self._spec_files[gone]
-        per_file = [self._spec_files[path].get(now, racy) for path in paths]
-        # Keyed by the parsed objects themselves (held here, so never recycled).
-        key = (tuple(paths), tuple(per_file))
-        if not _same(key[0], self._edits_key[0]) or not _same(key[1], self._edits_key[1]):
-            merged: dict[str, tuple[cdi.CDIEdits, ...]] = {}
-            for path, edits in zip(paths, per_file):
-                for name, value in edits.items():
-                    if name in merged:
-                        _log.warning("cdi device defined twice; the first spec wins", device=name, spec=path)
-                        continue
-                    merged[name] = value
-            self._edits_key, self._edits = key, MappingProxyType(merged)
-        return self._edits
+        merged: dict[str, tuple[cdi.CDIEdits, ...]] = {}
+        for path in paths:
+            for name, value in self._spec_files[path].get(now, racy).items():
+                if name in merged:
+                    _log.warning("cdi device defined twice; the first spec wins", device=name, spec=path)
+                    continue
+                merged[name] = value
+        return MappingProxyType(merged)
 
 
 class _ShimView:
@@ -253,19 +247,9 @@ class _ShimView:
         self._trusted = frozenset(trusted)
         self.dirs = [_Cached(d, lambda pairs=pairs: frozenset(c for c, h in pairs if os.path.isfile(h)))
                      for d, pairs in by_dir.items()]
-        self._key: tuple = ()
-        self._value = self._trusted
 
     def get(self, now: int, racy: int) -> frozenset[str]:
-        parts = tuple(d.get(now, racy) for d in self.dirs)
-        if not _same(parts, self._key):
-            self._key, self._value = parts, self._trusted.union(*parts)
-        return self._value
-
-
-def _same(a: tuple, b: tuple) -> bool:
-    """Element-wise identity: unchanged caches hand back the very same objects."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+        return self._trusted.union(*(d.get(now, racy) for d in self.dirs))
 
 
 def _natural_key(name: str) -> tuple[str, int, str]:

@@ -1,9 +1,9 @@
 """One CreateContainer, from the runtime's messages to the reply bytes.
 
 convert (protobuf -> inject's plain values) -> plan (skip early: namespace,
-opt-out, nothing selected) -> under the staging gate: the node view and the
-decision (remembered per view and selection, ``mokka.nri.memo``) -> encode
-(``convert.ResponseEncoder``, reusing the bytes of equal adjustments).
+opt-out, nothing selected) -> under the staging gate: the node view, then the
+reply remembered for its generation and the selection (``mokka.nri.memo``),
+or the decision encoded and remembered.
 
 This runs on every container the runtime creates, inside its request
 budget: containers skipped anyway never reach the gate, and nothing here
@@ -13,20 +13,17 @@ allocates a log record that is not emitted.
 from __future__ import annotations
 
 import logging
-from typing import Callable, ContextManager
 
 from mokka.core import log
 from mokka.nri import convert, inject
+from mokka.nri.gate import StagingGate, outcome
 from mokka.nri.health import SKIPPED_NOT_STAGED
-from mokka.nri.inject.model import Config, NodeView
+from mokka.nri.inject.env import EnvSet
+from mokka.nri.inject.model import Config
 from mokka.nri.inject.skip import LABELS
-from mokka.nri.memo import DecisionMemo
+from mokka.nri.memo import Reply, ReplyMemo
+from mokka.nri.nodeview import NodeViewBuilder
 from mokka.nri.runtime_info import RuntimeInfo
-
-#: ``staged(runtime)``: a context manager (the gate, staging lock held shared)
-#: yielding ``(view, reason)``, the NodeView to decide against, or None and
-#: why the tree is not staged.
-Staged = Callable[[RuntimeInfo], ContextManager[tuple["NodeView | None", str]]]
 
 
 class NoMetrics:
@@ -39,41 +36,57 @@ class NoMetrics:
     def gate_checked(self, outcome: str) -> None: ...
 
 
-def handler(config: Config, staged: Staged, metrics=NoMetrics()):
+def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=NoMetrics()):
     """The driver's CreateContainer handler: ``handle(pod_pb, container_pb,
-    runtime)`` -> the serialized CreateContainerResponse, or None for no
-    adjustment.
+    runtime)`` -> the serialized CreateContainerResponse (b"": no adjustment).
 
-    Exceptions propagate: the driver fails open and counts them. ``metrics``
-    (mokka.nri.health.Health) counts each container injected or skipped, by
-    reason; containers skipped before the gate are not counted by the gate.
+    While ``gate`` is enabled each decision is made holding it (the staging
+    lock shared, /stagedz asked); a closed gate leaves the container as
+    authored. Exceptions propagate: the driver fails open and counts them.
+    ``metrics`` (mokka.nri.health.Health) counts each container injected or
+    skipped, by reason; containers skipped before the gate are not counted by
+    the gate.
     """
     logger = log.get("mokka.nri")
-    encoder = convert.ResponseEncoder()
-    memo = DecisionMemo(config)
+    memo = ReplyMemo()
     info_enabled = logging.getLogger("mokka.nri").isEnabledFor
 
-    def handle(pod_pb, container_pb, runtime: RuntimeInfo):
+    def decide(pod, ctr, selection, runtime: RuntimeInfo) -> Reply:
+        # What the runtime takes is decided once, at Configure (RuntimeInfo).
+        view = views.build(runtime_accepts_cdi=runtime.accepts_cdi)
+        reply = memo.get(view.generation, selection, EnvSet(ctr.env))
+        if reply is None:
+            decision = inject.adjust(config, pod, ctr, view, selection)
+            reply = Reply(convert.response_bytes(decision.adjustment, view.runtime_accepts_cdi),
+                          decision.adjustment is not None, decision.reason, decision.warnings)
+            memo.put(view.generation, selection, decision.env_read, reply)
+        return reply
+
+    def handle(pod_pb, container_pb, runtime: RuntimeInfo) -> bytes:
         pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb)
         reason, selection = inject.plan(config, pod, ctr)
         if reason is not None:
             metrics.skipped(LABELS[reason])
-            return None
-        with staged(runtime) as (view, reason):
-            if view is None:
-                metrics.skipped(SKIPPED_NOT_STAGED)
-                logger.warning("container left unmodified", reason=reason,
-                               namespace=pod.namespace, pod=pod.name, container=ctr.name)
-                return None
-            decision = memo.decide(pod, ctr, view, selection)
-        for warning in decision.warnings:
+            return b""
+        if gate.enabled:
+            with gate.hold() as verdict:
+                metrics.gate_checked(outcome(verdict))
+                if not verdict.ok:
+                    metrics.skipped(SKIPPED_NOT_STAGED)
+                    logger.warning("container left unmodified", reason=verdict.reason,
+                                   namespace=pod.namespace, pod=pod.name, container=ctr.name)
+                    return b""
+                reply = decide(pod, ctr, selection, runtime)
+        else:
+            reply = decide(pod, ctr, selection, runtime)
+        for warning in reply.warnings:
             logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
-        if decision.adjustment is None:
-            metrics.skipped(LABELS[decision.reason])
-            return None
+        if not reply.adjusted:
+            metrics.skipped(LABELS[reply.reason])
+            return b""
         metrics.injected()
         if info_enabled(logging.INFO):
-            logger.info("container adjusted", reason=decision.reason,
+            logger.info("container adjusted", reason=reply.reason,
                         namespace=pod.namespace, pod=pod.name, container=ctr.name)
-        return encoder.encode(decision.adjustment, runtime.accepts_cdi)
+        return reply.payload
     return handle

@@ -52,10 +52,9 @@ REGISTER_STREAM = 1          # our first (and only) call on the runtime connecti
 #: An overload episode is logged at most this often; every one is counted.
 OVERLOAD_LOG_INTERVAL_S = 10.0
 
-#: The CreateContainer handler: a ContainerAdjustment, or the serialized
-#: CreateContainerResponse itself (bytes), or None for no adjustment.
-Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo],
-                   "nri_pb2.ContainerAdjustment | bytes | None"]
+#: The CreateContainer handler: the serialized CreateContainerResponse
+#: (b"" for no adjustment).
+Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo], bytes]
 
 
 @dataclass(frozen=True)
@@ -388,13 +387,9 @@ class Plugin:
         runtime = self._runtime or RuntimeInfo()
         started = time.perf_counter()
         try:
-            adjust = self._handler(req.pod, req.container, runtime)
+            payload = self._handler(req.pod, req.container, runtime)
             self.health.decision_seconds.observe(time.perf_counter() - started)
-            if adjust is None:
-                return b""
-            if isinstance(adjust, bytes):
-                return adjust
-            return nri_pb2.CreateContainerResponse(adjust=adjust).SerializeToString()
+            return payload
         except Exception as exc:      # fail open at the driver edge, never crash
             self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__,
                             namespace=req.pod.namespace, pod=req.pod.name,

@@ -112,7 +112,6 @@ def test_lists_gates_and_pairs(settings_of):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--device-injection-mode=nodes"], "invalid --device-injection-mode 'nodes'"),
     (["--agent-staged-url=http://x/stagedz"], "must be set together"),
     (["--staging-lock-path=/l"], "must be set together"),
     (["--plugin-index=7"], "invalid --plugin-index"),

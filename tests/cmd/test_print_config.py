@@ -167,8 +167,6 @@ def test_plugin_flags_and_env(args, env, key, want):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--device-injection-mode=nodes"], "invalid --device-injection-mode 'nodes'"),
-    (["--infiniband-tier=verbs"], "invalid --infiniband-tier 'verbs': use full or sysfs"),
     (["--agent-staged-url=http://127.0.0.1:9091/stagedz"], "must be set together"),
     (["--plugin-index=7"], "invalid --plugin-index '7'"),
     (["--plugin-name="], "--plugin-name must not be empty"),
@@ -180,6 +178,17 @@ def test_plugin_refuses_bad_input_in_one_line(args, message):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("nri-plugin: ") and message in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args, env, message", [
+    (["--device-injection-mode=nodes"], {}, "'nodes' is not one of 'raw', 'cdi'"),
+    ([], {"MOKKA_NRI_DEVICE_INJECTION_MODE": "CDI"}, "'CDI' is not one of 'raw', 'cdi'"),
+    (["--infiniband-tier=verbs"], {}, "'verbs' is not one of 'full', 'sysfs'"),
+], ids=["an unknown mode", "a mode from the environment, wrong case", "an unknown tier"])
+def test_plugin_choices_are_click_usage_errors_as_the_agent_s(args, env, message):
+    done = run("nri-plugin", "--print-config", *args, env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr
 
 
 def test_plugin_print_config_opens_no_socket(tmp_path):

@@ -38,7 +38,8 @@ class Harness:
 
     def record(self, pod, container, runtime):
         self.calls.append((pod, container, runtime))
-        return nri_pb2.ContainerAdjustment(env=[nri_pb2.KeyValue(key="SEEN", value=container.name)])
+        return nri_pb2.CreateContainerResponse(adjust=nri_pb2.ContainerAdjustment(
+            env=[nri_pb2.KeyValue(key="SEEN", value=container.name)])).SerializeToString()
 
     def get(self, path: str) -> tuple[int, str]:
         conn = http.client.HTTPConnection("127.0.0.1", self.probes.port, timeout=5)

@@ -55,5 +55,24 @@ def test_a_closed_gate_leaves_containers_alone_and_fails_readiness(tmp_path, cap
     ok, reason = ready()
     assert ok is False and reason.startswith("node agent unreachable")
     with caplog.at_level("WARNING"):
-        assert handle(*devices_pod(), RuntimeInfo()) is None
+        assert handle(*devices_pod(), RuntimeInfo()) == b""        # no adjustment
     assert any("left unmodified" in r.getMessage() for r in caplog.records)
+
+
+def test_the_agent_restaging_is_seen_by_the_next_container(tmp_path):
+    host = Overlay(str(tmp_path / "overlay"))
+    os.makedirs(host.dev)
+    try:
+        os.mknod(os.path.join(host.dev, "nvidia0"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
+    except PermissionError:
+        pytest.skip("mknod not permitted: cannot stage a GPU node")
+    handle, _ = make_handler(settings(tmp_path))
+
+    def gpus():
+        out = nri_pb2.CreateContainerResponse.FromString(handle(*devices_pod(), RuntimeInfo()))
+        return [d.path for d in out.adjust.linux.devices]
+    assert gpus() == gpus() == ["/dev/nvidia0"]
+    os.mknod(os.path.join(host.dev, "nvidia1"), stat.S_IFCHR | 0o666, os.makedev(195, 1))
+    assert gpus() == ["/dev/nvidia0", "/dev/nvidia1"]
+    os.unlink(os.path.join(host.dev, "nvidia0"))
+    assert gpus() == ["/dev/nvidia1"]

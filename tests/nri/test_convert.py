@@ -169,23 +169,20 @@ def test_hooks_render_as_create_container_hooks():
 ], ids=["mounts env devices cdi", "env only", "2048 imex channels", "every field",
         "with the proc hook", "the hook alone"])
 @pytest.mark.parametrize("accepts", [True, False])
-def test_encoder_bytes_are_protobufs_own_every_time(adj, accepts):
-    encoder = convert.ResponseEncoder()
-    want = pb_response(adj, accepts)
-    assert encoder.encode(adj, accepts) == want
-    assert encoder.encode(adj, accepts) == want                    # reused
-    assert encoder.encode(adj, not accepts) == pb_response(adj, not accepts)
+def test_the_reply_is_the_adjustment_as_protobuf_renders_it(adj, accepts):
+    assert convert.response_bytes(adj, accepts) == pb_response(adj, accepts)
 
 
-def test_encoder_reuses_only_equal_adjustments():
-    encoder = convert.ResponseEncoder(size=2)
-    devices = imex(4)
-    a = model.Adjustment(env=(("PATH", "/a"),), devices=devices)
-    b = model.Adjustment(env=(("PATH", "/b"),), devices=devices)
-    c = model.Adjustment(env=(("PATH", "/a"),), devices=devices[:3])
-    for adj in (a, b, c, a, model.Adjustment(env=(("PATH", "/a"),), devices=imex(4))):
-        assert encoder.encode(adj, False) == pb_response(adj, False)
-    assert encoder.encode(model.Adjustment(), False) == b""
+@pytest.mark.parametrize("adj, accepts, want", [
+    (model.Adjustment(env=(("A", "1"),)), False, b"\x0a\x08\x22\x06\x0a\x01A\x12\x011"),
+    (None, True, b""),
+    (model.Adjustment(), False, b""),
+    (model.Adjustment(cdi_devices=("x/y=z",)), False, b""),
+    (model.Adjustment(cdi_devices=("x/y=z",)), True, b"\x0a\x09\x42\x07\x0a\x05x/y=z"),
+], ids=["one variable", "no adjustment", "an empty adjustment",
+        "a CDI name the runtime cannot take is nothing to send", "a CDI name it can take"])
+def test_reply_bytes(adj, accepts, want):
+    assert convert.response_bytes(adj, accepts) == want
 
 
 def test_rules_are_copied_only_with_a_device_they_could_allow():

@@ -313,3 +313,82 @@ def test_checks_reuse_one_connection_and_redial_after_an_agent_restart(lock_path
 ])
 def test_gate_outcome_is_a_bounded_label(verdict, outcome):
     assert gate.outcome(gate.Verdict(*verdict)) == outcome
+
+
+class RawAgent:
+    """Answers every request on a connection with the same raw bytes (kept open)."""
+
+    def __init__(self, reply: bytes):
+        import socket
+        self.reply, self.requests = reply, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/stagedz"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn):
+        with conn:
+            data = b""
+            while True:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+                while b"\r\n\r\n" in data:
+                    _, data = data.split(b"\r\n\r\n", 1)
+                    self.requests += 1
+                    conn.sendall(self.reply)
+                    if b"Connection: close" in self.reply or b"HTTP/1.0" in self.reply:
+                        return
+
+    def close(self):
+        self.sock.close()
+
+
+REPLY_CASES = [
+    ("a body over the limit is cut to its first 200 bytes",
+     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 500\r\n\r\n" + b"x" * 500,
+     False, "x" * 200),
+    ("a chunked body", b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"7\r\nnot sta\r\n3\r\nged\r\n0\r\n\r\n", False, "not staged"),
+    ("a body that ends with the connection (HTTP/1.0)",
+     b"HTTP/1.0 503 Service Unavailable\r\n\r\ntearing down", False, "tearing down"),
+    ("header names in any case", b"HTTP/1.1 200 OK\r\ncontent-LENGTH: 2\r\n\r\n{}", True, ""),
+]
+
+
+@pytest.mark.parametrize("reply, ok, reason", [c[1:] for c in REPLY_CASES],
+                         ids=[c[0] for c in REPLY_CASES])
+def test_replies_are_read_whatever_their_framing_and_the_next_check_still_works(
+        lock_path, reply, ok, reason):
+    agent = RawAgent(reply)
+    try:
+        g = StagingGate(agent.url, lock_path)
+        for _ in range(2):
+            verdict = g.check()
+            assert verdict.ok is ok
+            assert reason in verdict.reason
+            if not ok:
+                assert verdict.reason.endswith(reason)
+        assert agent.requests == 2
+    finally:
+        agent.close()
+
+
+@pytest.mark.parametrize("reply", [b"SSH-2.0-OpenSSH_9.2\r\n\r\n", b"HTTP/1.1 OK\r\n\r\n"],
+                         ids=["not HTTP", "no status code"])
+def test_a_reply_that_is_not_http_closes_the_gate(lock_path, reply):
+    agent = RawAgent(reply)
+    try:
+        verdict, elapsed = timed(StagingGate(agent.url, lock_path).check)
+        assert not verdict.ok and "malformed status line" in verdict.reason
+        assert elapsed < gate.HTTP_TIMEOUT_S
+    finally:
+        agent.close()

@@ -3,34 +3,44 @@ convert (the decision itself is replaced by a recorder; it has its own tests).""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 import pytest
 
 import mokka.nri.inject as inject
 from mokka.core import names
 from mokka.nri import pipeline
+from mokka.nri.gate import StagingGate, Verdict
 from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
 from mokka.nri.runtime_info import RuntimeInfo
 
 
 class FakeGate:
-    """staged(runtime) as the composition root builds it: yields (view, reason)."""
+    """The staging gate's surface: enabled, and hold() yielding a Verdict."""
 
-    def __init__(self, view, reason=""):
-        self.view, self.reason, self.entered, self.held = view, reason, 0, False
+    def __init__(self, reason=""):
+        self.enabled, self.reason, self.entered, self.held = True, reason, 0, False
 
-    def __call__(self, runtime):
-        gate = self
+    @contextlib.contextmanager
+    def hold(self):
+        self.entered += 1
+        self.held = True
+        try:
+            yield Verdict(not self.reason, self.reason)
+        finally:
+            self.held = False
 
-        class Held:
-            def __enter__(self):
-                gate.entered += 1
-                gate.held = True
-                return gate.view, gate.reason
 
-            def __exit__(self, *exc):
-                gate.held = False
-        return Held()
+class Views:
+    """The node view builder's one method."""
+
+    def __init__(self, view=None):
+        self.view = view or model.NodeView()
+
+    def build(self, runtime_accepts_cdi=False):
+        return dataclasses.replace(self.view, runtime_accepts_cdi=runtime_accepts_cdi)
 
 
 class Counted:
@@ -75,9 +85,9 @@ def pbs(namespace="default"):
                                                            "CDI reference dropped"])
 def test_decides_under_the_gate_and_encodes_what_the_runtime_takes(fake_adjust, accepts_cdi):
     seen, probes = fake_adjust
-    gate = FakeGate(model.NodeView())
+    gate = FakeGate()
     probes["held"] = lambda: gate.held
-    out = nri_pb2.CreateContainerResponse.FromString(pipeline.handler(model.Config(), gate)(
+    out = nri_pb2.CreateContainerResponse.FromString(pipeline.handler(model.Config(), Views(), gate)(
         *pbs(), RuntimeInfo(accepts_cdi=accepts_cdi))).adjust
     pod, ctr, view, held = seen[0]
     assert (pod.namespace, ctr.name, held) == ("default", "c", True)
@@ -87,15 +97,15 @@ def test_decides_under_the_gate_and_encodes_what_the_runtime_takes(fake_adjust, 
 
 
 def test_a_skipped_container_never_reaches_the_gate(fake_adjust):
-    gate = FakeGate(model.NodeView())
-    assert pipeline.handler(model.Config(), gate)(*pbs("kube-system"), RuntimeInfo()) is None
+    gate = FakeGate()
+    assert pipeline.handler(model.Config(), Views(), gate)(*pbs("kube-system"), RuntimeInfo()) == b""
     assert gate.entered == 0 and fake_adjust[0] == []
 
 
 def test_containers_are_left_alone_while_not_staged_and_the_reason_logged(fake_adjust, caplog):
-    handle = pipeline.handler(model.Config(), FakeGate(None, "node agent is staging"))
+    handle = pipeline.handler(model.Config(), Views(), FakeGate("node agent is staging"))
     with caplog.at_level("WARNING"):
-        assert handle(*pbs(), RuntimeInfo()) is None
+        assert handle(*pbs(), RuntimeInfo()) == b""
     assert fake_adjust[0] == []
     record = [r for r in caplog.records if "left unmodified" in r.getMessage()][0]
     assert record.fields == {"reason": "node agent is staging", "namespace": "default",
@@ -104,23 +114,30 @@ def test_containers_are_left_alone_while_not_staged_and_the_reason_logged(fake_a
 
 def test_the_decisions_warnings_are_logged_with_the_container(fake_adjust, caplog):
     with caplog.at_level("WARNING"):
-        pipeline.handler(model.Config(), FakeGate(model.NodeView()))(*pbs(), RuntimeInfo())
+        pipeline.handler(model.Config(), Views(), FakeGate())(*pbs(), RuntimeInfo())
     (record,) = [r for r in caplog.records if r.getMessage() == "a warning"]
     assert record.fields == {"namespace": "default", "pod": "p", "container": "c"}
 
 
 def test_each_container_is_counted_by_outcome(fake_adjust):
     counted = Counted()
-    open_gate = pipeline.handler(model.Config(), FakeGate(model.NodeView()), counted)
-    closed = pipeline.handler(model.Config(), FakeGate(None, "node agent is staging"), counted)
+    open_gate = pipeline.handler(model.Config(), Views(), FakeGate(), counted)
+    closed = pipeline.handler(model.Config(), Views(), FakeGate("node agent is staging"), counted)
+    no_gate = pipeline.handler(model.Config(), Views(), StagingGate(), counted)
     open_gate(*pbs(), RuntimeInfo())
     open_gate(*pbs("kube-system"), RuntimeInfo())
     closed(*pbs(), RuntimeInfo())
-    assert counted.seen == ["injected", "excluded_namespace", "not_staged"]
+    no_gate(*pbs(), RuntimeInfo())
+    assert counted.seen == ["gate:open", "injected", "excluded_namespace",
+                            "gate:not_staged", "not_staged", "injected"]
 
 
-def test_an_equal_container_reuses_the_remembered_decision(fake_adjust):
-    handle = pipeline.handler(model.Config(), FakeGate(model.NodeView()))
+def test_an_equal_container_reuses_the_remembered_reply_until_the_view_moves(fake_adjust):
+    views = Views()
+    handle = pipeline.handler(model.Config(), views, FakeGate())
     first = handle(*pbs(), RuntimeInfo())
     assert handle(*pbs(), RuntimeInfo()) is first        # the very same reply bytes
     assert len(fake_adjust[0]) == 1                      # decided once
+    views.view = model.NodeView(hca_count=1, generation=1)
+    assert handle(*pbs(), RuntimeInfo()) == first
+    assert len(fake_adjust[0]) == 2                      # a new generation: decided again

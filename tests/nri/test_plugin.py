@@ -127,7 +127,7 @@ def test_a_slow_handler_does_not_block_the_reader_and_fails_healthz(harness):
     def slow(pod, container, runtime):
         entered.set()
         assert release.wait(10)
-        return None
+        return b""
     h = harness(handler=slow, clock=clock)
     link = h.link()
     link.handshake()
@@ -154,7 +154,7 @@ def test_a_burst_of_valid_work_never_fails_healthz_however_long_it_queues(harnes
         with lock:
             clock.t += 1.0
         seen.append(h.health.healthz()[0])
-        return None
+        return b""
     h = harness(handler=one_second, clock=clock)
     link = h.link()
     link.handshake()
@@ -203,8 +203,9 @@ def test_a_refused_registration_closes_and_retries(harness):
 
 def test_concurrent_large_replies_are_never_interleaved(harness):
     def big(pod, container, runtime):
-        return nri_pb2.ContainerAdjustment(
+        return nri_pb2.CreateContainerResponse(adjust=nri_pb2.ContainerAdjustment(
             env=[nri_pb2.KeyValue(key=f"K{i}", value=container.name * 40) for i in range(60)])
+        ).SerializeToString()
     h = harness(handler=big)
     link = h.link()
     link.handshake()

@@ -51,6 +51,9 @@ def test_metrics_parse_and_count_each_container_by_outcome(plugin):
               pod("out", **{names.ANNOTATION_OPT_OUT: "false", names.ANNOTATION_DEVICES: "true"})):
         assert link.create_container(p, ctr)[0].code == ttrpc.OK
 
+    # The request time is observed once the reply is sent, so it may trail the reply.
+    wait_until(lambda: scrape(plugin.port)[("mokka_nri_request_seconds_count", ())] == 4,
+               "the fourth reply's request time observed", timeout=10)
     after = scrape(plugin.port)
     skipped = lambda reason: after[("mokka_nri_containers_skipped_total", (("reason", reason),))]
     assert skipped("nothing_selected") == 2

@@ -58,11 +58,12 @@ class EnvSet:
         self._edits: dict[str, str] = {}
         self._looked_up: dict[str, str | None] = {}     # each key searched for once
         try:
-            joined = _SEP + _SEP.join(entries)
+            # No entry may hold a NUL (one separator per entry): a memchr, not a count.
+            clean = _SEP not in "".join(entries)
         except TypeError:
-            joined = None
-        if joined is not None and joined.count(_SEP) == len(entries):
-            self._joined = joined
+            clean = False
+        if clean:
+            self._joined = _SEP + _SEP.join(entries)
             return
         # dict() keeps the last of duplicate keys: the value the process sees.
         self._authored = dict(item.split("=", 1) for item in entries

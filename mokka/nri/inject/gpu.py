@@ -21,7 +21,7 @@ NVIDIA_VISIBLE_DEVICES and privilege are deliberately not looked at.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from mokka.core import names
 from mokka.nri.inject.model import Container, Device, DeviceRule
@@ -40,16 +40,19 @@ MIG_UUID_PREFIX = "MIG-"
 _FORBIDDEN_ID_CHARS = frozenset("/=")
 
 
-def allocated(container: Container) -> bool:
-    """Whether the incoming spec carries evidence of a GPU allocation."""
-    return any(_is_evidence_name(name) for name in cdi_names(container)) or _raw_allocation(container)
+def allocated(container: Container, requested: Iterable[str] | None = None) -> bool:
+    """Whether the incoming spec carries evidence of a GPU allocation.
+    ``requested``: ``cdi_names(container)``, when the caller has read them."""
+    names_ = cdi_names(container) if requested is None else requested
+    return any(_is_evidence_name(name) for name in names_) or _raw_allocation(container)
 
 
-def named_devices(container: Container) -> tuple[str, ...]:
+def named_devices(container: Container, requested: Iterable[str] | None = None) -> tuple[str, ...]:
     """The device ids the device plugin's CDI evidence names (``MIG-…``, ``GPU-…``, an
-    index or ``i:j``), in order, once each: what a container was allocated by name."""
+    index or ``i:j``), in order, once each: what a container was allocated by name.
+    ``requested``: ``cdi_names(container)``, when the caller has read them."""
     ids: dict[str, None] = {}
-    for name in cdi_names(container):
+    for name in (cdi_names(container) if requested is None else requested):
         if isinstance(name, str) and name.startswith(DEVICE_PLUGIN_KIND) and _is_evidence_name(name):
             ids[name[len(DEVICE_PLUGIN_KIND):]] = None
     return tuple(ids)

@@ -64,7 +64,7 @@ class Container:
 class NodeView:
     """What is staged on the host and what the runtime can take, as seen now.
 
-    Built by ``mokka.nri.gate`` from the filesystem (cached); the decision never
+    Built by ``mokka.nri.nodeview`` from the filesystem; the decision never
     touches the disk itself.
     """
     dev_nodes: tuple[Device, ...] = ()        # staged /dev/nvidia* char nodes, sorted by path
@@ -80,6 +80,10 @@ class NodeView:
     #: The staged MIG config and monitor capability nodes (/dev/nvidia-caps/nvidia-cap1, 2).
     mig_caps: tuple[Device, ...] = ()
     proc_hook_staged: bool = False            # the proc hook binary is in the overlay
+    #: Moves whenever any other field does (the node view builder counts):
+    #: a decision made against one generation holds for every view of it.
+    #: The decision never reads it; the driver keys what it remembers on it.
+    generation: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,5 +125,5 @@ class Decision:
     #: The container's env as this decision read it: (key, value or None if
     #: unset), every key consulted. Given the config, node view and selection,
     #: the env is all of the container that ``adjust`` reads, so a container
-    #: agreeing on these values gets this very decision (mokka.nri.memo).
+    #: agreeing on these values gets an equal decision (mokka.nri.memo).
     env_read: tuple[tuple[str, str | None], ...] = ()

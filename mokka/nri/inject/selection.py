@@ -7,14 +7,15 @@ matching several gets each. Pod annotations apply to every container.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mokka.nri.inject import devices, gpu, ib, imex, management
 from mokka.nri.inject.model import Config, Container, Pod
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
+    """Immutable and hashable (the driver keys remembered replies on it); a
+    NamedTuple, as it is built for every container the runtime creates."""
     gpu_allocated: bool = False          # allocation evidence in the spec
     gpu_requested: bool = False          # devices annotation
     infiniband: bool = False
@@ -57,9 +58,10 @@ class Selection:
 
 def select(config: Config, pod: Pod, container: Container) -> Selection:
     cdi_names, warnings = management.requested(config, pod, container)
+    requested = tuple(gpu.cdi_names(container))      # read once for both GPU rules
     return Selection(
-        gpu_allocated=gpu.allocated(container),
-        allocated_ids=gpu.named_devices(container),
+        gpu_allocated=gpu.allocated(container, requested),
+        allocated_ids=gpu.named_devices(container, requested),
         gpu_requested=devices.requested(config, pod),
         infiniband=ib.selected(config, pod),
         imex=imex.selected(config, pod),
