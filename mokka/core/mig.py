@@ -105,8 +105,6 @@ def plan_layout(profiles: Sequence[dict], wanted: Sequence[str]) -> list[dict]:
     (native/nvml/mig_rules.c, asked through mokka.engine.migplace), the rule runtime
     creation follows too. LayoutError when no order fits.
     """
-    from mokka.engine import migplace
-
     by_name = {p.get("name"): n for n, p in enumerate(profiles)}
     chosen = []
     for name in wanted:
@@ -114,6 +112,10 @@ def plan_layout(profiles: Sequence[dict], wanted: Sequence[str]) -> list[dict]:
             raise LayoutError(f"{name!r} is not one of this board's GPU instance profiles ("
                               + ", ".join(str(p.get("name")) for p in profiles) + ")")
         chosen.append(by_name[name])
+    if not chosen:
+        return []                           # nothing to place: no library to ask
+    from mokka.engine import migplace
+
     chosen.sort(key=lambda n: _attributes(profiles[n]), reverse=True)     # stable: the last key first
     chosen.sort(key=lambda n: _slices(profiles[n]))
     for order in _mig_parted_orders(chosen):
