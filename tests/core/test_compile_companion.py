@@ -4,7 +4,6 @@ YAML has no compiled companion beside it."""
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 import sys
 

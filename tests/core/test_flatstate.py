@@ -9,7 +9,6 @@ import pytest
 
 from mokka.core import compile as comp
 from mokka.engine import flatstate
-from mokka.core import names
 from mokka.core import profile as prof
 
 

@@ -27,7 +27,6 @@ import pytest
 
 from mokka.core import names
 from mokka.core import profile as prof
-from tests.corpus import engine_cases as corpus
 from tests.native.conftest import HERE, REPO, clean_env
 from tests.peers import peer
 from tests.waiting import wait_until
