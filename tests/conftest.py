@@ -44,6 +44,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(mark)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def checkout_libraries():
+    """The checkout's own build/native, before any test: compile asks the library where
+    MIG instances go, and the agent stages what that folder holds (kept when up to date)."""
+    from tests.nativelibs import NativeLibs, build_module
+    NativeLibs().build(*build_module().LIBRARIES)
+
+
 @pytest.fixture(scope="session")
 def native_libs():
     """The native libraries, built once for this machine or found prebuilt (tests/nativelibs.py)."""

@@ -56,6 +56,10 @@ class NativeLibs:
             return folder
         return None
 
+    def build(self, *libraries: str) -> str:
+        """Build (or keep, when up to date) ``libraries`` into this checkout's folder."""
+        return self._build(tuple(libraries))
+
     def _build(self, libraries: tuple[str, ...]) -> str:
         build = build_module()
         paths = build.build(self._out, [build.host_arch()], libraries=list(libraries))

@@ -34,7 +34,6 @@ class Desired:
     state: dict = field(compare=False, repr=False)
     state_nvml: bytes = field(default=b"", compare=False, repr=False)  # for the C library
     topology_text: bytes | None = None
-    topology_nvml: bytes | None = field(default=None, compare=False, repr=False)
     imex_channels: int = 0        # 0: only on fabric profiles, with the default count
     unknown_keys: tuple = ()      # profile keys the format does not know (accepted)
 
@@ -117,6 +116,4 @@ def build(generation: int, profile_source: str, profile_path: str, profile_text:
     return Desired(generation=generation, profile_source=profile_source, config_text=staged,
                    state=state, state_nvml=state_nvml,
                    topology_text=topology_text,
-                   topology_nvml=(flatstate.topology_companion(doc, topology_text)
-                                  if doc is not None else None),
                    imex_channels=imex_channels, unknown_keys=first.unknown)

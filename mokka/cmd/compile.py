@@ -13,8 +13,8 @@ from mokka.core import names
 
 @click.command(help="Print the state a profile compiles to (what the mock NVML library reads), or "
                     "with --companion write the compiled file the mock NVML library reads "
-                    "beside a profile, an override document (overrides/all.yaml, overrides/gpuN.yaml) "
-                    "or a topology document.")
+                    "beside a profile (with --topology and --node-name applied) or an override "
+                    "document (overrides/all.yaml, overrides/gpuN.yaml).")
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,
@@ -77,15 +77,12 @@ def kind_of(path: str, doc) -> str:
 def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None, node_name: str) -> bytes:
     from mokka.core import compile as comp
     from mokka.engine import flatstate
-    from mokka.core import topology as topo
     from mokka.core.profile import ProfileError, parse
 
     if kind == "topology":
-        try:
-            topo.validate(doc, path)
-        except topo.TopologyError as exc:
-            raise CommandError(f"{path}: invalid topology document: {exc}")
-        return flatstate.topology_companion(doc, text)
+        # The library reads no topology document: compile applies it to the state.
+        raise CommandError(f"{path}: a topology document has no companion: compile the profile "
+                           f"with --topology {path} --node-name NODE, which applies it")
     if kind == "overrides":
         if doc is not None and not isinstance(doc, dict):
             raise CommandError(f"{path}: an overrides document is a mapping of GPU fields")

@@ -7,7 +7,8 @@ The driver gives every GPU instance and compute instance a capability: a minor o
 ``/proc/driver/nvidia/capabilities/gpu<gpu minor>/mig/``. The numbering is fixed by
 the driver (names.MIG_CAP_*), whether the instance exists or not.
 
-Pure: functions of their arguments.
+Pure: functions of their arguments, but for the boot layout's placements, which the mock
+library decides (plan_layout: the one placement rule is native/nvml/mig/mig_rules.c's).
 """
 
 from __future__ import annotations
@@ -93,44 +94,64 @@ class LayoutError(ValueError):
 
 
 def plan_layout(profiles: Sequence[dict], wanted: Sequence[str]) -> list[dict]:
-    """The GPU instances a layout creates, each with a placement that fits.
+    """The GPU instances a layout creates, in the order they are created, each with the
+    placement the mock library gives it.
 
-    ``profiles``: a GPU's ``mig.gpu_instance_profiles``; ``wanted``: their names, in
-    order. Each instance gets one of its profile's placements (memory slices) so that
-    none overlaps and no profile has more than its ``instances``: the first such
-    assignment, trying every instance's placements in the order the profile lists them.
+    ``profiles``: a GPU's ``mig.gpu_instance_profiles``; ``wanted``: their names. The
+    layout is applied as mig-parted applies a config (pkg/mig/config: ``Flatten`` sorts
+    the instances largest first, then ``iteratePermutationsUntilSuccess`` tries each
+    distinct order in turn on a cleared GPU): the first order in which every
+    CreateGpuInstance succeeds wins. Where each goes is the library's one placement rule
+    (native/nvml/mig/mig_rules.c, asked through mokka.engine.migplace), the rule runtime
+    creation follows too. LayoutError when no order fits.
     """
-    by_name = {p.get("name"): p for p in profiles}
+    by_name = {p.get("name"): n for n, p in enumerate(profiles)}
     chosen = []
     for name in wanted:
-        profile = by_name.get(name)
-        if profile is None:
+        if name not in by_name:
             raise LayoutError(f"{name!r} is not one of this board's GPU instance profiles ("
                               + ", ".join(str(p.get("name")) for p in profiles) + ")")
-        chosen.append(profile)
-    starts: list[int] = []
-    if not _place(chosen, 0, set(), {}, starts):
-        raise LayoutError(f"{', '.join(wanted)} do not fit the board's memory slices together")
-    return [{"profile_id": p["id"], "placement_start": start, "placement_size": p["placement_size"]}
-            for p, start in zip(chosen, starts)]
+        chosen.append(by_name[name])
+    if not chosen:
+        return []                           # nothing to place: no library to ask
+    from mokka.engine import migplace
+
+    chosen.sort(key=lambda n: _attributes(profiles[n]), reverse=True)     # stable: the last key first
+    chosen.sort(key=lambda n: _slices(profiles[n]))
+    for order in _mig_parted_orders(chosen):
+        starts, code = migplace.place(profiles, order)
+        if code == migplace.SUCCESS:
+            return [{"profile_id": profiles[n]["id"], "placement_start": start,
+                     "placement_size": profiles[n]["placement_size"]} for n, start in zip(order, starts)]
+    raise LayoutError(f"{', '.join(wanted)} do not fit the board's memory slices together "
+                      "in any order mig-parted creates them")
 
 
-def _place(chosen: list[dict], at: int, used: set[int], counts: dict[int, int],
-           starts: list[int]) -> bool:
-    if at == len(chosen):
-        return True
-    profile = chosen[at]
-    if counts.get(profile["id"], 0) >= profile.get("instances", 0):
-        return False
-    size = profile.get("placement_size", 0)
-    for start in profile.get("placements") or ():
-        slots = set(range(start, start + size))
-        if slots & used:
-            continue
-        counts[profile["id"]] = counts.get(profile["id"], 0) + 1
-        starts.append(start)
-        if _place(chosen, at + 1, used | slots, counts, starts):
-            return True
-        starts.pop()
-        counts[profile["id"]] -= 1
-    return False
+def _slices(profile: dict) -> tuple:
+    """mig-parted's MigConfig.Flatten order: more GPU slices first, then more compute
+    slices (a GPU instance's default compute instance: as many), then the attributes
+    (``+me``, ...) descending (_attributes)."""
+    g = int(profile.get("slices") or 0)
+    return (-g, -g)
+
+
+def _attributes(profile: dict) -> str:
+    return str(profile.get("name", "")).partition("+")[2]
+
+
+def _mig_parted_orders(items: list[int]):
+    """Each distinct order of ``items``, as mig-parted's iteratePermutationsUntilSuccess
+    visits them: swap item j into place i unless an equal item already was."""
+    items = list(items)
+
+    def visit(i: int):
+        if i >= len(items):
+            yield list(items)
+            return
+        for j in range(i, len(items)):
+            if items[j] in items[i:j]:
+                continue
+            items[i], items[j] = items[j], items[i]
+            yield from visit(i + 1)
+            items[i], items[j] = items[j], items[i]
+    return visit(0)

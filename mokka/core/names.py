@@ -98,18 +98,14 @@ NVML_COMPANION_SUFFIX = ".nvml"
 #: The command that writes a companion; the library names it when one is missing.
 COMPANION_COMMAND = "mokka compile --companion"
 #: A companion's kinds (its first line): the compiled state beside config.yaml, the
-#: overrides beside overrides.yaml, the ComputeDomain topology document.
+#: overrides beside overrides.yaml. The ComputeDomain topology document has none: it is
+#: applied to the state when that is compiled (mokka/core/topology.py).
 STATE_COMPANION_KIND = "state"
 OVERRIDES_COMPANION_KIND = "overrides"
-TOPOLOGY_COMPANION_KIND = "topology"
 #: How a companion spells a list ``L``: its length at ``L.len``, its items at ``L.0``, ``L.1``...
 COMPANION_LEN_KEY = "len"
 #: The state companion's GPUs: ``gpu.<physical index>.<key>`` (the state's ``gpus``).
 COMPANION_GPU_LIST = "gpu"
-#: The topology companion: ``node.<node name>.cluster_uuid`` and ``.clique_id``.
-TOPOLOGY_COMPANION_NODES = "node"
-TOPOLOGY_COMPANION_CLUSTER_UUID = "cluster_uuid"
-TOPOLOGY_COMPANION_CLIQUE_ID = "clique_id"
 
 #: The Xids the agent's kernellog daemon injected, beside config.yaml (so in
 #: driver/config, mounted into NRI and CDI containers alike), with its compiled
@@ -549,10 +545,6 @@ MAX_STATE_COMPANION_LINES = 1 << 19
 #: and a node may have 65 of them loaded at once (every GPU's and ``all``).
 MAX_OVERRIDES_COMPANION_BYTES = 64 * 1024
 MAX_OVERRIDES_COMPANION_LINES = 2048
-#: The topology companion: three lines of about 200 bytes per node; a cluster of
-#: 25 000 nodes (100 000 GPUs, four per node) takes 5 MB.
-MAX_TOPOLOGY_COMPANION_BYTES = 16 * 1024 * 1024
-MAX_TOPOLOGY_COMPANION_LINES = 1 << 19
 #: The Xid events document: its writers keep the injections of the profile (one per
 #: GPU at most) and those of ``mokka ctl xid`` since, up to MAX_XID_EVENTS.
 MAX_EVENTS_COMPANION_BYTES = 256 * 1024
@@ -569,7 +561,3 @@ MAX_NVLINK_LINKS = 18
 MAX_GPU_PROCESSES = 1024
 #: CPU numbers in a cpu_affinity list: Linux's largest NR_CPUS (x86_64 MAXSMP).
 MAX_CPUS = 8192
-#: The kubelet's layout of a ConfigMap volume: ``NAME -> ..data/NAME``, ``..data`` a link to
-#: the current timestamped directory. The one link the library follows, and only outside the
-#: staged config directory (native/nvml/engine/node.c, the topology document).
-KUBELET_DATA_LINK = "..data"

@@ -8,7 +8,9 @@ that decides what a process sees; everything Python does with it lives here:
   agent, ``mokka ctl`` and ``mokka compile --companion`` all use; ``overrides``: the
   runtime overrides documents; ``xidlog``: the one way Xid events are added;
 - ``nvml`` and ``nvml_types``: the ctypes binding every Python reader asks through
-  (nvidia-smi, ctl, the agent), and ``native``: where the built libraries are.
+  (nvidia-smi, ctl, the agent), and ``native``: where the built libraries are;
+- ``migplace``: where GPU instances go, asked of the library (its one placement rule),
+  which compile plans boot layouts with.
 
 Nothing outside this package writes a ``.nvml`` file.
 """

@@ -1,9 +1,9 @@
 """The C-friendly companions of Mokka's YAML documents (``X.yaml`` -> ``X.nvml``).
 
 The mock NVML library (``native/nvml``) reads compiled facts, never YAML or
-JSON. Each document a process may consult — the staged profile, the runtime
-overrides, the ComputeDomain topology, the Xid events — gets a companion beside
-it, written in the same step, that the library parses with a line scanner and
+JSON. Each document a process may consult — the staged profile (with the
+ComputeDomain topology already applied, mokka/core/topology.py), the runtime
+overrides, the Xid events — gets a companion beside it, written in the same step, that the library parses with a line scanner and
 binary search (the format's C side and its full description: native/nvml/engine/flat.h):
 
     # mokka-nvml <kind> 2
@@ -38,14 +38,12 @@ from mokka.core import names
 FORMAT_VERSION = 2
 KIND_STATE = names.STATE_COMPANION_KIND
 KIND_OVERRIDES = names.OVERRIDES_COMPANION_KIND
-KIND_TOPOLOGY = names.TOPOLOGY_COMPANION_KIND
 KIND_EVENTS = names.XID_EVENTS_KIND
 
 #: Each kind's (bytes, body lines) bound: the library refuses a larger companion unread.
 BOUNDS = {
     KIND_STATE: (names.MAX_STATE_COMPANION_BYTES, names.MAX_STATE_COMPANION_LINES),
     KIND_OVERRIDES: (names.MAX_OVERRIDES_COMPANION_BYTES, names.MAX_OVERRIDES_COMPANION_LINES),
-    KIND_TOPOLOGY: (names.MAX_TOPOLOGY_COMPANION_BYTES, names.MAX_TOPOLOGY_COMPANION_LINES),
     KIND_EVENTS: (names.MAX_EVENTS_COMPANION_BYTES, names.MAX_EVENTS_COMPANION_LINES),
 }
 #: What may not be in a key (a space ends it; control characters and DEL are refused).
@@ -157,18 +155,3 @@ def overrides_companion(doc: dict | None, yaml_bytes: bytes) -> bytes:
 
     return render(KIND_OVERRIDES, digest(yaml_bytes), doc if isinstance(doc, dict) else {})
 
-
-def topology_companion(doc: dict, yaml_bytes: bytes) -> bytes:
-    """``node.<name>.cluster_uuid`` / ``.clique_id`` / ``.domain`` for every node listed."""
-    from mokka.core.compile import normalize_cluster_uuid
-    from mokka.core.profile import digest
-
-    nodes = {}
-    for domain in doc.get("domains") or []:
-        for clique in domain.get("cliques") or []:
-            for node in clique.get("nodes") or []:
-                nodes[str(node)] = {
-                    names.TOPOLOGY_COMPANION_CLUSTER_UUID: normalize_cluster_uuid(domain.get("uuid", "")),
-                    names.TOPOLOGY_COMPANION_CLIQUE_ID: int(clique.get("id", 0)),
-                    "domain": str(domain.get("name", ""))}
-    return render(KIND_TOPOLOGY, digest(yaml_bytes), {names.TOPOLOGY_COMPANION_NODES: nodes})

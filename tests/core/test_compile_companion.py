@@ -4,7 +4,6 @@ YAML has no compiled companion beside it."""
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 import sys
 
@@ -31,20 +30,31 @@ def test_profile_gets_config_nvml_and_state_json(tmp_path):
     assert not (tmp_path / "state.json").exists()
 
 
-def test_overrides_and_topology_documents(tmp_path):
+TOPOLOGY = ("domains:\n- name: d\n  uuid: 11111111-2222-3333-4444-555555555555\n"
+            "  cliques:\n  - id: 3\n    nodes: [worker-1]\n")
+
+
+def test_overrides_document(tmp_path):
     (tmp_path / "overrides").mkdir()
     (tmp_path / "overrides" / "gpu0.yaml").write_text("{utilization: {gpu: 5}}\n")
-    (tmp_path / "topo.yaml").write_text(
-        "domains:\n- name: d\n  uuid: 11111111-2222-3333-4444-555555555555\n"
-        "  cliques:\n  - id: 3\n    nodes: [worker-1]\n")
     assert run("--companion", str(tmp_path / "overrides" / "gpu0.yaml")).returncode == 0
-    assert run("--companion", str(tmp_path / "topo.yaml")).returncode == 0
     assert (tmp_path / "overrides" / "gpu0.nvml").read_text().splitlines()[3:] == ["utilization.gpu 5"]
-    assert (tmp_path / "topo.nvml").read_text().splitlines()[3:] == [
-        "node.worker-1.clique_id 3",
-        "node.worker-1.cluster_uuid 11111111-2222-3333-4444-555555555555",
-        "node.worker-1.domain d"]
     assert not (tmp_path / "state.json").exists()
+
+
+def test_a_topology_document_has_no_companion_the_profile_carries_it(tmp_path):
+    """The overlay is applied once, when the profile compiles: the library reads no topology."""
+    (tmp_path / "topo.yaml").write_text(TOPOLOGY)
+    res = run("--companion", str(tmp_path / "topo.yaml"))
+    assert res.returncode == 1 and not (tmp_path / "topo.nvml").exists()
+    assert "--topology" in res.stderr and "--node-name" in res.stderr
+    (tmp_path / "config.yaml").write_bytes(prof.read("gb300")[1])
+    res = run("--companion", str(tmp_path / "config.yaml"), "--topology", str(tmp_path / "topo.yaml"),
+              "--node-name", "worker-1")
+    assert res.returncode == 0, res.stderr
+    lines = (tmp_path / "config.nvml").read_text().splitlines()
+    assert "gpu.0.fabric.clique_id 3" in lines
+    assert "gpu.0.fabric.cluster_uuid 11111111-2222-3333-4444-555555555555" in lines
 
 
 def test_an_overrides_file_for_every_gpu_at_once_is_refused_with_the_layout(tmp_path):
@@ -60,7 +70,7 @@ def test_an_overrides_file_for_every_gpu_at_once_is_refused_with_the_layout(tmp_
 @pytest.mark.parametrize("content, message", [
     (None, "cannot read: No such file or directory"),
     ("a: [1,\n", "invalid YAML"),
-    ("domains: 3\n", "invalid topology document"),
+    ("domains: 3\n", "a topology document has no companion"),
 ])
 def test_bad_input_is_one_line_and_exit_1(tmp_path, content, message):
     path = tmp_path / "x.yaml"

@@ -9,7 +9,6 @@ import pytest
 
 from mokka.core import compile as comp
 from mokka.engine import flatstate
-from mokka.core import names
 from mokka.core import profile as prof
 
 
@@ -53,22 +52,6 @@ def test_keys_sort_as_c_strcmp_does():
     assert [k for k, _ in pairs] == ["A", "a.b", "aB", "a_b"]
 
 
-def test_topology_companion_lists_every_node():
-    text = b"doc"
-    doc = {"domains": [{"name": "d1", "uuid": "0a1b2c3d-0000-0000-0000-000000000001",
-                        "cliques": [{"id": 7, "nodes": ["n1", "n2"]}]}]}
-    lines = flatstate.topology_companion(doc, text).decode().splitlines()
-    assert lines[0] == "# mokka-nvml topology 2"
-    assert lines[3:] == [
-        "node.n1.clique_id 7",
-        "node.n1.cluster_uuid 0a1b2c3d-0000-0000-0000-000000000001",
-        "node.n1.domain d1",
-        "node.n2.clique_id 7",
-        "node.n2.cluster_uuid 0a1b2c3d-0000-0000-0000-000000000001",
-        "node.n2.domain d1",
-    ]
-
-
 @pytest.mark.parametrize("name", ["a100", "b200", "gb200", "gb300", "h100", "l40s", "t4"])
 def test_state_companion_carries_every_scalar_of_the_state(name):
     profile = prof.load(name)
@@ -93,11 +76,10 @@ def test_state_companion_carries_every_scalar_of_the_state(name):
 
 
 def test_a_document_past_its_kind_bound_is_refused_before_it_fills_memory():
-    """One long domain name repeated in every node's line: refused while walking."""
-    doc = {"domains": [{"name": "d" * 1_000_000, "uuid": "0a1b2c3d-0000-0000-0000-000000000001",
-                        "cliques": [{"id": 1, "nodes": [f"n{i}" for i in range(100_000)]}]}]}
+    """One long name repeated in every GPU's line: refused while walking."""
+    state = {"profile": {"digest": "sha256:x"}, "gpus": [{"name": "d" * 1_000_000}] * 100_000}
     with pytest.raises(flatstate.CompanionError, match="more than the 16777216 bytes"):
-        flatstate.topology_companion(doc, b"doc")
+        flatstate.state_companion(state)
 
 
 class _Watched(list):

@@ -1,8 +1,8 @@
 """One table of engine cases: what a process that loads the mock NVML library sees.
 
-Each Case names a profile, the environment a process starts with and the
-files around it (device nodes, a topology document, the fabricmanager marker,
-an overrides file), and what that process must see: the visible GPUs as
+Each Case names a profile (and the topology document and node name its state
+is compiled with), the environment a process starts with and the files around
+it (device nodes, the fabricmanager marker, an overrides file), and what that process must see: the visible GPUs as
 (uuid, index, physical index), their fabric identity and, where an override
 renames one, their names. Expected values are literals on purpose.
 
@@ -71,7 +71,8 @@ class Case:
     visible: tuple
     env: dict = field(default_factory=dict)
     dev_nodes: tuple = ()               # minors of /dev/nvidia<n> under MOCK_NVML_DEV_ROOT
-    topology: str | None = None         # a topology document (MOCK_TOPOLOGY_CONFIG)
+    topology: str | None = None         # a topology document the state is compiled with
+    node_name: str = ""                 # the node name it is compiled for
     fabricmanager_ready: bool | None = None   # None: MOCK_FABRICMANAGER_STATE_DIR unset
     overrides: dict | None = None       # {scope: YAML text} in the overrides directory
     #: the fabric of every visible GPU: None (no fabric), one (state, clique, cluster)
@@ -133,16 +134,23 @@ CASES = [
     Case("a node past the GPUs is none of them: nvidia1-nvidia8 of 8 GPUs show 1-7", "a100",
          _seen(A100, 1, 2, 3, 4, 5, 6, 7), dev_nodes=(1, 2, 3, 4, 5, 6, 7, 8)),
     Case("topology gives this node its clique and domain", "gb300", _seen(GB300, *ALL8),
-         env={names.ENV_NODE_NAME: "worker-3"}, topology=TOPOLOGY, fabric=("completed", 7, RACK_A)),
+         node_name="worker-3", topology=TOPOLOGY, fabric=("completed", 7, RACK_A)),
     Case("topology for a node in clique 0", "gb300", _seen(GB300, 0, 1),
-         env={names.ENV_NODE_NAME: "worker-1", names.ENV_NVML_VISIBLE_DEVICES: "0,1"},
+         env={names.ENV_NVML_VISIBLE_DEVICES: "0,1"}, node_name="worker-1",
          topology=TOPOLOGY, fabric=("completed", 0, RACK_A)),
     Case("topology without this node keeps the profile", "gb300", _seen(GB300, *ALL8),
-         env={names.ENV_NODE_NAME: "worker-9"}, topology=TOPOLOGY, fabric=PROFILE_FABRIC),
-    Case("topology without NODE_NAME is ignored", "gb300", _seen(GB300, *ALL8),
+         node_name="worker-9", topology=TOPOLOGY, fabric=PROFILE_FABRIC),
+    Case("topology compiled without a node name is ignored", "gb300", _seen(GB300, *ALL8),
          topology=TOPOLOGY, fabric=PROFILE_FABRIC),
     Case("topology never adds fabric to a profile without it", "a100", _seen(A100, *ALL8),
-         env={names.ENV_NODE_NAME: "worker-3"}, topology=TOPOLOGY),
+         node_name="worker-3", topology=TOPOLOGY),
+    Case("the process's NODE_NAME and a document it names change nothing: the node compiled is shown",
+         "gb300", _seen(GB300, *ALL8), node_name="worker-3", topology=TOPOLOGY,
+         env={names.ENV_NODE_NAME: "worker-1", names.ENV_TOPOLOGY_CONFIG: "@topology"},
+         fabric=("completed", 7, RACK_A)),
+    Case("a process's topology document is not read for a state compiled without one", "gb300",
+         _seen(GB300, *ALL8), env={names.ENV_NODE_NAME: "worker-3", names.ENV_TOPOLOGY_CONFIG: "@topology"},
+         fabric=PROFILE_FABRIC),
     Case("fabric auto waits for the fabricmanager marker", "h100", _seen(H100, *ALL8),
          fabricmanager_ready=False, fabric=("in_progress", 0, "00000000-0000-0000-0000-000000000001")),
     Case("fabric auto is completed with the marker", "h100", _seen(H100, *ALL8),
@@ -154,7 +162,7 @@ CASES = [
                  2: ("completed", 9, "00000000-0000-0000-0000-000000000001")},
          names={0: "NVIDIA H100 80GB HBM3", 2: "Renamed GPU"}),
     Case("overrides win over the topology document", "gb300", _seen(GB300, 2),
-         env={names.ENV_NODE_NAME: "worker-3", names.ENV_NVML_VISIBLE_DEVICES: "2"},
+         env={names.ENV_NVML_VISIBLE_DEVICES: "2"}, node_name="worker-3",
          topology=TOPOLOGY, overrides=OVERRIDES_CLIQUES, fabric=("completed", 4, RACK_A)),
     Case("moving readings: the pinned second and the physical GPU draw them", "h100", _seen(H100, 2, 5),
          env={names.ENV_NVML_VISIBLE_DEVICES: "2,5", names.ENV_NVML_CLOCK: "1700000000"},
@@ -201,18 +209,17 @@ def stage(case: Case, root: str) -> dict:
     dev_root = os.path.join(root, "devroot")
     os.makedirs(os.path.join(dev_root, "dev"), exist_ok=True)
     os.makedirs(config_dir, exist_ok=True)
+    from mokka.core import yamlio
+
     loaded = prof.load(case.profile)
-    state = comp.compile_profile(loaded)
+    doc = yamlio.safe_load(case.topology) if case.topology is not None else None
+    state = comp.compile_profile(loaded, doc, case.node_name)
     config = os.path.join(config_dir, names.PROFILE_FILE)
     _write(config, loaded.text)
     _write(flatstate.companion_path(config), flatstate.state_companion(state))
     for minor in case.dev_nodes:
         _write(os.path.join(dev_root, "dev", names.gpu_node_name(minor)), b"")
     env = {names.ENV_NVML_CONFIG: config, names.ENV_DEV_ROOT: dev_root}
-    if case.topology is not None:
-        path = os.path.join(root, names.TOPOLOGY_FILE)
-        write_topology(path, case.topology)
-        env[names.ENV_TOPOLOGY_CONFIG] = path
     if case.fabricmanager_ready is not None:
         fm = os.path.join(root, "fabricmanager")
         os.makedirs(fm, exist_ok=True)
@@ -222,16 +229,28 @@ def stage(case: Case, root: str) -> dict:
     if case.overrides is not None:
         write_overrides(config_dir, case.overrides)
     env.update(case.env)
+    if env.get(names.ENV_TOPOLOGY_CONFIG) == "@topology":
+        env[names.ENV_TOPOLOGY_CONFIG] = write_old_topology(os.path.join(root, names.TOPOLOGY_FILE))
     return env
 
 
-def write_topology(path: str, text: str) -> None:
-    """A topology document and its companion, as ``mokka compile --companion`` writes it."""
-    from mokka.core import yamlio
-    from mokka.engine import flatstate
+def write_old_topology(path: str) -> str:
+    """TOPOLOGY (worker-1 in clique 0, worker-3 in clique 7) and the ``topology.nvml`` companion
+    the library once read and applied for the process's NODE_NAME, byte for byte as it was
+    compiled: a library that still derived the overlay would show it."""
+    import hashlib
+    import zlib
 
-    _write(path, text.encode())
-    _write(flatstate.companion_path(path), flatstate.topology_companion(yamlio.safe_load(text), text.encode()))
+    text = TOPOLOGY.encode()
+    body = "".join(f"node.{node}.{key} {value}\n" for node, clique in
+                   (("worker-1", 0), ("worker-2", 0), ("worker-3", 7))
+                   for key, value in (("clique_id", clique), ("cluster_uuid", RACK_A),
+                                      ("domain", "rack-a"))).encode()
+    head = (f"# mokka-nvml topology 2\ndigest sha256:{hashlib.sha256(text).hexdigest()}\n"
+            f"body {len(body)} crc32:{zlib.crc32(body):08x}\n").encode()
+    _write(path, text)
+    _write(path[:-len(".yaml")] + ".nvml", head + body)
+    return path
 
 
 def overrides_dir(config_dir: str) -> str:

@@ -1,6 +1,7 @@
 """gpu-agent's self-check (the script in demo/node-wide-injection/workload.yaml), run
 for real by /bin/sh against a staged overlay, with the environment the NRI plugin
-injects (mokka-facts §0) and the topology document from the demo's values.yaml.
+injects (mokka-facts §0) and the topology document from the demo's values.yaml, which the
+node's agent compiles into the node's state for its own node name.
 
 Two lines of the script are pointed at the test's folders: the overlay mount
 (/opt/nvml-mock in a container) and its "checks passed" marker.
@@ -18,7 +19,6 @@ import pytest
 import yaml
 
 from tests.native.staged import nvml_build  # noqa: F401  (fixture)
-from tests.corpus.engine_cases import write_topology
 from tests.smi.conftest import stage_overlay
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "node-wide-injection"
@@ -43,18 +43,30 @@ def manifest_env() -> dict[str, str]:
     return {e["name"]: e["value"] for e in container["env"] if "value" in e}
 
 
+def demo_topology() -> dict:
+    return {"version": 1, "domains": yaml.safe_load((DEMO / "values.yaml").read_text())["topology"]["domains"]}
+
+
+def stage_node(root: Path, profile: str, node: str, library: str):
+    """A node's overlay as its agent stages it: the state compiled with the demo's topology
+    for this node's name, and the document at the path the plugin injects."""
+    overlay = stage_overlay(root, profile, library, demo_topology(), node)
+    (overlay.root / "topology").mkdir()
+    (overlay.root / "topology" / "topology.yaml").write_text(yaml.safe_dump(demo_topology()))
+    return overlay
+
+
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory, nvml_build):
-    """Staged gb200 and t4 overlays, each with the demo's topology document in it."""
-    topo = yaml.safe_load((DEMO / "values.yaml").read_text())["topology"]
+    """Staged overlays by (profile, node name), made on first use."""
     staged = {}
-    for profile in ("gb200", "t4"):
-        overlay = stage_overlay(tmp_path_factory.mktemp(f"demo-{profile}"), profile, nvml_build)
-        (overlay.root / "topology").mkdir()
-        write_topology(str(overlay.root / "topology" / "topology.yaml"),
-                       yaml.safe_dump({"version": 1, "domains": topo["domains"]}))
-        staged[profile] = overlay
-    return staged
+
+    def get(profile: str, node: str = NODE):
+        if (profile, node) not in staged:
+            staged[profile, node] = stage_node(tmp_path_factory.mktemp(f"demo-{profile}"), profile, node,
+                                               nvml_build)
+        return staged[profile, node]
+    return get
 
 
 class Agent:
@@ -109,15 +121,16 @@ class Agent:
 @pytest.mark.parametrize("worker, clique", [("worker", 0), ("worker2", 0), ("worker3", 1),
                                              ("worker4", 1)])
 def test_each_worker_reports_its_clique_and_the_domain(nodes, tmp_path, worker, clique):
-    lines = Agent(nodes["gb200"], tmp_path, f"nvml-mock-node-wide-demo-{worker}").run_until_ok()
-    gpus = len(nodes["gb200"].state["gpus"])
+    node = f"nvml-mock-node-wide-demo-{worker}"
+    lines = Agent(nodes("gb200", node), tmp_path, node).run_until_ok()
+    gpus = len(nodes("gb200", node).state["gpus"])
     assert lines[-1] == (f"gpu-agent: OK node=nvml-mock-node-wide-demo-{worker} gpus={gpus} "
                          f"clique={clique} cluster=00000000-0000-0000-0000-0000000000cd")
     assert f"  cliqueId: {clique}" in lines
 
 
 def test_a_missing_overlay_crashes_loudly(nodes, tmp_path):
-    agent = Agent(nodes["gb200"], tmp_path, NODE)
+    agent = Agent(nodes("gb200"), tmp_path, NODE)
     agent.argv[2] = script(tmp_path / "not-injected", agent.ok)
     proc = agent.run_to_failure()
     assert proc.returncode == 1
@@ -127,46 +140,43 @@ def test_a_missing_overlay_crashes_loudly(nodes, tmp_path):
 
 
 def test_a_node_in_the_wrong_clique_fails(nodes, tmp_path):
-    # The plugin's node (what the engine applies) is worker3, clique 1; the pod is on worker.
-    proc = Agent(nodes["gb200"], tmp_path, NODE, plugin_node=f"{NODE}3").run_to_failure()
+    # The node the agent compiled the topology for is worker3, clique 1; the pod is on worker.
+    proc = Agent(nodes("gb200", f"{NODE}3"), tmp_path, NODE, plugin_node=f"{NODE}3").run_to_failure()
     assert proc.returncode == 1
     assert "gpu-agent: FAIL on nvml-mock-node-wide-demo-worker: check-fabric: 0 of" in proc.stderr
     assert "report cliqueId 0" in proc.stderr
 
 
 def test_a_node_outside_the_topology_fails(nodes, tmp_path):
-    proc = Agent(nodes["gb200"], tmp_path, "other-cluster-worker9").run_to_failure()
+    proc = Agent(nodes("gb200", "other-cluster-worker9"), tmp_path, "other-cluster-worker9").run_to_failure()
     assert proc.returncode == 1
     assert "node other-cluster-worker9 has no entry in EXPECTED_CLIQUES" in proc.stderr
 
 
 def test_a_node_the_document_does_not_place_keeps_the_default_uuid_and_fails(nodes, tmp_path):
     # kind-style name the workload expects, but the document names another cluster's nodes.
-    proc = Agent(nodes["gb200"], tmp_path, "gpu-lab-worker").run_to_failure()
+    proc = Agent(nodes("gb200", "gpu-lab-worker"), tmp_path, "gpu-lab-worker").run_to_failure()
     assert proc.returncode == 1
     assert "report clusterUuid 00000000-0000-0000-0000-0000000000cd" in proc.stderr
 
 
 def test_a_profile_without_fabric_names_the_way_out(nodes, tmp_path):
-    proc = Agent(nodes["t4"], tmp_path, NODE).run_to_failure()
+    proc = Agent(nodes("t4"), tmp_path, NODE).run_to_failure()
     assert proc.returncode == 1
     assert "use a fabric profile (gb200) or WITH_COMPUTE_DOMAIN=false" in proc.stderr
 
 
 def test_without_the_compute_domain_only_injection_is_checked(nodes, tmp_path):
-    lines = Agent(nodes["t4"], tmp_path, NODE, CHECK_FABRIC="false").run_until_ok()
-    gpus = len(nodes["t4"].state["gpus"])
+    lines = Agent(nodes("t4"), tmp_path, NODE, CHECK_FABRIC="false").run_until_ok()
+    gpus = len(nodes("t4").state["gpus"])
     assert "gpu-agent: fabric checks skipped (CHECK_FABRIC=false)" in lines
     assert lines[-1] == f"gpu-agent: OK node={NODE} gpus={gpus}"
 
 
 def test_a_fabric_that_never_completes_fails(nodes, tmp_path, nvml_build):
     # A fabric-state folder without fabricmanager's marker reads IN_PROGRESS.
-    overlay = stage_overlay(tmp_path / "overlay", "gb200", nvml_build)
+    overlay = stage_node(tmp_path / "overlay", "gb200", NODE, nvml_build)
     (overlay.root / "driver" / "fabric-state").mkdir()
-    (overlay.root / "topology").mkdir()
-    write_topology(str(overlay.root / "topology" / "topology.yaml"),
-                   (nodes["gb200"].root / "topology" / "topology.yaml").read_text())
     proc = Agent(overlay, tmp_path, NODE, FABRIC_WAIT_SECONDS="0").run_to_failure()
     assert proc.returncode == 1
     assert "fabric not COMPLETED after 0s: " in proc.stderr and "IN_PROGRESS" in proc.stderr
@@ -177,7 +187,7 @@ def test_a_fabric_that_never_completes_fails(nodes, tmp_path, nvml_build):
 
 def test_with_nvidia_s_own_nvidia_smi_as_the_image_stages_it(nvml_build, tmp_path):
     """The image stages NVIDIA's nvidia-smi 550 over the mock NVML library: the real agent
-    stages gb200 with the demo's topology (and its compiled companion) that way, and the
+    stages gb200 with the demo's topology compiled in that way, and the
     self-check passes on NVIDIA's own -L and -q output."""
     from types import SimpleNamespace
 
@@ -189,7 +199,8 @@ def test_with_nvidia_s_own_nvidia_smi_as_the_image_stages_it(nvml_build, tmp_pat
     domains = yaml.safe_load((DEMO / "values.yaml").read_text())["topology"]["domains"]
     topo.write_text(yaml.safe_dump({"version": 1, "domains": domains}))
     agent = [sys.executable, "-m", "mokka", "node-agent", "--host-root", str(root),
-             "--profile", "gb200", "--topology", str(topo), "--container-runtime", "none",
+             "--profile", "gb200", "--topology", str(topo), "--node-name", f"{NODE}3",
+             "--container-runtime", "none",
              "--nvidia-smi", peer("NVIDIA_SMI"), "--health-addr", "", "--log-format", "plain"]
     done = subprocess.run(agent + ["--once"], capture_output=True, text=True, env=clean_env())
     try:

@@ -2,7 +2,7 @@
 tests (test_hostile_files.py, test_fuzz_hostile.py) share.
 
     stage_node(root, gpus)      a config directory with every document a workload can
-                                write (profile, two overrides scopes, the topology copy, the
+                                write (profile, two overrides scopes, the
                                 Xid events; each YAML and its companion); the env to use it
     restated(companion, body)   the companion with another body and a header that states it
                                 truly: only the library's own checks can refuse it
@@ -36,7 +36,7 @@ from tests.peak import Launched
 TIMEOUT_S = 2.0
 #: How long an interpreter may take to start and load the library (a busy machine's).
 STARTUP_S = 60.0
-NODE_NAME = "worker-3"                 # corpus.TOPOLOGY puts it in clique 7 of rack A
+NODE_NAME = "worker-3"                 # corpus.TOPOLOGY puts it in clique 7 of rack A (compiled in)
 OVERRIDDEN = "Overridden"
 
 
@@ -46,12 +46,11 @@ def stage_node(root: str, gpus: int = 2) -> str:
     profile = os.path.join(root, f"h100x{gpus}.yaml")
     with open(profile, "wb") as f:
         f.write(ds.with_num_devices(prof.read("h100")[1], gpus))
-    env = corpus.stage(corpus.Case("hostile", profile, ()), root)
+    env = corpus.stage(corpus.Case("hostile", profile, (), topology=corpus.TOPOLOGY, node_name=NODE_NAME), root)
     config_dir = os.path.dirname(env[names.ENV_NVML_CONFIG])
     corpus.write_overrides(config_dir, {None: "utilization: {gpu: 33}\n",
                                         1: f"name: {OVERRIDDEN}\ncpu_affinity: 0-3\n"
                                            "processes: [{pid: 4242, name: trainer, used_memory_mib: 100}]\n"})
-    corpus.write_topology(os.path.join(config_dir, names.TOPOLOGY_FILE), corpus.TOPOLOGY)
     events, _, last = xid.next_events([], [xid.Injection(1, "GPU-1", "0000:4A:00.0", 48)])
     write_events(config_dir, *xid.render(events, last))
     os.makedirs(os.path.join(root, "devroot", "dev"), exist_ok=True)
@@ -61,9 +60,7 @@ def stage_node(root: str, gpus: int = 2) -> str:
 def node_env(config_dir: str) -> dict:
     """What a consumer of the node in ``config_dir`` gets (no MOCK_* of the caller)."""
     return {names.ENV_NVML_CONFIG: os.path.join(config_dir, names.PROFILE_FILE),
-            names.ENV_DEV_ROOT: os.path.join(os.path.dirname(config_dir), "devroot"),
-            names.ENV_NODE_NAME: NODE_NAME,
-            names.ENV_TOPOLOGY_CONFIG: os.path.join(config_dir, names.TOPOLOGY_FILE)}
+            names.ENV_DEV_ROOT: os.path.join(os.path.dirname(config_dir), "devroot")}
 
 
 def write_events(config_dir: str, text: bytes, companion: bytes) -> None:

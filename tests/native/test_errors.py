@@ -139,16 +139,6 @@ def test_return_codes_of_the_error_paths(nvml_lib, tmp_path):
     }
 
 
-def test_topology_without_companion_warns_once_and_keeps_the_profile(nvml_lib, tmp_path):
-    env = _stage(tmp_path, "gb300", topology=corpus.TOPOLOGY, env={names.ENV_NODE_NAME: "worker-3"})
-    topology = env[names.ENV_TOPOLOGY_CONFIG]
-    os.unlink(flatstate.companion_path(topology))
-    seen, stderr = run_probe(nvml_lib, env, "visible")
-    assert {tuple(g["fabric"][:3]) for g in seen["gpus"]} == {corpus.PROFILE_FABRIC}
-    assert stderr == (f"mock NVML: ignoring topology document {topology}: {topology[:-5]}.nvml: missing: "
-                      f"run 'mokka compile --companion {topology}'\n")
-
-
 def test_stale_overrides_warn_once_and_are_ignored(nvml_lib, tmp_path):
     env = _stage(tmp_path, "a100", overrides={None: "name: Overridden\n"})
     overrides = os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides", "all.yaml")

@@ -33,11 +33,9 @@ def _documents(tmp_path) -> dict:
     over = b"name: Overridden\nthermal: {temperature_gpu_c: 77}\nlst: ['a\\b', \"c\\nd\"]\n"
     events, _, last = xid.next_events([], [xid.Injection(2, "GPU-2", "0000:4A:00.0", 48)])
     text, companion = xid.render(events, last)
-    topo = corpus.TOPOLOGY.encode()
     return {
         "state": (config, flatstate.companion_path(config)),
         "overrides": _pair(tmp_path, "gpu0", over, flatstate.overrides_companion(yamlio.safe_load(over), over)),
-        "topology": _pair(tmp_path, "topology", topo, flatstate.topology_companion(yamlio.safe_load(topo), topo)),
         "events": _pair(tmp_path, "xid-events", text, companion),
     }
 
@@ -55,7 +53,7 @@ def _unescaped(value: str) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("kind", ["state", "overrides", "topology", "events"])
+@pytest.mark.parametrize("kind", ["state", "overrides", "events"])
 def test_what_python_writes_the_c_reader_takes_whole(flatprobe, tmp_path, kind):
     yaml, companion = _documents(tmp_path)[kind]
     seen = load(flatprobe, kind, yaml, companion)
@@ -82,7 +80,7 @@ def _loads(flatprobe, tmp_path, kind: str, yaml: str, spoilt: list[bytes]) -> li
     return batch(flatprobe, kind, files)
 
 
-@pytest.mark.parametrize("kind", ["state", "overrides", "topology", "events"])
+@pytest.mark.parametrize("kind", ["state", "overrides", "events"])
 def test_a_companion_cut_at_any_line_boundary_is_refused(flatprobe, tmp_path, kind):
     yaml, companion = _documents(tmp_path)[kind]
     data = open(companion, "rb").read()
@@ -96,7 +94,7 @@ def _flips(data: bytes, step: int) -> list[tuple[int, bytes]]:
     return [(at, data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]) for at in range(0, len(data), step)]
 
 
-@pytest.mark.parametrize("kind", ["overrides", "topology", "events"])
+@pytest.mark.parametrize("kind", ["overrides", "events"])
 def test_any_byte_flipped_is_refused(flatprobe, tmp_path, kind):
     """Every byte of the small kinds, one at a time (a flip in the header is refused too)."""
     yaml, companion = _documents(tmp_path)[kind]

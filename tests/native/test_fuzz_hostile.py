@@ -4,7 +4,7 @@ forked from an interpreter that has pynvml imported and no library loaded: hosti
 every case, NVIDIA's nvidia-smi 550 for a sample.
 
 Each case copies a staged node's config directory (the profile, two overrides scopes,
-the topology copy, the Xid events; each YAML with its companion), spoils one file with
+the Xid events; each YAML with its companion), spoils one file with
 one mutation class, and runs one consumer with a 2 s timeout. Every run must end (no
 hang past 2 s: a case that times out is run once more, so a busy machine is not taken
 for a hang), exit cleanly (no crash, no sanitizer report), print only one-line warnings
@@ -50,7 +50,7 @@ GPUS = 2
 NVIDIA_SMI_SAMPLE = 12
 WORKERS = 2
 
-COMPANIONS = ("config.nvml", "overrides/all.nvml", "overrides/gpu1.nvml", "topology.nvml", "xid-events.nvml")
+COMPANIONS = ("config.nvml", "overrides/all.nvml", "overrides/gpu1.nvml", "xid-events.nvml")
 YAMLS = tuple(c[:-len(".nvml")] + ".yaml" for c in COMPANIONS)
 HUGE_NUMBERS = ("18446744073709551615", "18446744073709551616", "99999999999999999999999999", "-1",
                 "-9223372036854775808", "1e308", "nan", "inf", "0", "4294967296")

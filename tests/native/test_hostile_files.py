@@ -16,7 +16,6 @@ import threading
 import pytest
 
 from mokka.core import names, xid
-from mokka.engine import flatstate
 from tests.corpus import engine_cases as corpus
 from tests.native.conftest import PROBE, clean_env, run_probe, start_probe
 from tests.native.hostile import (OVERRIDDEN, answered, drop_lines, node_env, restated, set_lines,
@@ -55,7 +54,6 @@ def _swap(path: str, make) -> None:
 
 IGNORED = {  # a FIFO here: the document is ignored, the rest of the node answers
     "overrides/all.yaml": "overrides", "overrides/gpu1.nvml": "overrides",
-    "topology.yaml": "topology document", "topology.nvml": "topology document",
     "xid-events.yaml": "Xid events", "xid-events.nvml": "Xid events",
 }
 
@@ -87,11 +85,9 @@ def test_a_fifo_for_any_other_document_is_ignored_in_one_line(nvml_lib, node, na
     assert stderr == f"mock NVML: ignoring {IGNORED[name]} {yaml}: {named}a FIFO, not a regular file{hint}\n"
     if name.startswith("overrides/gpu1"):
         assert seen["gpus"][1]["Name"] == PROFILE_NAME
-    if name.startswith("topology"):                 # the profile's fabric, not the document's clique
-        assert {g["Fabric"][1] for g in seen["gpus"]} == {corpus.PROFILE_FABRIC[1]}
 
 
-def test_the_profile_and_topology_of_the_node_answer_when_nothing_is_spoilt(nvml_lib, node):
+def test_the_profile_and_its_compiled_topology_answer_when_nothing_is_spoilt(nvml_lib, node):
     seen, stderr = survey(nvml_lib, node)
     assert stderr == "" and seen["gpus"][1]["Name"] == OVERRIDDEN
     assert {g["Fabric"][1] for g in seen["gpus"]} == {RACK_A_CLIQUE}
@@ -344,55 +340,6 @@ def test_a_directory_in_place_of_a_document_fails_its_reset_in_one_line(nvml_lib
     assert seen["gpus"][1]["Name"] == PROFILE_NAME and stderr.count("\n") == 1 and yaml in stderr
 
 
-def _kubelet_layout(directory: str, files: dict) -> None:
-    """The kubelet's ConfigMap volume: ..<ts>/FILE, ..data -> ..<ts>, FILE -> ..data/FILE."""
-    stamp = os.path.join(directory, "..2025_01_01_00_00_00.000000000")
-    os.makedirs(stamp)
-    for name, data in files.items():
-        with open(os.path.join(stamp, name), "wb") as f:
-            f.write(data)
-        os.symlink(os.path.join(names.KUBELET_DATA_LINK, name), os.path.join(directory, name))
-    os.symlink(os.path.basename(stamp), os.path.join(directory, names.KUBELET_DATA_LINK))
-
-
-def _topology_files() -> dict:
-    from mokka.core import yamlio
-    text = corpus.TOPOLOGY.encode()
-    return {names.TOPOLOGY_FILE: text,
-            flatstate.companion_path(names.TOPOLOGY_FILE): flatstate.topology_companion(yamlio.safe_load(text), text)}
-
-
-def test_a_topology_configmap_volume_is_read_through_its_kubelet_links(nvml_lib, node, tmp_path):
-    volume = tmp_path / "topology-volume"
-    volume.mkdir()
-    _kubelet_layout(str(volume), _topology_files())
-    env = {**node_env(node), names.ENV_TOPOLOGY_CONFIG: str(volume / names.TOPOLOGY_FILE)}
-    run = answered([sys.executable, PROBE, "survey"], clean_env(nvml_lib, env))
-    seen = json.loads(run.stdout.splitlines()[-1])
-    assert run.stderr == "" and {g["Fabric"][1] for g in seen["gpus"]} == {RACK_A_CLIQUE}
-
-
-def test_a_topology_configmap_volume_named_relative_to_the_cwd_is_read_through_its_links(nvml_lib, node, tmp_path):
-    volume = tmp_path / "topology-volume"
-    volume.mkdir()
-    _kubelet_layout(str(volume), _topology_files())
-    env = {**node_env(node), names.ENV_TOPOLOGY_CONFIG: names.TOPOLOGY_FILE}
-    run = subprocess.run([sys.executable, PROBE, "survey"], env=clean_env(nvml_lib, env), cwd=volume,
-                         capture_output=True, text=True, timeout=60)
-    seen = json.loads(run.stdout.splitlines()[-1])
-    assert run.stderr == "" and {g["Fabric"][1] for g in seen["gpus"]} == {RACK_A_CLIQUE}
-
-
-def test_the_same_links_in_the_staged_config_directory_are_refused(nvml_lib, node):
-    for name in _topology_files():
-        os.unlink(_path(node, name))
-    _kubelet_layout(node, _topology_files())
-    seen, stderr = survey(nvml_lib, node)
-    yaml = _path(node, names.TOPOLOGY_FILE)
-    assert {g["Fabric"][1] for g in seen["gpus"]} == {corpus.PROFILE_FABRIC[1]}
-    assert stderr == f"mock NVML: ignoring topology document {yaml}: a symbolic link, not followed\n"
-
-
 # --- numbers the moving readings compute with ------------------------------------------
 
 EXTREMES = [b"gpu.0.dynamic_metrics.temperature.base_c 9223372036854775807",
@@ -532,7 +479,7 @@ def test_an_overrides_document_of_exactly_the_document_bound_is_read(nvml_lib, n
 
 
 DOCUMENTS = ["config.yaml", "config.nvml", "mig.nvml", "overrides/all.yaml", "overrides/gpu1.nvml",
-             "topology.yaml", "topology.nvml", "xid-events.yaml", "xid-events.nvml"]
+             "xid-events.yaml", "xid-events.nvml"]
 
 
 def test_device_nodes_for_every_document_are_never_opened(nvml_lib, node):

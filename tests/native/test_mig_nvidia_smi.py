@@ -53,9 +53,9 @@ GPU  0 Profile ID  5 Placement : {0}:4
 GPU  0 Profile ID  0 Placement : {0}:8
 """
 MIG_UUID = re.compile(r"MIG-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-#: The MIG UUID of (the h100's GPU 0, GPU instance 1, compute instance 0): derived, so the same
+#: The MIG UUID of (the h100's GPU 0, GPU instance 2, compute instance 0): derived, so the same
 #: on every node with these GPUs and in every process.
-H100_GI1_CI0 = "MIG-8db1e6f2-807d-5e54-88a7-9562a4565f69"
+H100_GI2_CI0 = "MIG-7a71e86f-ba16-5180-87e5-dd110ba63f21"
 
 
 @pytest.fixture(scope="module")
@@ -187,16 +187,16 @@ def test_mig_uuids_are_derived_the_same_by_every_process(board):
         uuids = MIG_UUID.findall(ok(run(["-L"])))
         assert len(uuids) == 1
         if name == "h100":
-            assert uuids == [H100_GI1_CI0]
+            assert uuids == [H100_GI2_CI0]
 
 
 def test_more_queries_print_as_nvidias(board):
     """Compute instance profiles and placements, a profile by name, placements asked for."""
     name, node = board
     n = BOARDS[name]["names"]
-    steps = [["-mig", "1"], ["-r"], ["mig", "-cgi", f"{n[9]},{n[19]}:4", "-i", "0"], ["mig", "-lcip", "-i", "0"],
-             ["mig", "-lcipp"], ["mig", "-cci", "0,1", "-gi", "1", "-i", "0"], ["mig", "-cci", "0", "-gi", "1"],
-             ["mig", "-lci"], ["mig", "-dci", "-ci", "1", "-gi", "1", "-i", "0"], ["mig", "-dci", "-gi", "7"],
+    steps = [["-mig", "1"], ["-r"], ["mig", "-cgi", f"{n[9]},{n[19]}:0", "-i", "0"], ["mig", "-lcip", "-i", "0"],
+             ["mig", "-lcipp"], ["mig", "-cci", "0,1", "-gi", "2", "-i", "0"], ["mig", "-cci", "0", "-gi", "2"],
+             ["mig", "-lci"], ["mig", "-dci", "-ci", "1", "-gi", "2", "-i", "0"], ["mig", "-dci", "-gi", "7"],
              ["mig", "-cgi", "9:3", "-i", "1"], ["mig", "-cgi", "bogus", "-i", "1"], ["mig", "-lgip"],
              ["mig", "-lgi", "-i", "1"], ["-L"], ["-q", "-i", "0"], [], ["mig", "-x"], ["-mig", "2"],
              ["-mig", "enabled"], ["mig", "-dci"], ["mig", "-dgi"], ["-mig", "0"], ["-r"]]
@@ -218,3 +218,40 @@ def mig_block(text: str, args: list) -> str:
         return text[start:text.index("    Accounting Mode", start)]
     lines = text[text.index("| MIG devices:"):].splitlines()
     return "\n".join(ln for ln in lines[:next(i for i, ln in enumerate(lines) if not ln.startswith(("|", "+")))])
+
+
+# --- the MIG user guide's examples (A100-40GB): where the driver puts each instance ---------
+
+#: docs.nvidia.com/datacenter/tesla/mig-user-guide, "Instance Geometry" (examples 1-3 and the
+#: known issue of example 2) and "Creating GPU Instances": the -cgi list, the GPU instance ids
+#: it prints, and -lgi's (profile ID, instance ID, Start:Size) rows, as the guide shows them.
+#: One listing is the rule's, not the guide's: after "-cgi 9,3g.20gb" the guide's -lgi shows
+#: instance 1 at 4:4 and 2 at 0:4, against its own example 2 (instance 2 at 4:4) and the ids
+#: every other example shows (an id follows from its placement: mig.h).
+GUIDE = [
+    ("4-2-1", "19,14,5", 0, [13, 5, 1], [("19", "13", "6:1"), ("14", "5", "4:2"), ("5", "1", "0:4")]),
+    ("3-2-1-1, 3g first", "9,19,14,19", 0, [2, 7, 4, 8],
+     [("19", "7", "0:1"), ("19", "8", "1:1"), ("14", "4", "2:2"), ("9", "2", "4:4")]),
+    ("3-2-1-1, 3g last: the known issue", "19,19,14,9", 23, [13, 11, 3], None),
+    ("2-1-1-1-1-1", "14,19,19,19,19,19", 0, [5, 13, 7, 8, 9, 10],
+     [("19", "7", "0:1"), ("19", "8", "1:1"), ("19", "9", "2:1"), ("19", "10", "3:1"), ("19", "13", "6:1"),
+      ("14", "5", "4:2")]),
+    ("two 3g", "9,3g.20gb", 0, [2, 1], [("9", "1", "0:4"), ("9", "2", "4:4")]),
+    ("seven 1g", "19,19,19,19,19,19,19", 0, [13, 11, 12, 7, 8, 9, 10], None),
+]
+
+
+@pytest.mark.parametrize("cgi,status,ids,listed", [g[1:] for g in GUIDE], ids=[g[0] for g in GUIDE])
+def test_nvidias_nvidia_smi_places_the_guides_examples_where_the_guide_shows(nodes, cgi, status, ids, listed):
+    node = nodes["a100"]
+    clear(node)
+    try:
+        ok(node.run(["-i", "0", "-mig", "1"]))
+        ok(node.run(["-r", "-i", "0"]))
+        done = node.run(["mig", "-cgi", cgi, "-i", "0"])
+        assert done.returncode == status, done.stdout
+        assert [int(i) for i in re.findall(r"created GPU instance ID\s+(\d+)", done.stdout)] == ids
+        if listed is not None:
+            assert [r[2:] for r in rows(ok(node.run(["mig", "-lgi", "-i", "0"])))] == listed
+    finally:
+        clear(node)

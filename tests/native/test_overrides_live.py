@@ -289,15 +289,20 @@ print(json.dumps(seen))
 
 
 def test_a_topology_changed_between_two_inits_gives_the_next_its_clique_then_its_domain(nvml_lib, tmp_path):
-    # worker-3's clique 7 becomes 6, then rack A's uuid ...CD becomes ...CC: one field at a time.
+    # worker-3's clique 7 becomes 6, then rack A's uuid ...CD becomes ...CC: one field at a time,
+    # each a profile pair compiled again with the new document, as the agent writes it.
     (tmp_path / "host").mkdir()
     config_dir = stage_node(str(tmp_path / "host"))
+    profile = os.path.join(str(tmp_path / "host"), "h100x2.yaml")
     steps = []
     for i, text in enumerate([corpus.TOPOLOGY.replace("id: 7", "id: 6"),
                               corpus.TOPOLOGY.replace("id: 7", "id: 6").replace("0CD", "0CC")]):
+        staged = corpus.stage(corpus.Case(f"step{i}", profile, (), topology=text, node_name="worker-3"),
+                              str(tmp_path / f"staged{i}"))[names.ENV_NVML_CONFIG]
         step = tmp_path / f"step{i}"
         step.mkdir()
-        corpus.write_topology(str(step / names.TOPOLOGY_FILE), text)
+        for name in (names.PROFILE_FILE, os.path.basename(flatstate.companion_path(names.PROFILE_FILE))):
+            os.replace(os.path.join(os.path.dirname(staged), name), step / name)
         steps += [str(step), config_dir]
     res = subprocess.run([sys.executable, "-c", FABRIC_STEPS, *steps], env=clean_env(nvml_lib, node_env(config_dir)),
                          capture_output=True, text=True, timeout=60)
@@ -352,7 +357,7 @@ def test_a_node_unchanged_between_inits_is_the_one_kept_and_warns_once(nvml_lib,
     # again and again (a device plugin's health check) keeps its node, so a stale overrides
     # file is named once, not at every init. gb300 in a topology clique, with its fabric
     # waiting on the marker, reads every part of the node.
-    case = corpus.Case("same", "gb300", (), env={names.ENV_NODE_NAME: "worker-3"},
+    case = corpus.Case("same", "gb300", (), node_name="worker-3",
                        topology=corpus.TOPOLOGY, fabricmanager_ready=False, overrides={0: "name: Old\n"})
     env = corpus.stage(case, str(tmp_path))
     overrides = os.path.join(corpus.overrides_dir(os.path.dirname(env[names.ENV_NVML_CONFIG])), "gpu0.yaml")

@@ -27,7 +27,6 @@ import pytest
 
 from mokka.core import names
 from mokka.core import profile as prof
-from tests.corpus import engine_cases as corpus
 from tests.native.conftest import HERE, REPO, clean_env
 from tests.peers import peer
 from tests.waiting import wait_until
@@ -40,8 +39,6 @@ SETTLE_S = 0.1            # the swapped node, whole, before the next swap
 GRACE_S = 1.0             # how long the library waits on a pair in flight
 DRIVER_NOT_LOADED = 9
 T4_GPUS, H100_GPUS = "4", "8"
-NODE_NAME = "worker-3"
-CLIQUES = ("7", "9")      # worker-3's clique in the two topology documents
 SMI_RUNS = 10
 
 
@@ -61,28 +58,22 @@ def compiled(directory: str, name: str, text: bytes) -> tuple[bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory) -> dict:
-    """Two profiles of different GPU counts, and two topology documents that put this node
-    in different cliques: each a (YAML, companion) pair."""
+    """Two profiles of different GPU counts: each a (YAML, companion) pair."""
     scratch = str(tmp_path_factory.mktemp("pairs"))
     out = {gpus: compiled(os.path.join(scratch, gpus), names.PROFILE_FILE, prof.load(name).text)
            for gpus, name in ((T4_GPUS, "t4"), (H100_GPUS, "h100"))}
-    for clique in CLIQUES:
-        text = corpus.TOPOLOGY.replace("- id: 7", f"- id: {clique}").encode()
-        out[clique] = compiled(os.path.join(scratch, f"clique-{clique}"), names.TOPOLOGY_FILE, text)
     return out
 
 
 @pytest.fixture
 def node(tmp_path, pairs) -> dict:
-    """A config directory holding the t4 profile and the topology of clique 7; its env."""
+    """A config directory holding the t4 profile; its env."""
     config_dir = tmp_path / "config"
     dev_root = tmp_path / "devroot"
     (dev_root / "dev").mkdir(parents=True)
     config_dir.mkdir()
     config = str(config_dir / names.PROFILE_FILE)
-    topology = str(config_dir / names.TOPOLOGY_FILE)
     write_pair(config, pairs[T4_GPUS], companion_first=True, pause=0)
-    write_pair(topology, pairs[CLIQUES[0]], companion_first=True, pause=0)
     return {names.ENV_NVML_CONFIG: config, names.ENV_DEV_ROOT: str(dev_root)}
 
 
@@ -158,17 +149,6 @@ def test_no_init_fails_and_every_count_is_one_profiles_while_the_profile_is_swap
     summaries = swap_under_readers(nvml_lib, node, tmp_path, node[names.ENV_NVML_CONFIG],
                                    [pairs[T4_GPUS], pairs[H100_GPUS]], [True, False])
     assert_whole(summaries, {T4_GPUS, H100_GPUS})
-
-
-def test_the_topology_document_swapped_under_readers_always_gives_one_documents_clique(
-        nvml_lib, node, pairs, tmp_path):
-    config_dir = os.path.dirname(node[names.ENV_NVML_CONFIG])
-    write_pair(node[names.ENV_NVML_CONFIG], pairs[H100_GPUS], companion_first=True, pause=0)   # has a fabric
-    topology = os.path.join(config_dir, names.TOPOLOGY_FILE)
-    env = dict(node, **{names.ENV_TOPOLOGY_CONFIG: topology, names.ENV_NODE_NAME: NODE_NAME})
-    summaries = swap_under_readers(nvml_lib, env, tmp_path, topology, [pairs[c] for c in CLIQUES],
-                                   [True], fabric=True)
-    assert_whole(summaries, set(CLIQUES))         # never the profile's own clique (0)
 
 
 def start_once(nvml_lib: str, env: dict) -> subprocess.Popen:

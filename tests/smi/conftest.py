@@ -75,10 +75,13 @@ class Overlay:
                               capture_output=True, text=True, timeout=60)
 
 
-def stage_overlay(root: Path, profile: str, library: str) -> Overlay:
+def stage_overlay(root: Path, profile: str, library: str, topology: dict | None = None,
+                  node_name: str = "") -> Overlay:
+    """An overlay whose state is compiled from ``profile`` (with ``topology`` applied for
+    ``node_name``, as the agent compiles it)."""
     launcher.stage(str(root))
     loaded = prof.load(profile)
-    state = comp.compile_profile(loaded)
+    state = comp.compile_profile(loaded, topology, node_name)
     cfg = root / names.DRIVER_CONFIG_DIR
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / names.PROFILE_FILE).write_bytes(loaded.text)
@@ -120,7 +123,8 @@ def dev_root(tmp_path) -> DevRoot:
 
 @pytest.fixture
 def fresh(tmp_path, nvml_build):
-    """A private overlay (for tests that write overrides or topology files)."""
-    def make(profile: str) -> Overlay:
-        return stage_overlay(tmp_path / f"overlay-{profile}", profile, nvml_build)
+    """A private overlay (for tests that write overrides, or compile a topology in)."""
+    def make(profile: str, topology: dict | None = None, node_name: str = "") -> Overlay:
+        return stage_overlay(tmp_path / f"overlay-{profile}-{node_name}", profile, nvml_build,
+                             topology, node_name)
     return make

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from mokka.core import names
-from tests.corpus.engine_cases import write_topology
 
 
 def _uuids(res) -> list:
@@ -74,17 +74,15 @@ domains:
 """
 
 
-def test_topology_gives_two_nodes_two_cliques(fresh, dev_root, tmp_path):
-    ov = fresh("gb300")
-    doc = tmp_path / "topology.yaml"
-    write_topology(str(doc), TOPOLOGY)
+def test_topology_compiled_for_two_nodes_gives_them_two_cliques(fresh, dev_root):
+    doc = yaml.safe_load(TOPOLOGY)
     seen = {}
     for node in ("worker-1", "worker-3"):
-        env = {"NODE_NAME": node, "MOCK_TOPOLOGY_CONFIG": str(doc)}
-        q = ov.run(["-q", "-d", "FABRIC"], str(dev_root), **env)
+        ov = fresh("gb300", doc, node)
+        q = ov.run(["-q", "-d", "FABRIC"], str(dev_root))
         cliques = {l.split(":")[1].strip() for l in q.stdout.splitlines() if "CliqueId" in l}
         uuids = {l.split(": ")[1].strip() for l in q.stdout.splitlines() if "ClusterUUID" in l}
-        cf = ov.run([], str(dev_root), exe=ov.check_fabric, **env)
+        cf = ov.run([], str(dev_root), exe=ov.check_fabric)
         assert cf.returncode == 0, cf.stderr
         assert {l.split(": ")[1] for l in cf.stdout.splitlines() if "cliqueId" in l} == cliques
         assert uuids == {"00000000-0000-0000-0000-0000000000cd"}
@@ -92,21 +90,25 @@ def test_topology_gives_two_nodes_two_cliques(fresh, dev_root, tmp_path):
     assert seen == {"worker-1": {"0"}, "worker-3": {"7"}}
 
 
-def test_topology_missing_is_silent_invalid_warns_and_ungated_profiles_are_unchanged(fresh, dev_root, tmp_path):
-    ov = fresh("gb200")
-    res = ov.run(["-L"], str(dev_root), NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(tmp_path / "none.yaml"))
-    assert res.returncode == 0 and res.stderr == ""
+def test_the_library_reads_no_topology_document_and_no_node_name(fresh, dev_root, tmp_path):
+    """The overlay is applied once, at compile: a process's NODE_NAME and MOCK_TOPOLOGY_CONFIG
+    (a document naming it elsewhere, or one that does not parse) change nothing and warn of nothing."""
+    ov = fresh("gb200", yaml.safe_load(TOPOLOGY), "worker-3")
+    other = tmp_path / "other.yaml"
+    other.write_text(TOPOLOGY.replace("[worker-3]", "[worker-9]").replace("[worker-1, worker-2]",
+                                                                          "[worker-1, worker-2, worker-3]"))
     bad = tmp_path / "bad.yaml"
     bad.write_text("domains: [1, 2")
-    res = ov.run(["--query-gpu=fabric.cliqueId", "--format=csv,noheader"], str(dev_root),
-                 NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(bad))
-    assert res.returncode == 0 and set(res.stdout.split()) == {"0"}
-    assert res.stderr == (f"mock NVML: ignoring topology document {bad}: {tmp_path / 'bad.nvml'}: missing: "
-                          f"run 'mokka compile --companion {bad}'\n")
-    good = tmp_path / "t.yaml"
-    write_topology(str(good), TOPOLOGY)
-    a100 = fresh("a100")
-    res = a100.run([], str(dev_root), exe=a100.check_fabric, NODE_NAME="worker-3", MOCK_TOPOLOGY_CONFIG=str(good))
+    for env in ({}, {"NODE_NAME": "worker-1", "MOCK_TOPOLOGY_CONFIG": str(other)},
+                {"NODE_NAME": "worker-3", "MOCK_TOPOLOGY_CONFIG": str(bad)}):
+        res = ov.run(["--query-gpu=fabric.cliqueId", "--format=csv,noheader"], str(dev_root), **env)
+        assert res.returncode == 0 and res.stderr == ""
+        assert set(res.stdout.split()) == {"7"}
+
+
+def test_a_topology_never_adds_fabric_to_a_profile_without_it(fresh, dev_root):
+    a100 = fresh("a100", yaml.safe_load(TOPOLOGY), "worker-3")
+    res = a100.run([], str(dev_root), exe=a100.check_fabric)
     assert res.returncode == 2 and "NOT_SUPPORTED (0)" in res.stdout
 
 

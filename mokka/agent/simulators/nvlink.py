@@ -1,9 +1,10 @@
 """nvlink: the ComputeDomain topology document, in the overlay and beside config.yaml.
 
 The second copy serves processes that mount only the driver root (the DRA
-kubelet plugin); the mock library looks beside its config. Each copy has its
-compiled companion (``topology.nvml``), the only form the C library reads.
-No document: all four go.
+kubelet plugin). The mock library reads neither: the agent applies the document
+for this node when it compiles ``config.nvml`` (mokka.agent.desired, and
+mokka/core/topology.py), and compiles again when the document changes.
+No document: both go.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File
 from mokka.agent.simulators import Host, Readiness
 from mokka.core import names
-from mokka.engine import pair
 
 OWNER = "nvlink"
 
@@ -22,11 +22,9 @@ OWNER = "nvlink"
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     if desired.topology_text is None:
         return {}
-    doc, companion = File(desired.topology_text), File(desired.topology_nvml or b"")
-    out = {}
-    for path in (host.overlay.topology, os.path.join(host.overlay.driver_config, names.TOPOLOGY_FILE)):
-        out.update(pair.entries(path, doc, companion))
-    return out
+    doc = File(desired.topology_text)
+    return {path: doc for path in (host.overlay.topology,
+                                   os.path.join(host.overlay.driver_config, names.TOPOLOGY_FILE))}
 
 
 class NvLink:

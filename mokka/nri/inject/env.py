@@ -186,8 +186,9 @@ def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infin
     gpu_vars, ib_vars = _table(config.overlay_mount_path, config.infiniband_tier)
     if gpu:
         _defaults(env, gpu_vars)
-        # Topology needs both a lookup key (the node name) and a document the
-        # injected path resolves to inside the container.
+        # The Go reference's contract for workloads: the node name and where the
+        # topology document is inside the container, only when both mean something.
+        # The mock library reads neither (compile applied the document: config.nvml).
         if config.node_name and view.topology_staged and config.topology_mount_path:
             _defaults(env, topology_env(config.node_name, config.topology_mount_path))
     if infiniband:

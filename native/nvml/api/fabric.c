@@ -1,5 +1,5 @@
 /* GPU fabric (NVLink domain) identity and state: nvmlDeviceGetGpuFabricInfo[V].
- * The state's fabric block after the topology document and `state: auto`
+ * The state's fabric block (the topology document applied at compile) and `state: auto`
  * (node.c), and its health: the flags, and a summary the profile gives or that
  * follows from them (unhealthy routes or a wrong configuration: unhealthy;
  * any other flag: limited capacity; else healthy). */

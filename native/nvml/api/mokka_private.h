@@ -1,7 +1,7 @@
 /* Mokka's private calls of the mock NVML library: what its own clients (our
  * nvidia-smi, check-fabric, `mokka ctl`, the mock CUDA driver of native/cuda)
- * ask beyond NVML's API. native/nvml/api/private.c, processes.c and process_sweep.c
- * define them; a client finds them with dlsym, and a library without them is not
+ * ask beyond NVML's API. native/nvml/api/private.c, processes.c, process_sweep.c and
+ * native/nvml/mig/mig_rules.c define them; a client finds them with dlsym, and a library without them is not
  * Mokka's.
  */
 #ifndef MOKKA_NVML_PRIVATE_H
@@ -40,5 +40,17 @@ MOKKA_EXPORT int nvmlMokkaSweepProcessRecords(const char *dir);
  * may write), so no reader opens it and the agent may remove it; 0 when it is one;
  * -1 (errno set) when it cannot be looked at. Never follows a link. */
 MOKKA_EXPORT int nvmlMokkaProcessRecordsStray(int dir, const char *name);
+
+/* Where NVIDIA's driver puts GPU instances created one after another without a
+ * placement on an empty GPU, by the library's one placement rule (mig/mig_rules.c): what
+ * compile plans a boot layout with (mokka/core/mig.py). `profiles` holds `nprofiles`
+ * rows of MOKKA_MIG_PLACE_ROW numbers: instances, placement size, how many placements,
+ * and their starts (8 at most); `create` the `count` row indices to create, in order.
+ * Fills starts[i] for each placed and *placed with how many; INSUFFICIENT_RESOURCES
+ * at the first that does not fit. Needs no nvmlInit. */
+#define MOKKA_MIG_PLACE_ROW 11
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaMigPlaceGpuInstances(unsigned int nprofiles, const unsigned int *profiles,
+                                                        unsigned int count, const unsigned int *create,
+                                                        unsigned int *starts, unsigned int *placed);
 
 #endif

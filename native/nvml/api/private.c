@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "mig/mig.h"
 #include "mokka_private.h"
 
 /* which: MOKKA_NODE_PATH_PROFILE (the profile in use), _OVERRIDES (the overrides
@@ -78,4 +79,12 @@ nvmlReturn_t nvmlMokkaGetDeviceCudaValue(nvmlDevice_t device, const char *key, l
         return NVML_ERROR_NOT_SUPPORTED;
     *value = v;
     return NVML_SUCCESS;
+}
+
+_Static_assert(MOKKA_MIG_PLACE_ROW == MIG_PLACE_ROW, "the private ABI's row is the MIG room's");
+
+nvmlReturn_t nvmlMokkaMigPlaceGpuInstances(unsigned int nprofiles, const unsigned int *profiles, unsigned int count,
+                                           const unsigned int *create, unsigned int *starts, unsigned int *placed)
+{
+    return mig_place_plan(nprofiles, profiles, count, create, starts, placed);
 }

@@ -11,7 +11,7 @@
  * is immutable once published, apart from the overrides layer (overrides.c),
  * which is swapped under its own lock. A value of a GPU is looked up through
  * the layers, highest first: the overrides of the GPU (`gpu<physical index>`),
- * the overrides of every GPU (`all`), what this process derived (topology, fabric state, the moving readings
+ * the overrides of every GPU (`all`), what this process derived (the moving readings
  * of dynamic.c), the state's own
  * `gpu.<physical index>.K`. MIG partitions are the node's, kept apart (../mig/mig.h).
  */
@@ -63,10 +63,6 @@ struct mock_gpu {
     unsigned int phys;                 /* index in the state; overrides use it */
     unsigned int index;                /* visible index, renumbered from 0 */
     char base[24];                     /* "gpu.<phys>." */
-    int has_fabric;                    /* the state gives it a fabric block */
-    int topology;                      /* the topology document named this node */
-    char cluster_uuid[64];
-    char clique_id[24];
 };
 
 struct mock_node {
@@ -99,7 +95,7 @@ void mock_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mock_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The one line of a document that cannot be used (flat_load failed): the file and the
  * reason, never a value read from it. For the profile (ignoring NULL: nvmlInit fails),
- * or a document that is ignored ("overrides", "topology document", "Xid events": a
+ * or a document that is ignored ("overrides", "Xid events": a
  * warning, printed once); `compilable`: 'mokka compile --companion' writes its companion. */
 void mock_say_unusable(const char *ignoring, const char *yaml, const struct flat_why *why, int compilable);
 

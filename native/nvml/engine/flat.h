@@ -11,7 +11,7 @@
  *     gpu.0.nvlink_links.len 18
  *     ...
  *
- * - kind: what the document is (struct flat_kind: state, overrides, topology or
+ * - kind: what the document is (struct flat_kind: state, overrides or
  *   events); 2 is the format's version, and a reader refuses any other ("run mokka
  *   compile --companion").
  * - digest: what the companion was compiled from, `X.yaml` beside `X.nvml`; one

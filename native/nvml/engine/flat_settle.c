@@ -19,7 +19,7 @@
  * (every injected container can write the config directory) delays one load by the
  * grace and no more, and a FIFO or a link is refused by flat_load, never waited on.
  *
- * For readers that must answer now: nvmlInit's profile and topology document.
+ * For readers that must answer now: nvmlInit's profile.
  * Readers that look again on their own keep what they had meanwhile and use
  * flat_load: the overrides layer (overrides.c, with a grace of its own that never
  * blocks a query) and the Xid events a wait polls (xid.c).

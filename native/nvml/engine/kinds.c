@@ -54,7 +54,5 @@ const struct flat_kind KIND_STATE = {MOKKA_STATE_COMPANION_KIND, MOKKA_MAX_STATE
                                      gpu_lists, NULL};
 const struct flat_kind KIND_OVERRIDES = {MOKKA_OVERRIDES_COMPANION_KIND, MOKKA_MAX_OVERRIDES_COMPANION_BYTES,
                                          MOKKA_MAX_OVERRIDES_COMPANION_LINES, gpu_lists, NULL, NULL, NULL};
-const struct flat_kind KIND_TOPOLOGY = {MOKKA_TOPOLOGY_COMPANION_KIND, MOKKA_MAX_TOPOLOGY_COMPANION_BYTES,
-                                        MOKKA_MAX_TOPOLOGY_COMPANION_LINES, NULL, NULL, NULL, NULL};
 const struct flat_kind KIND_EVENTS = {MOKKA_XID_EVENTS_KIND, MOKKA_MAX_EVENTS_COMPANION_BYTES,
                                       MOKKA_MAX_EVENTS_COMPANION_LINES, event_lists, NULL, NULL, events_hold};

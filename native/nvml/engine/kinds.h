@@ -7,7 +7,6 @@
 
 extern const struct flat_kind KIND_STATE;      /* config.nvml: the compiled state */
 extern const struct flat_kind KIND_OVERRIDES;  /* overrides/<scope>.nvml: one scope's fields */
-extern const struct flat_kind KIND_TOPOLOGY;   /* topology.nvml: node -> cluster, clique */
 extern const struct flat_kind KIND_EVENTS;     /* xid-events.nvml: the injected Xids */
 
 #endif

@@ -48,18 +48,10 @@ static int layer_lookup(const struct flat *f, const char *prefix, const char *ke
     return MISS;
 }
 
-/* What this process derived: a moving reading (dynamic.c), the topology's fabric identity. */
+/* What this process derived: a moving reading (dynamic.c). */
 static const char *derived(const struct mock_gpu *g, const char *key, char *buf, size_t size)
 {
-    if (dynamic_reading(g, key, buf, size))
-        return buf;
-    if (!g->topology)                             /* only a GPU with a fabric block has one */
-        return NULL;
-    if (strcmp(key, K_FABRIC_CLUSTER_UUID) == 0)
-        return g->cluster_uuid;
-    if (strcmp(key, K_FABRIC_CLIQUE_ID) == 0)
-        return g->clique_id;
-    return NULL;
+    return dynamic_reading(g, key, buf, size) ? buf : NULL;
 }
 
 int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)

@@ -1,5 +1,6 @@
-/* Build the node nvmlInit publishes: the state companion, the topology
- * document for this node, fabric `state: auto`, and the visible GPUs. */
+/* Build the node nvmlInit publishes: the state companion (the topology
+ * document already applied to it when it was compiled: mokka/core/topology.py),
+ * fabric `state: auto`, and the visible GPUs. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -34,83 +35,6 @@ static const char *base_get(const struct mock_node *n, const struct mock_gpu *g,
     char full[MOCK_VALUE_MAX];
     snprintf(full, sizeof full, "%s%s", g->base, key);
     return flat_get(&n->state, full);
-}
-
-/* --- topology: this node's clique and cluster from the document ------------ */
-
-/* Whether `a` and `b` are files of the same directory. */
-static int same_directory(const char *a, const char *b)
-{
-    char da[MOCK_PATH_MAX], db[MOCK_PATH_MAX];
-    snprintf(da, sizeof da, "%s", a);
-    snprintf(db, sizeof db, "%s", b);
-    char *sa = strrchr(da, '/'), *sb = strrchr(db, '/');
-    if (!sa || !sb)
-        return 0;
-    sa[sa == da] = '\0';                          /* "/x" -> "/" */
-    sb[sb == db] = '\0';
-    struct stat x, y;
-    return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-/* Where to read a topology file from: `path` itself, its last component never
- * followed, but for one layout outside the staged config directory: a ConfigMap
- * volume's `NAME -> ..data/NAME`, read as `..data/NAME` (the kubelet's `..data`
- * link to its current directory followed as a directory is). Inside the staged
- * config directory, writable by every injected container, no link is followed. */
-static void topology_file(const struct mock_node *n, const char *path, char *out, size_t size)
-{
-    snprintf(out, size, "%s", path);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    char target[MOCK_PATH_MAX], kubelet[MOCK_PATH_MAX];
-    ssize_t len = readlink(path, target, sizeof target - 1);
-    if (len <= 0)
-        return;
-    target[len] = '\0';
-    snprintf(kubelet, sizeof kubelet, MOKKA_KUBELET_DATA_LINK "/%s", base);
-    if (strcmp(target, kubelet) != 0 || same_directory(path, n->config_yaml))
-        return;
-    int w = snprintf(out, size, "%.*s%s", (int)(base - path), path, kubelet);
-    if (w < 0 || (size_t)w >= size)
-        snprintf(out, size, "%s", path);          /* too long to follow: refused as a link */
-}
-
-static void apply_topology(struct mock_node *n)
-{
-    const char *node_name = getenv(MOKKA_ENV_NODE_NAME);
-    const char *path = getenv(MOKKA_ENV_TOPOLOGY_CONFIG);
-    struct stat st;
-    if (!node_name || !*node_name || !path || !*path || lstat(path, &st) != 0)
-        return;                                   /* a missing document is a silent no-op */
-    char yaml[MOCK_PATH_MAX], beside[MOCK_PATH_MAX], companion[MOCK_PATH_MAX];
-    topology_file(n, path, yaml, sizeof yaml);
-    config_companion_path(path, beside, sizeof beside);
-    topology_file(n, beside, companion, sizeof companion);
-    struct flat doc;
-    struct flat_why why;
-    if (flat_load_settled(AT_FDCWD, yaml, companion, &KIND_TOPOLOGY, &doc, &why) != FLAT_OK) {
-        mock_say_unusable("topology document", yaml, &why, 1);
-        return;
-    }
-    char key[MOCK_VALUE_MAX];
-    snprintf(key, sizeof key, MOKKA_TOPOLOGY_COMPANION_NODES ".%s." MOKKA_TOPOLOGY_COMPANION_CLUSTER_UUID,
-             node_name);
-    const char *uuid = flat_get(&doc, key);
-    snprintf(key, sizeof key, MOKKA_TOPOLOGY_COMPANION_NODES ".%s." MOKKA_TOPOLOGY_COMPANION_CLIQUE_ID,
-             node_name);
-    const char *clique = flat_get(&doc, key);
-    if (uuid && clique) {
-        for (unsigned int i = 0; i < n->count; i++) {
-            struct mock_gpu *g = &n->gpus[i];
-            if (!g->has_fabric)
-                continue;                         /* the profile gates it */
-            g->topology = 1;
-            snprintf(g->cluster_uuid, sizeof g->cluster_uuid, "%s", uuid);
-            snprintf(g->clique_id, sizeof g->clique_id, "%s", clique);
-        }
-    }
-    flat_free(&doc);
 }
 
 /* --- fabric state auto: COMPLETED once the fabricmanager marker is there --- */
@@ -292,11 +216,7 @@ nvmlReturn_t node_build(const struct mig_hooks *mig, struct mock_node **out)
         g->node = n;
         g->phys = i;
         snprintf(g->base, sizeof g->base, NODE_GPU_N ".", i);
-        char fabric[48];
-        snprintf(fabric, sizeof fabric, "%s" K_FABRIC ".", g->base);
-        g->has_fabric = flat_has_prefix(&n->state, fabric);
     }
-    apply_topology(n);
     n->fabric_ready = fabric_ready(n);
     dynamic_read_clock(n);
     config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
@@ -319,12 +239,6 @@ int node_same(const struct mock_node *a, const struct mock_node *b)
         return 0;
     if (memcmp(a->visible, b->visible, a->nvisible * sizeof a->visible[0]) != 0 || !a->mig_hooks->same(a->mig, b->mig))
         return 0;
-    for (unsigned int i = 0; i < a->count; i++) {
-        const struct mock_gpu *x = &a->gpus[i], *y = &b->gpus[i];
-        if (x->topology != y->topology || strcmp(x->cluster_uuid, y->cluster_uuid) != 0 ||
-            strcmp(x->clique_id, y->clique_id) != 0)
-            return 0;
-    }
     return 1;
 }
 

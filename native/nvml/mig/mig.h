@@ -107,6 +107,15 @@ unsigned int mig_gi_capacity(const struct mig_table *t, const struct mig_gpu *gp
  * With want >= 0 only that start is tried. */
 int mig_gi_place(const struct mig_table *t, const struct mig_gpu *gpu, unsigned int p, int want,
                  unsigned int *start);
+/* The GPU instances created one after another without a placement on an empty GPU,
+ * placed by mig_gi_place: the library's one rule, for the boot layout compile plans.
+ * `profiles`: `nprofiles` rows of MIG_PLACE_ROW numbers (instances, placement size,
+ * how many placements, their starts); `create`: the `count` rows to create, in order.
+ * Exported as nvmlMokkaMigPlaceGpuInstances (api/mokka_private.h has the contract). */
+#define MIG_PLACE_ROW 11
+nvmlReturn_t mig_place_plan(unsigned int nprofiles, const unsigned int *profiles, unsigned int count,
+                            const unsigned int *create, unsigned int *starts, unsigned int *placed);
+
 /* Add a GPU instance of profile `p` at `start` (placed by mig_gi_place); its index in gpu->gi. */
 int mig_gi_add(struct mig_gpu *gpu, unsigned int p, unsigned int start, unsigned int size);
 /* The index in gpu->gi of GPU instance `id`, or -1. */

@@ -1,15 +1,29 @@
 /* Where MIG instances go and what is left: pure functions of a board's table and
- * one GPU's partitions (see mig.h).
+ * one GPU's partitions (see mig.h). The one placement rule: runtime creation
+ * (mig_gi.c) and the boot layout compile plans (mig_place_plan, which the API
+ * exports as nvmlMokkaMigPlaceGpuInstances for mokka/core/mig.py) both place
+ * through mig_gi_place.
  *
- * A GPU instance occupies the memory slices of its placement; a new one goes to
- * the free placement of its profile that leaves the larger free regions whole:
- * the one whose enclosing aligned blocks (twice its size, then four times, ...)
- * are the most occupied already, counting the slices no placement of the profile
- * can use; the lower start on a tie. Seven 1g instances so get ids 13, 11, 12,
- * 7, 8, 9, 10, the order NVIDIA's driver hands them out in. A compute instance
- * occupies compute slices of its GPU instance, at multiples of its size, the
- * lowest free placement first.
+ * A GPU instance occupies the memory slices of its placement; a new one created
+ * without a placement goes where NVIDIA's driver puts it. Among the free
+ * placements of its profile, in order:
+ *   1. the one that holds more of the board's memory slices no compute reaches
+ *      (the slices no 1-slice placement can use: slice 7 of an A100 or H100), so
+ *      a 3g goes to 4:4 first;
+ *   2. the one that leaves the larger free regions whole: whose enclosing aligned
+ *      blocks (twice its size, then four times, ...) are the most occupied
+ *      already, counting the slices no placement of the profile can use;
+ *   3. the lower start.
+ * The observable rule is the MIG user guide's (docs.nvidia.com/datacenter/tesla/
+ * mig-user-guide, "Instance Geometry" and "Creating GPU Instances", A100-40GB):
+ * -cgi 19,14,5 gives 13 at 6:1, 5 at 4:2, 1 at 0:4; -cgi 9,19,14,19 gives 2 at
+ * 4:4, 7 at 0:1, 4 at 2:2, 8 at 1:1; -cgi 19,19,14,9 gives 13, 11, 3 and no room
+ * for the 3g (the guide's "create 3g.20gb first"); -cgi 14,19,19,19,19,19 gives
+ * 5, 13, 7, 8, 9, 10; -cgi 9,3g.20gb gives 2 then 1; seven 1g instances get ids
+ * 13, 11, 12, 7, 8, 9, 10. A compute instance occupies compute slices of its GPU
+ * instance, at multiples of its size, the lowest free placement first.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mig.h"
@@ -55,9 +69,28 @@ static unsigned int pressure(unsigned int taken, unsigned int start, unsigned in
     return bits(taken & span(base, block) & ~span(start, size));
 }
 
-/* Whether placement a is the better of two free ones (see the header comment). */
-static int better(unsigned int taken, unsigned int size, unsigned int a, unsigned int b)
+/* The memory slices no compute reaches: those no placement of a 1-slice profile can use. */
+static unsigned int computeless(const struct mig_table *t)
 {
+    unsigned int reached = 0;
+    int any = 0;
+    for (unsigned int q = 0; q < MIG_GI_PROFILES; q++) {
+        const struct mig_gi_profile *prof = &t->gi[q];
+        if (!prof->present || prof->placement_size != 1)
+            continue;
+        any = 1;
+        for (unsigned int k = 0; k < prof->nplacements; k++)
+            reached |= span(prof->placement_start[k], 1);
+    }
+    return any ? ~reached & span(0, MIG_MEMORY_SLICES) : 0;
+}
+
+/* Whether placement a is the better of two free ones (see the header comment). */
+static int better(unsigned int dead, unsigned int taken, unsigned int size, unsigned int a, unsigned int b)
+{
+    unsigned int da = bits(dead & span(a, size)), db = bits(dead & span(b, size));
+    if (da != db)
+        return da > db;
     for (unsigned int block = size * 2; block <= MIG_MEMORY_SLICES; block *= 2) {
         unsigned int pa = pressure(taken, a, size, block), pb = pressure(taken, b, size, block);
         if (pa != pb)
@@ -83,13 +116,13 @@ int mig_gi_place(const struct mig_table *t, const struct mig_gpu *gpu, unsigned 
     unsigned int used = gi_occupied(gpu), reachable = 0;
     for (unsigned int k = 0; k < prof->nplacements; k++)
         reachable |= span(prof->placement_start[k], prof->placement_size);
-    unsigned int taken = used | (~reachable & span(0, MIG_MEMORY_SLICES));
+    unsigned int taken = used | (~reachable & span(0, MIG_MEMORY_SLICES)), dead = computeless(t);
     int found = 0;
     for (unsigned int k = 0; k < prof->nplacements; k++) {
         unsigned int s = prof->placement_start[k];
         if ((used & span(s, prof->placement_size)) || (want >= 0 && s != (unsigned int)want))
             continue;
-        if (!found || better(taken, prof->placement_size, s, *start))
+        if (!found || better(dead, taken, prof->placement_size, s, *start))
             *start = s;
         found = 1;
     }
@@ -147,6 +180,52 @@ void mig_gi_remove(struct mig_gpu *gpu, unsigned int at)
 {
     memmove(&gpu->gi[at], &gpu->gi[at + 1], (gpu->ngi - at - 1) * sizeof gpu->gi[0]);
     gpu->ngi--;
+}
+
+nvmlReturn_t mig_place_plan(unsigned int nprofiles, const unsigned int *profiles, unsigned int count,
+                            const unsigned int *create, unsigned int *starts, unsigned int *placed)
+{
+    if (!profiles || (count && (!create || !starts)) || !placed || nprofiles > MIG_GI_PROFILES)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *placed = 0;
+    struct mig_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return NVML_ERROR_MEMORY;
+    nvmlReturn_t ret = NVML_SUCCESS;
+    for (unsigned int p = 0; p < nprofiles && ret == NVML_SUCCESS; p++) {
+        const unsigned int *row = profiles + (size_t)p * MIG_PLACE_ROW;
+        struct mig_gi_profile *prof = &t->gi[p];
+        if (row[1] == 0 || row[1] > MIG_MEMORY_SLICES || row[2] > MIG_MEMORY_SLICES) {
+            ret = NVML_ERROR_INVALID_ARGUMENT;
+            break;
+        }
+        prof->present = 1;
+        prof->instances = row[0];
+        prof->placement_size = row[1];
+        prof->nplacements = row[2];
+        for (unsigned int k = 0; k < prof->nplacements; k++) {
+            if (row[3 + k] + row[1] > MIG_MEMORY_SLICES)
+                ret = NVML_ERROR_INVALID_ARGUMENT;
+            prof->placement_start[k] = row[3 + k];
+        }
+    }
+    struct mig_gpu gpu;
+    memset(&gpu, 0, sizeof gpu);
+    gpu.current = 1;
+    for (unsigned int i = 0; i < count && ret == NVML_SUCCESS; i++) {
+        unsigned int p = create[i], start;
+        if (p >= nprofiles) {
+            ret = NVML_ERROR_INVALID_ARGUMENT;
+        } else if (!mig_gi_place(t, &gpu, p, -1, &start) ||      /* as CreateGpuInstance places */
+                   mig_gi_add(&gpu, p, start, t->gi[p].placement_size) < 0) {
+            ret = NVML_ERROR_INSUFFICIENT_RESOURCES;
+        } else {
+            starts[i] = start;
+            *placed = i + 1;
+        }
+    }
+    free(t);
+    return ret;
 }
 
 /* --- compute instances ----------------------------------------------------------- */

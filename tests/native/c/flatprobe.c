@@ -5,7 +5,7 @@
  *     flatprobe batch KIND                  one line per "YAML<TAB>COMPANION" on stdin:
  *                                           status<TAB>file<TAB>reason
  *
- * KIND: a kind of kinds.c (state, overrides, topology, events). Output lines are
+ * KIND: a kind of kinds.c (state, overrides, events). Output lines are
  * tab-separated, keys and values in hex, so any byte survives the trip.
  */
 #define _GNU_SOURCE
@@ -21,7 +21,7 @@ static const char *STATUS[] = {"ok", "yaml_missing", "missing", "refused", "stal
 
 static const struct flat_kind *kind_named(const char *name)
 {
-    const struct flat_kind *all[] = {&KIND_STATE, &KIND_OVERRIDES, &KIND_TOPOLOGY, &KIND_EVENTS};
+    const struct flat_kind *all[] = {&KIND_STATE, &KIND_OVERRIDES, &KIND_EVENTS};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
