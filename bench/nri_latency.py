@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, rate in rates.items():
         print(f"  {name:<8}{rate:9.0f}/s")
     if "go" in rates:
-        print(f"  ratio mokka/go {rates['mokka'] / rates['go']:.2f}x")
+        if rates["go"]:                                # none with --pipelined 0
+            print(f"  ratio mokka/go {rates['mokka'] / rates['go']:.2f}x")
     else:
         print(f"Go baseline unavailable: {why}")
     return 0

@@ -55,7 +55,16 @@ def _rule(r: nri_pb2.LinuxDeviceCgroup) -> model.DeviceRule:
         r.access))
 
 
-def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
+def env_from_pb(ctr: nri_pb2.Container | None) -> tuple[str, ...]:
+    """The environment as the runtime has it: malformed entries are passed
+    over by the decision's EnvSet, so no per-entry Python loop here (pods
+    carry ~100 service vars); slicing is the quickest way out of upb."""
+    return tuple(ctr.env[:]) if ctr is not None else ()
+
+
+def container_from_pb(ctr: nri_pb2.Container | None, *, env: bool = True) -> model.Container:
+    """``env=False`` leaves ``Container.env`` empty, for a caller that reads
+    the environment (``env_from_pb``) only once the container is selected."""
     if ctr is None:
         return model.Container()
     linux = ctr.linux if ctr.HasField("linux") else None
@@ -64,9 +73,7 @@ def container_from_pb(ctr: nri_pb2.Container | None) -> model.Container:
     return model.Container(
         name=ctr.name, id=ctr.id,
         annotations=_mapping(ctr.annotations),
-        # As the runtime has it: malformed entries are passed over by the decision's
-        # EnvSet, so no per-entry Python loop here (pods carry ~100 service vars).
-        env=tuple(ctr.env[:]),               # slicing is the quickest way out of upb
+        env=env_from_pb(ctr) if env else (),
         # The already-mounted rule reads destinations alone (a dozen mounts
         # per container, on every request: sources and options stay put).
         mount_destinations=tuple([m.destination for m in ctr.mounts]),

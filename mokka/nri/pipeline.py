@@ -6,13 +6,15 @@ reply remembered for its generation and the selection (``mokka.nri.memo``),
 or the decision encoded and remembered.
 
 This runs on every container the runtime creates, inside its request
-budget: containers skipped anyway never reach the gate, and nothing here
-allocates a log record that is not emitted.
+budget: containers skipped anyway never reach the gate nor have their
+environment (~150 entries) read, and nothing here allocates a log record
+that is not emitted.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from mokka.core import log
 from mokka.nri import convert, inject
@@ -51,19 +53,20 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
     memo = ReplyMemo()
     info_enabled = logging.getLogger("mokka.nri").isEnabledFor
 
-    def decide(pod, ctr, selection, runtime: RuntimeInfo) -> Reply:
+    def decide(pod, ctr, container_pb, selection, runtime: RuntimeInfo) -> Reply:
         # What the runtime takes is decided once, at Configure (RuntimeInfo).
         view = views.build(runtime_accepts_cdi=runtime.accepts_cdi)
-        reply = memo.get(view.generation, selection, EnvSet(ctr.env))
+        env = convert.env_from_pb(container_pb)      # read only for a selected container
+        reply = memo.get(view.generation, selection, EnvSet(env))
         if reply is None:
-            decision = inject.adjust(config, pod, ctr, view, selection)
+            decision = inject.adjust(config, pod, replace(ctr, env=env), view, selection)
             reply = Reply(convert.response_bytes(decision.adjustment, view.runtime_accepts_cdi),
                           decision.adjustment is not None, decision.reason, decision.warnings)
             memo.put(view.generation, selection, decision.env_read, reply)
         return reply
 
     def handle(pod_pb, container_pb, runtime: RuntimeInfo) -> bytes:
-        pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb)
+        pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb, env=False)
         reason, selection = inject.plan(config, pod, ctr)
         if reason is not None:
             metrics.skipped(LABELS[reason])
@@ -76,9 +79,9 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
                     logger.warning("container left unmodified", reason=verdict.reason,
                                    namespace=pod.namespace, pod=pod.name, container=ctr.name)
                     return b""
-                reply = decide(pod, ctr, selection, runtime)
+                reply = decide(pod, ctr, container_pb, selection, runtime)
         else:
-            reply = decide(pod, ctr, selection, runtime)
+            reply = decide(pod, ctr, container_pb, selection, runtime)
         for warning in reply.warnings:
             logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
         if not reply.adjusted:
