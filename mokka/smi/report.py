@@ -314,10 +314,6 @@ def _mig_devices(gpu):
     return [("mig_device", one(device)) for device in devices]
 
 
-def _mib_rows(block, keys) -> list:
-    return [(k, NA if block is None else f"{v.mib(getattr(block, k))} MiB") for k in keys]
-
-
 CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("sm_clock", g.CLOCK_SM), ("mem_clock", g.CLOCK_MEM),
               ("video_clock", g.CLOCK_VIDEO))
 APP_CLOCK_ROWS = (("graphics_clock", g.CLOCK_GRAPHICS), ("mem_clock", g.CLOCK_MEM))
