@@ -10,7 +10,6 @@ themselves are 0-3 KB each); ``tests/nri/test_convert.py`` pins the encoding.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import random
@@ -23,6 +22,7 @@ from mokka.nri.inject import model
 from mokka.nri.proto import nri_pb2
 from mokka.nri.runtime_info import RuntimeInfo
 from tests.nri.inject.builders import full_view
+from tests.nri.test_pipeline import Counted, Views
 from tests.nri.workload import MIX, request
 
 #: (config, node view, runtime takes CDI) by name.
@@ -33,28 +33,6 @@ SETUPS = {
                                                     toolkit_cdi_annotations=True),
                                        full_view(), True),
 }
-
-
-class Views:
-    def __init__(self, view):
-        self.view = view
-
-    def build(self, runtime_accepts_cdi=False):
-        return dataclasses.replace(self.view, runtime_accepts_cdi=runtime_accepts_cdi)
-
-
-class Counted:
-    def __init__(self):
-        self.seen = []
-
-    def injected(self):
-        self.seen.append("injected")
-
-    def skipped(self, reason):
-        self.seen.append(reason)
-
-    def gate_checked(self, outcome):
-        self.seen.append(f"gate:{outcome}")
 
 
 def mix_request(index: int) -> bytes:
