@@ -44,10 +44,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(mark)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def checkout_libraries():
-    """The checkout's own build/native, before any test: compile asks the library where
-    MIG instances go, and the agent stages what that folder holds (kept when up to date)."""
+def pytest_sessionstart(session):
+    """The checkout's own build/native, before any test is even collected: loading a
+    profile with MIG layouts asks the library where the instances go, and the agent
+    stages what that folder holds (native/build.py keeps what is up to date)."""
     from tests.nativelibs import NativeLibs, build_module
     NativeLibs().build(*build_module().LIBRARIES)
 
