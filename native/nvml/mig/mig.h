@@ -248,5 +248,9 @@ int mig_enabled(const struct mock_gpu *g);
 /* What a GPU reset does to its MIG partitions: a pending mode takes effect, and
  * instances do not survive it (reset.c). */
 nvmlReturn_t mig_reset(const struct mock_node *n, unsigned int phys);
+/* nvmlDeviceSetMigMode over the partitions; `busy`: some process holds the GPU (the API
+ * room knows the process records: ../api/mig_mode.c), so the mode is left pending with
+ * activation IN_USE instead of made current at once. */
+nvmlReturn_t mig_set_mode(nvmlDevice_t device, unsigned int mode, int busy, nvmlReturn_t *activationStatus);
 
 #endif
