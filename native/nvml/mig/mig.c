@@ -1,5 +1,7 @@
 /* MIG mode, as the driver keeps it: a GPU whose board has a MIG table (mig_table.c)
- * is MIG-capable; every other answers NOT_SUPPORTED.
+ * is MIG-capable; every other answers NOT_SUPPORTED. A board that is MIG-capable but
+ * whose partition table is not public (gb300: max_gpu_instances, no profiles) reads
+ * Disabled, and enabling it is refused with NOT_SUPPORTED and one line saying why.
  *
  * A mode change is made as the driver makes it (nvml.h's nvmlDeviceSetMigMode): the
  * driver resets the GPU itself, so on a GPU no process holds the new mode is current
@@ -91,6 +93,12 @@ nvmlReturn_t mig_set_mode(nvmlDevice_t device, unsigned int mode, int busy, nvml
         return NVML_ERROR_INVALID_ARGUMENT;
     if ((ret = mig_gpu_of(device, 0, &g, &t, &st)) != NVML_SUCCESS)
         return ret;
+    if (t->unpublished && mode == NVML_DEVICE_MIG_ENABLE) {
+        mock_say("cannot enable MIG on GPU %u: its board's MIG partition table (the GPU instance profiles) "
+                 "is not public, so its profile declares none and no GPU instance could be created",
+                 g->phys);
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
     struct set_mode s = {.mode = mode == NVML_DEVICE_MIG_ENABLE, .busy = busy};
     ret = mig_gpu_change(g->node, g->phys, set_mode, &s);
     if (ret == NVML_SUCCESS)

@@ -62,6 +62,7 @@ struct mig_gi_profile {
 
 struct mig_table {
     unsigned int max_devices;                    /* mig.max_gpu_instances */
+    int unpublished;                             /* MIG-capable, no profiles declared: always disabled */
     int boot_current, boot_pending;              /* the modes the profile boots with */
     struct mig_gi_profile gi[MIG_GI_PROFILES];   /* by NVML GPU instance profile index */
     unsigned int nboot;                          /* the GPU instances it boots with (mig.boot) */
@@ -69,6 +70,9 @@ struct mig_table {
 };
 
 /* The table of physical GPU `phys`, or NULL when its board has none (not MIG-capable).
+ * A board that declares max_gpu_instances but no GPU instance profiles (gb300: its
+ * partition table is not public) is MIG-capable with an empty, `unpublished` table:
+ * its mode reads Disabled and enabling it is refused (mig.c).
  * Read from the node's state on first use; immutable after. */
 const struct mig_table *mig_table(const struct mock_node *n, unsigned int phys);
 /* The tables of a node's GPUs, read on first use (mig_state.c keeps them with the node). */
