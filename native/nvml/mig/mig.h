@@ -16,7 +16,9 @@
  *                 every process; mig_file.c is its on-disk form
  *   mig_view.c    what this process sees of them (the capability nodes it has,
  *                 MOCK_NVML_VISIBLE_DEVICES' MIG UUIDs) and the MIG UUIDs
- *   mig.c, mig_gi.c, mig_ci.c, mig_device.c   the NVML calls
+ *   mig.c, mig_gi.c, mig_ci.c, mig_device.c   the NVML calls (nvmlDeviceSetMigMode's
+ *                 exported entry is the API room's, ../api/mig_mode.c: it knows the
+ *                 process records, and hands mig_set_mode whether one holds the GPU)
  *   mig_hooks.c   what the engine calls of MIG (struct mig_hooks)
  *
  * Ids: a GPU instance's id follows from its placement (0:8 is 0, 0:4 and 4:4 are
