@@ -18,6 +18,11 @@ NO_SUPPORTED = "No MIG-supported devices found."
 NO_ENABLED = "No MIG-enabled devices found."
 ALL_DONE = "All done."
 EARLY = "Terminating early due to previous errors."
+#: What follows a mode left pending because a process holds the GPU (activation IN_USE),
+#: after the GPU's bus id, as NVIDIA's nvidia-smi 550 prints it.
+BUSY = ("is currently being used by one or more other processes (e.g. CUDA application or a monitoring "
+        "application such as another instance of nvidia-smi). Please first kill all processes using the "
+        "device and retry the command or reboot the system to make MIG mode effective.")
 #: The mode words -mig takes besides numbers.
 MODE_WORDS = {"DISABLED": mi.MIG_DISABLE, "ENABLED": mi.MIG_ENABLE}
 
@@ -73,6 +78,9 @@ def set_modes(lib: nvml.Library, gpus: list, text: str, out) -> int:
             return code
         elif status == nvml.SUCCESS:
             print(f"{verb.capitalize()}d MIG Mode for GPU {bus}", file=out)
+        elif status == nvml.IN_USE:
+            print(f"Warning: MIG mode is in pending {verb} state for GPU {bus}:{lib.error_string(status)}\n"
+                  f"{bus} {BUSY}", file=out)
         else:
             print(f"Warning: MIG mode is in pending {verb} state for GPU {bus}:{lib.error_string(status)}\n"
                   f"Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU {bus}",

@@ -97,6 +97,25 @@ def test_export_table_slots_answer_without_a_gpu(lib):
     assert fn(slots[249])(None, None, None) == NVML_ERROR_NOT_SUPPORTED
 
 
+#: Slot 11, nvidia-smi's `-i <PCI bus id>`: the text -> (domain, bus, device, function), None refused.
+BUS_IDS = [("00000000:1B:00.0", (0, 0x1B, 0, 0)), ("0000:1b:00.0", (0, 0x1B, 0, 0)), ("1B:00.0", (0, 0x1B, 0, 0)),
+           ("0001:ca:1f.7", (1, 0xCA, 0x1F, 7)), ("1B:00", None), ("1B:00.8", None), ("100:00.0", None),
+           ("1B:20.0", None), ("1B:00.0 ", None), ("000000000:1B:00.0", None), ("", None), (":1B:00.0", None)]
+
+
+@pytest.mark.parametrize("text,parsed", BUS_IDS, ids=[t or "empty" for t, _ in BUS_IDS])
+def test_slot_11_reads_a_pci_bus_id_in_every_form_nvidia_smi_takes(lib, text, parsed):
+    _, address = _table(lib, SMI_TABLE_ID)
+    slots = (ctypes.c_void_p * SLOTS).from_address(address + ctypes.sizeof(ctypes.c_size_t))
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, *[ctypes.POINTER(ctypes.c_uint)] * 4)(slots[11])
+    out = [ctypes.c_uint(0xEE) for _ in range(4)]
+    ret = fn(text.encode(), *[ctypes.byref(o) for o in out])
+    if parsed is None:
+        assert ret == 2 and [o.value for o in out] == [0xEE] * 4      # INVALID_ARGUMENT, nothing written
+    else:
+        assert (ret, tuple(o.value for o in out)) == (NVML_SUCCESS, parsed)
+
+
 def test_events_need_init(lib):
     event_set = ctypes.c_void_p()
     assert lib.nvmlEventSetCreate(ctypes.byref(event_set)) == NVML_ERROR_UNINITIALIZED

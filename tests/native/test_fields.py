@@ -73,6 +73,8 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
     pstate = int(g["performance_state"][1:])
     ecc_on = ON[ecc["mode_current"]]
     mig_ok = "table" in mig                             # a board with a MIG table
+    if not mig_ok and mig.get("max_gpu_instances"):     # MIG-capable, its table not public: disabled
+        mig_ok, mig = True, {**mig, "mode_current": "disabled", "mode_pending": "disabled"}
     reasons = sum(1 << i for i, k in enumerate(REASON_BITS) if g["clocks_throttle_reasons"][k])
     domains = ("graphics", "sm", "memory", "video")
     mems = [m["freq_mhz"] for m in g["supported_clocks"]["memory_clocks"]]

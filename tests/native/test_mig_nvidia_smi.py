@@ -106,10 +106,7 @@ def sequence(board: str) -> list:
     """(arguments, expected exit status, a check of stdout) of the issue's walk through MIG."""
     b = BOARDS[board]
     bus, n = b["bus"], b["names"]
-    pending = ("Warning: MIG mode is in pending {} state for GPU {bus}:GPU requires reset\n"
-               "Reboot the system or try nvidia-smi --gpu-reset to make MIG mode effective on GPU {bus}\n"
-               "All done.\n")
-    reset = f"GPU {bus} was successfully reset.\nAll done.\n"
+    changed = "{}d MIG Mode for GPU {bus}\nAll done.\n"
     mode = ["--query-gpu=mig.mode.current,mig.mode.pending", "--format=csv,noheader", "-i", "0"]
     created = (f"Successfully created GPU instance ID 13 on GPU  0 using profile MIG {n[19]} (ID 19)\n"
                f"Successfully created compute instance ID  0 on GPU  0 GPU instance ID 13 using profile "
@@ -121,9 +118,7 @@ def sequence(board: str) -> list:
                f"Successfully created compute instance ID  0 on GPU  0 GPU instance ID  1 using profile "
                f"MIG {n[9]} (ID  2)\n")
     return [
-        (["-i", "0", "-mig", "1"], 0, lambda out: out == pending.format("enable", bus=bus)),
-        (mode, 0, lambda out: out == "Disabled, Enabled\n"),
-        (["-r", "-i", "0"], 0, lambda out: out == reset),
+        (["-i", "0", "-mig", "1"], 0, lambda out: out == changed.format("Enable", bus=bus)),
         (mode, 0, lambda out: out == "Enabled, Enabled\n"),
         (["mig", "-lgip", "-i", "0"], 0, lambda out: lgip_rows(out) == PROFILE_ROWS[board]),
         (["mig", "-lgipp", "-i", "0"], 0, lambda out: out == PLACEMENTS),
@@ -154,8 +149,7 @@ def sequence(board: str) -> list:
         (["mig", "-dgi", "-i", "0"], 0, lambda out: out == "".join(
             f"Successfully destroyed GPU instance ID {g:2} from GPU  0\n" for g in (13, 5, 1))),
         (["mig", "-lgi"], 6, lambda out: out == "No GPU instances found: Not Found\n"),
-        (["-i", "0", "-mig", "0"], 0, lambda out: out == pending.format("disable", bus=bus)),
-        (["-r", "-i", "0"], 0, lambda out: out == reset),
+        (["-i", "0", "-mig", "0"], 0, lambda out: out == changed.format("Disable", bus=bus)),
         (mode, 0, lambda out: out == "Disabled, Disabled\n"),
         (["mig", "-lgi"], 0, lambda out: out == "No MIG-enabled devices found.\n"),
     ]
@@ -182,7 +176,6 @@ def test_mig_uuids_are_derived_the_same_by_every_process(board):
     for run in (node.run, node.run_python):
         clear(node)
         ok(run(["-i", "0", "-mig", "1"]))
-        ok(run(["-r", "-i", "0"]))
         ok(run(["mig", "-cgi", "9", "-C", "-i", "0"]))
         uuids = MIG_UUID.findall(ok(run(["-L"])))
         assert len(uuids) == 1
@@ -194,7 +187,7 @@ def test_more_queries_print_as_nvidias(board):
     """Compute instance profiles and placements, a profile by name, placements asked for."""
     name, node = board
     n = BOARDS[name]["names"]
-    steps = [["-mig", "1"], ["-r"], ["mig", "-cgi", f"{n[9]},{n[19]}:0", "-i", "0"], ["mig", "-lcip", "-i", "0"],
+    steps = [["-mig", "1"], ["mig", "-cgi", f"{n[9]},{n[19]}:0", "-i", "0"], ["mig", "-lcip", "-i", "0"],
              ["mig", "-lcipp"], ["mig", "-cci", "0,1", "-gi", "2", "-i", "0"], ["mig", "-cci", "0", "-gi", "2"],
              ["mig", "-lci"], ["mig", "-dci", "-ci", "1", "-gi", "2", "-i", "0"], ["mig", "-dci", "-gi", "7"],
              ["mig", "-cgi", "9:3", "-i", "1"], ["mig", "-cgi", "bogus", "-i", "1"], ["mig", "-lgip"],
@@ -247,7 +240,6 @@ def test_nvidias_nvidia_smi_places_the_guides_examples_where_the_guide_shows(nod
     clear(node)
     try:
         ok(node.run(["-i", "0", "-mig", "1"]))
-        ok(node.run(["-r", "-i", "0"]))
         done = node.run(["mig", "-cgi", cgi, "-i", "0"])
         assert done.returncode == status, done.stdout
         assert [int(i) for i in re.findall(r"created GPU instance ID\s+(\d+)", done.stdout)] == ids

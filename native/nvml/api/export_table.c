@@ -59,6 +59,13 @@
  *       reset unavailable: <error string>" and exits 3. reset.c drops the GPUs'
  *       overrides here.
  *   With a NULL table those -q rows read "Uninitialized" and `topo -m` fails.
+ *   `-i <PCI bus id>` (any command), per GPU index i:
+ *   11  (const char *text, unsigned *domain, *bus, *device, *function): the text
+ *       as typed, "[domain:]bus:device.function" in hex; an error prints "Invalid
+ *       PCI bus id format. Try format [domain:]bus:device.function" and exits 255.
+ *   74  (i, unsigned *domain, *bus, *device): where GPU i sits on PCI; the GPU
+ *       whose numbers match slot 11's is the one -i names (none: "No devices
+ *       were found", exit 6).
  * Every other slot: NVML_ERROR_NOT_SUPPORTED.
  */
 #include <stddef.h>
@@ -99,6 +106,8 @@ enum {
     SLOT_PCIE_ATOMICS = 225,
     SLOT_ADDRESSING_MODE = 241,
     SLOT_SPARSE_OPERATION_MODE = 248,
+    SLOT_PARSE_BUS_ID = 11,
+    SLOT_PCI_LOCATION = 74,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -215,6 +224,68 @@ static nvmlReturn_t reset_is_primary(void *device, void *is_primary)
     return NVML_SUCCESS;
 }
 
+/* A hex number of 1 to `max` digits at *s, no larger than `limit`, and the end past it: 1; else 0. */
+static int hex_field(const char **s, unsigned int max, unsigned long limit, unsigned int *out)
+{
+    unsigned long v = 0;
+    unsigned int n = 0;
+    for (const char *p = *s;; p++, n++) {
+        int d = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+              : (*p >= 'A' && *p <= 'F') ? *p - 'A' + 10 : -1;
+        if (d < 0) {
+            if (n == 0 || n > max || v > limit)
+                return 0;
+            *s = p;
+            *out = (unsigned int)v;
+            return 1;
+        }
+        if (n < max)
+            v = v * 16 + (unsigned long)d;
+    }
+}
+
+/* Slot 11: nvidia-smi's `-i <PCI bus id>`, "[domain:]bus:device.function" in hex
+ * (00000000:1B:00.0, 0000:1b:00.0, 1B:00.0), into its four numbers. */
+static nvmlReturn_t parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus, unsigned int *device,
+                                 unsigned int *function)
+{
+    if (!text || !domain || !bus || !device || !function)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int f[4];
+    const char *p = text;
+    int n = 0;
+    if (!hex_field(&p, 8, 0xffffffffUL, &f[n++]) || *p++ != ':' || !hex_field(&p, 8, 0xffffffffUL, &f[n++]))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (*p == ':') {                              /* domain:bus:device */
+        p++;
+        if (!hex_field(&p, 2, 0x1f, &f[n++]))
+            return NVML_ERROR_INVALID_ARGUMENT;
+    } else {                                      /* bus:device: domain 0 */
+        f[2] = f[1], f[1] = f[0], f[0] = 0, n = 3;
+    }
+    if (*p++ != '.' || !hex_field(&p, 1, 7, &f[3]) || *p != '\0' || f[1] > 0xff || f[2] > 0x1f)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *domain = f[0], *bus = f[1], *device = f[2], *function = f[3];
+    return NVML_SUCCESS;
+}
+
+/* Slot 74: (GPU index, unsigned *domain, *bus, *device, 1): where GPU `index` sits on
+ * PCI, which nvidia-smi compares with slot 11's numbers to find `-i <PCI bus id>`. */
+static nvmlReturn_t pci_location(unsigned int index, unsigned int *domain, unsigned int *bus, unsigned int *device)
+{
+    nvmlDevice_t handle;
+    nvmlPciInfo_t pci;
+    if (!domain || !bus || !device)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = nvmlDeviceGetHandleByIndex_v2(index, &handle);
+    if (ret == NVML_SUCCESS)
+        ret = nvmlDeviceGetPciInfo_v3(handle, &pci);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    *domain = pci.domain, *bus = pci.bus, *device = pci.device;
+    return NVML_SUCCESS;
+}
+
 static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, void *a3, void *a4, void *a5)
 {
 #ifdef MOKKA_TRACE_EXPORT_TABLE
@@ -224,7 +295,15 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
 #else
     (void)a3, (void)a4, (void)a5;
 #endif
+#ifdef MOKKA_TRACE_EXPORT_TABLE
+    if (slot == SLOT_PARSE_BUS_ID && a0 != NULL)
+        fprintf(stderr, "mokka-export-table: slot %u string \"%.60s\"\n", slot, (const char *)a0);
+#endif
     switch (slot) {
+    case SLOT_PARSE_BUS_ID:
+        return parse_bus_id(a0, a1, a2, a3, a4);
+    case SLOT_PCI_LOCATION:
+        return pci_location((unsigned int)(uintptr_t)a0, a1, a2, a3);
     case SLOT_TOPO_LINK_LEVEL:
         return topo_link_level(a0, a1, a2);
     case SLOT_DEBUG_LOG:

@@ -425,6 +425,20 @@ unsigned long long mock_processes_used(const struct mock_gpu *g)
     return sum < total ? sum : total;
 }
 
+int mock_processes_hold(const struct mock_gpu *g)
+{
+    unsigned long long own_used;
+    int held = 0;
+    records_lock();
+    held = records_own_used(g->phys, &own_used);
+    if (!held && current(g->node)) {
+        for (unsigned int i = 0; i < snap.n && !held; i++)
+            held = snap.rec[i].phys == g->phys;
+    }
+    records_unlock();
+    return held;
+}
+
 int mock_processes_name(const struct mock_node *node, unsigned int pid, char *name, size_t length)
 {
     int found = 0;

@@ -1,11 +1,18 @@
 /* MIG mode, as the driver keeps it: a GPU whose board has a MIG table (mig_table.c)
- * is MIG-capable; every other answers NOT_SUPPORTED.
+ * is MIG-capable; every other answers NOT_SUPPORTED. A board that is MIG-capable but
+ * whose partition table is not public (gb300: max_gpu_instances, no profiles) reads
+ * Disabled, and enabling it is refused with NOT_SUPPORTED and one line saying why.
  *
- * A mode change is pending until the GPU is reset: nvmlDeviceSetMigMode sets the
- * pending mode and answers activationStatus RESET_REQUIRED, and the reset NVIDIA's
- * `nvidia-smi -r` asks for (reset.c) makes it current, as mig-parted expects when
- * it resets the GPUs whose change is pending. Disabling MIG while GPU instances
- * exist is refused with IN_USE. A reset also ends every instance of the GPU.
+ * A mode change is made as the driver makes it (nvml.h's nvmlDeviceSetMigMode): the
+ * driver resets the GPU itself, so on a GPU no process holds the new mode is current
+ * at once (activationStatus SUCCESS). On a GPU some process holds (the API room's
+ * wrapper, ../api/mig_mode.c, says whether one does: a live CUDA process record of
+ * the GPU or of one of its MIG devices) the driver cannot reset it: the mode is left
+ * pending and activationStatus is IN_USE; the caller retries once the GPU is idle, or
+ * resets it (`nvidia-smi -r`, reset.c), which makes a pending mode current.
+ * RESET_REQUIRED, for platforms without a reset (pass-through VMs), is never answered.
+ * Disabling MIG while GPU instances exist is refused with IN_USE. A reset also ends
+ * every instance of the GPU.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -49,6 +56,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur
 
 struct set_mode {
     unsigned char mode;
+    int busy;
     nvmlReturn_t activation;
 };
 
@@ -64,11 +72,16 @@ static nvmlReturn_t set_mode(const struct mig_table *t, struct mig_gpu *gpu, voi
     if (gpu->ngi > 0)
         return NVML_ERROR_IN_USE;
     gpu->pending = s->mode;
-    s->activation = NVML_ERROR_RESET_REQUIRED;
+    if (s->busy) {                                /* no reset while a process holds it */
+        s->activation = NVML_ERROR_IN_USE;
+        return NVML_SUCCESS;
+    }
+    gpu->current = s->mode;                       /* the driver's own reset */
+    s->activation = NVML_SUCCESS;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode, nvmlReturn_t *activationStatus)
+nvmlReturn_t mig_set_mode(nvmlDevice_t device, unsigned int mode, int busy, nvmlReturn_t *activationStatus)
 {
     const struct mock_gpu *g;
     const struct mig_table *t;
@@ -80,7 +93,13 @@ nvmlReturn_t DECLDIR nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode
         return NVML_ERROR_INVALID_ARGUMENT;
     if ((ret = mig_gpu_of(device, 0, &g, &t, &st)) != NVML_SUCCESS)
         return ret;
-    struct set_mode s = {.mode = mode == NVML_DEVICE_MIG_ENABLE};
+    if (t->unpublished && mode == NVML_DEVICE_MIG_ENABLE) {
+        mock_say("cannot enable MIG on GPU %u: its board's MIG partition table (the GPU instance profiles) "
+                 "is not public, so its profile declares none and no GPU instance could be created",
+                 g->phys);
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    struct set_mode s = {.mode = mode == NVML_DEVICE_MIG_ENABLE, .busy = busy};
     ret = mig_gpu_change(g->node, g->phys, set_mode, &s);
     if (ret == NVML_SUCCESS)
         *activationStatus = s.activation;

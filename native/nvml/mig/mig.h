@@ -16,7 +16,9 @@
  *                 every process; mig_file.c is its on-disk form
  *   mig_view.c    what this process sees of them (the capability nodes it has,
  *                 MOCK_NVML_VISIBLE_DEVICES' MIG UUIDs) and the MIG UUIDs
- *   mig.c, mig_gi.c, mig_ci.c, mig_device.c   the NVML calls
+ *   mig.c, mig_gi.c, mig_ci.c, mig_device.c   the NVML calls (nvmlDeviceSetMigMode's
+ *                 exported entry is the API room's, ../api/mig_mode.c: it knows the
+ *                 process records, and hands mig_set_mode whether one holds the GPU)
  *   mig_hooks.c   what the engine calls of MIG (struct mig_hooks)
  *
  * Ids: a GPU instance's id follows from its placement (0:8 is 0, 0:4 and 4:4 are
@@ -62,6 +64,7 @@ struct mig_gi_profile {
 
 struct mig_table {
     unsigned int max_devices;                    /* mig.max_gpu_instances */
+    int unpublished;                             /* MIG-capable, no profiles declared: always disabled */
     int boot_current, boot_pending;              /* the modes the profile boots with */
     struct mig_gi_profile gi[MIG_GI_PROFILES];   /* by NVML GPU instance profile index */
     unsigned int nboot;                          /* the GPU instances it boots with (mig.boot) */
@@ -69,6 +72,9 @@ struct mig_table {
 };
 
 /* The table of physical GPU `phys`, or NULL when its board has none (not MIG-capable).
+ * A board that declares max_gpu_instances but no GPU instance profiles (gb300: its
+ * partition table is not public) is MIG-capable with an empty, `unpublished` table:
+ * its mode reads Disabled and enabling it is refused (mig.c).
  * Read from the node's state on first use; immutable after. */
 const struct mig_table *mig_table(const struct mock_node *n, unsigned int phys);
 /* The tables of a node's GPUs, read on first use (mig_state.c keeps them with the node). */
@@ -248,5 +254,9 @@ int mig_enabled(const struct mock_gpu *g);
 /* What a GPU reset does to its MIG partitions: a pending mode takes effect, and
  * instances do not survive it (reset.c). */
 nvmlReturn_t mig_reset(const struct mock_node *n, unsigned int phys);
+/* nvmlDeviceSetMigMode over the partitions; `busy`: some process holds the GPU (the API
+ * room knows the process records: ../api/mig_mode.c), so the mode is left pending with
+ * activation IN_USE instead of made current at once. */
+nvmlReturn_t mig_set_mode(nvmlDevice_t device, unsigned int mode, int busy, nvmlReturn_t *activationStatus);
 
 #endif

@@ -388,6 +388,8 @@ const char *mig_gpu_invalid(const struct mig_table *t, const struct mig_gpu *gpu
 {
     if (gpu->current > 1 || gpu->pending > 1)
         return "a MIG mode other than 0 or 1";
+    if (t->unpublished && (gpu->current || gpu->pending))
+        return "MIG enabled on a board whose partition table is not public";
     if (gpu->ngi > MIG_MAX_GIS)
         return "too many GPU instances";
     if (!gpu->current && gpu->ngi > 0)

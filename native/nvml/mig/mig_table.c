@@ -229,7 +229,18 @@ static struct mig_table *read_table(struct mig_tables *ts, const struct mock_nod
 {
     struct reader r = {.n = n};
     snprintf(r.base, sizeof r.base, NODE_GPU_N ".", phys);
-    unsigned int k;
+    unsigned int k, max_devices = 0;
+    bounded(get(&r, K_MIG_MAX_GPU_INSTANCES), 64, &max_devices);
+    if (!get(&r, K_MIG_TABLE)) {                  /* no profiles declared */
+        if (max_devices == 0)
+            return NULL;                          /* not MIG-capable */
+        struct mig_table *t = calloc(1, sizeof *t);
+        if (t) {
+            t->max_devices = max_devices;
+            t->unpublished = 1;                   /* nothing to boot: disabled, whatever it says */
+        }
+        return t;
+    }
     if (!bounded(get(&r, K_MIG_TABLE), MOCK_MAX_GPUS - 1, &k))
         return NULL;
     const struct mig_table *profiles = shared_profiles(ts, n, k);
@@ -239,7 +250,7 @@ static struct mig_table *read_table(struct mig_tables *ts, const struct mock_nod
     if (!t)
         return NULL;
     *t = *profiles;
-    bounded(get(&r, K_MIG_MAX_GPU_INSTANCES), 64, &t->max_devices);
+    t->max_devices = max_devices;
     t->boot_current = truthy(get(&r, K_MIG_MODE_CURRENT));
     t->boot_pending = get(&r, K_MIG_MODE_PENDING) ? truthy(get(&r, K_MIG_MODE_PENDING)) : t->boot_current;
     read_boot(&r, t);
