@@ -161,11 +161,18 @@ def test_the_process_registers_serves_probes_and_exits_0_on_sigterm():
             wait_until(lambda: http_get(port, "/readyz")[0] == 200, "the plugin's /readyz 200",
                        timeout=10)
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
+            try:                    # drained as it exits: a full pipe must not hold it
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                pytest.fail(f"the plugin did not exit within 30 s of SIGTERM; its stderr: {err[-3000:]}")
+            assert proc.returncode == 0, err[-3000:]
             assert link.wait_closed()
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(5)
-            proc.stderr.close()
+            if proc.stderr and not proc.stderr.closed:
+                proc.stderr.close()
     remove_socket_dir(path)
