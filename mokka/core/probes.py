@@ -1,6 +1,7 @@
 """The HTTP edge of every probe Mokka serves (/healthz, /readyz, /stagedz).
 
-Stdlib ``http.server`` in a daemon thread: a route is a callable returning
+Stdlib ``socketserver`` in a daemon thread, answering HTTP/1.1 GET and HEAD
+with keep-alive by a few line reads and one write: a route is a callable returning
 (status, body); a str body is sent as text/plain (legible in ``kubectl
 describe``), a dict as JSON. The facts behind each probe live with their
 component (``mokka.agent.health``, ``mokka.nri.health``); this module only
@@ -14,7 +15,9 @@ import os
 import selectors
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
+from http.server import ThreadingHTTPServer
+from socketserver import StreamRequestHandler
 from typing import Callable, Mapping, Union
 
 Route = Callable[[], "tuple[int, Union[str, dict]]"]
@@ -50,30 +53,81 @@ def _encode(body) -> tuple[bytes, str]:
     return (str(body) + "\n").encode(), "text/plain; charset=utf-8"
 
 
+#: A request line or header line longer than this, or more header lines than
+#: MAX_HEADERS, is refused: a probe request is a few short lines.
+MAX_LINE = 8192
+MAX_HEADERS = 100
+#: A kept-alive connection idle this long is closed (the NRI plugin redials).
+IDLE_TIMEOUT_S = 300.0
+
+
+def _reply(status: int, body, close: bool, head_only: bool = False) -> bytes:
+    data, content_type = _encode(body)
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Type: {content_type}",
+             f"Content-Length: {len(data)}"]
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (b"" if head_only else data)
+
+
 def _handler(routes: Mapping[str, Route]):
     known = ", ".join(sorted(routes))
 
-    class Handler(BaseHTTPRequestHandler):
-        # HTTP/1.1 keeps a connection open: the NRI plugin asks /stagedz before
-        # every container it adjusts, and a new connection each time costs more
-        # than the answer. Every response carries Content-Length, as 1.1 needs.
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out as two writes; with Nagle on, the second waits
-        # for the client's delayed ACK (~40 ms) on a kept-alive connection.
+    class Handler(StreamRequestHandler):
+        """HTTP/1.1 with keep-alive, for GET and HEAD of a route and nothing more.
+
+        The NRI plugin asks /stagedz before every container it adjusts, over one
+        kept-alive connection, so a request costs a few line reads and one write;
+        http.server's general request parsing cost more than the answer."""
+        timeout = IDLE_TIMEOUT_S
+        # With Nagle on, a reply after a kept-alive exchange can wait for the
+        # client's delayed ACK (~40 ms).
         disable_nagle_algorithm = True
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            route = routes.get(self.path.split("?", 1)[0])
-            status, body = route() if route else (404, f"no probe at {self.path}; try {known}")
-            data, content_type = _encode(body)
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+        def handle(self) -> None:
+            try:
+                while self._one():
+                    pass
+            except (OSError, ValueError):      # a peer gone, or idle past the timeout
+                pass
 
-        def log_message(self, fmt: str, *args) -> None:
-            pass        # kubelet probes every few seconds: not worth a log line each
+        def _one(self) -> bool:
+            """Answer one request; whether the connection stays open."""
+            line = self.rfile.readline(MAX_LINE + 1)
+            if not line:
+                return False
+            parts = line.split()
+            if len(line) > MAX_LINE or len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+                self.wfile.write(_reply(400, "bad request line", close=True))
+                return False
+            method, target, version = parts
+            close = version == b"HTTP/1.0"
+            for _ in range(MAX_HEADERS):
+                header = self.rfile.readline(MAX_LINE + 1)
+                if header in (b"\r\n", b"\n", b""):
+                    break
+                if len(header) > MAX_LINE:
+                    self.wfile.write(_reply(431, "header line too long", close=True))
+                    return False
+                name, _, value = header.partition(b":")
+                name = name.strip().lower()
+                if name == b"connection":
+                    value = value.strip().lower()
+                    close = value == b"close" or (close and value != b"keep-alive")
+                elif name in (b"content-length", b"transfer-encoding") and value.strip() not in (b"", b"0"):
+                    self.wfile.write(_reply(400, "a probe request has no body", close=True))
+                    return False
+            else:
+                self.wfile.write(_reply(431, "too many header lines", close=True))
+                return False
+            if method not in (b"GET", b"HEAD"):
+                self.wfile.write(_reply(405, "only GET and HEAD", close))
+                return not close
+            path = target.split(b"?", 1)[0].decode("latin-1")
+            route = routes.get(path)
+            status, body = route() if route else (404, f"no probe at {path}; try {known}")
+            self.wfile.write(_reply(status, body, close, head_only=method == b"HEAD"))
+            return not close
 
     return Handler
 
