@@ -33,13 +33,19 @@ def devices_pod():
             nri_pb2.Container(name="c"))
 
 
-def test_without_a_gate_it_is_ready_and_decides_against_the_staged_tree(tmp_path):
+def stage_one_gpu(tmp_path) -> Overlay:
+    """An overlay under ``tmp_path`` with /dev/nvidia0 staged (skips without mknod)."""
     host = Overlay(str(tmp_path / "overlay"))
     os.makedirs(host.dev)
     try:
         os.mknod(os.path.join(host.dev, "nvidia0"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
     except PermissionError:
         pytest.skip("mknod not permitted: cannot stage a GPU node")
+    return host
+
+
+def test_without_a_gate_it_is_ready_and_decides_against_the_staged_tree(tmp_path):
+    stage_one_gpu(tmp_path)
     handle, ready = make_handler(settings(tmp_path))
     assert ready() == (True, "staging gate not configured")
     out = nri_pb2.CreateContainerResponse.FromString(handle(*devices_pod(), RuntimeInfo()))
@@ -60,12 +66,7 @@ def test_a_closed_gate_leaves_containers_alone_and_fails_readiness(tmp_path, cap
 
 
 def test_the_agent_restaging_is_seen_by_the_next_container(tmp_path):
-    host = Overlay(str(tmp_path / "overlay"))
-    os.makedirs(host.dev)
-    try:
-        os.mknod(os.path.join(host.dev, "nvidia0"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
-    except PermissionError:
-        pytest.skip("mknod not permitted: cannot stage a GPU node")
+    host = stage_one_gpu(tmp_path)
     handle, _ = make_handler(settings(tmp_path))
 
     def gpus():
