@@ -114,25 +114,24 @@ def plan_layout(profiles: Sequence[dict], wanted: Sequence[str]) -> list[dict]:
         chosen.append(by_name[name])
     if not chosen:
         return []                           # nothing to place: no library to ask
-    from mokka.engine import migplace
+    from mokka.engine import migplace, nvml
 
     chosen.sort(key=lambda n: _attributes(profiles[n]), reverse=True)     # stable: the last key first
     chosen.sort(key=lambda n: _slices(profiles[n]))
     for order in _mig_parted_orders(chosen):
         starts, code = migplace.place(profiles, order)
-        if code == migplace.SUCCESS:
+        if code == nvml.SUCCESS:
             return [{"profile_id": profiles[n]["id"], "placement_start": start,
                      "placement_size": profiles[n]["placement_size"]} for n, start in zip(order, starts)]
     raise LayoutError(f"{', '.join(wanted)} do not fit the board's memory slices together "
                       "in any order mig-parted creates them")
 
 
-def _slices(profile: dict) -> tuple:
-    """mig-parted's MigConfig.Flatten order: more GPU slices first, then more compute
-    slices (a GPU instance's default compute instance: as many), then the attributes
-    (``+me``, ...) descending (_attributes)."""
-    g = int(profile.get("slices") or 0)
-    return (-g, -g)
+def _slices(profile: dict) -> int:
+    """mig-parted's MigConfig.Flatten order: more GPU slices first (then more compute
+    slices, which a GPU instance's default compute instance has as many of), then the
+    attributes (``+me``, ...) descending (_attributes)."""
+    return -int(profile.get("slices") or 0)
 
 
 def _attributes(profile: dict) -> str:

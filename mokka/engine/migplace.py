@@ -18,9 +18,10 @@ from typing import Sequence
 from mokka.core import names
 
 FUNCTION = "nvmlMokkaMigPlaceGpuInstances"
-ROW = 11                        # MOKKA_MIG_PLACE_ROW: instances, size, count, 8 starts
-SUCCESS = 0
-INSUFFICIENT_RESOURCES = 23     # nvml.h NVML_ERROR_INSUFFICIENT_RESOURCES
+#: A profile's row (MOKKA_MIG_PLACE_ROW): instances, placement size, how many placements,
+#: then their starts (a GPU has 8 memory slices, so 8 placements at most).
+ROW = 11
+STARTS = ROW - 3
 
 _function = None
 
@@ -53,13 +54,13 @@ def _place_function():
 def place(profiles: Sequence[dict], create: Sequence[int]) -> tuple[list[int], int]:
     """Create GPU instances of ``profiles[i]`` for each i of ``create``, in order, on an
     empty GPU, each where the library's CreateGpuInstance puts it: (the starts of those
-    placed, the NVML return code: SUCCESS, or INSUFFICIENT_RESOURCES at the first that
-    does not fit). ``profiles``: a board's ``mig.gpu_instance_profiles``."""
+    placed, the NVML return code: mokka.engine.nvml's SUCCESS, or INSUFFICIENT_RESOURCES
+    at the first that does not fit). ``profiles``: a board's ``mig.gpu_instance_profiles``."""
     rows = []
     for p in profiles:
-        starts = list(p.get("placements") or ())[:8]
+        starts = list(p.get("placements") or ())[:STARTS]
         rows += [int(p.get("instances", 0)), int(p.get("placement_size", 0)), len(starts)]
-        rows += starts + [0] * (8 - len(starts))
+        rows += starts + [0] * (STARTS - len(starts))
     table = (ctypes.c_uint * max(len(rows), 1))(*rows)
     wanted = (ctypes.c_uint * max(len(create), 1))(*create)
     starts_out = (ctypes.c_uint * max(len(create), 1))()

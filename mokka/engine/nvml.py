@@ -36,6 +36,7 @@ DRIVER_NOT_LOADED = 9
 FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 IN_USE = 19
+INSUFFICIENT_RESOURCES = 23
 DEPRECATED = 26
 #: The errors nvidia-smi prints as their text where the value would be (N/A for the rest).
 SHOWN_ERRORS = (NO_PERMISSION, DEPRECATED)
