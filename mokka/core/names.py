@@ -60,6 +60,21 @@ IB_VENDOR_OUI = 0x02C9
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
 IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
+#: What a GPU-selected container sees under /sys, staged by the agent (read-only in every
+#: container, as the whole overlay is): overlayfs lowers the proc hook
+#: (native/hooks/sysview.c) merges over the container's own /sys/devices, /sys/bus and
+#: /sys/module, so the kernel's entries stay and the node's GPUs and modules are added.
+#:   sysview/gpu/<minor>/devices/<root complex>/<bus id>/...   (the GPU's device directory)
+#:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
+#:   sysview/module/<name>/{version,refcnt,initstate,coresize,holders/}
+#:   sysview/proc-modules: the lines /proc/modules gains (one per module, the kernel's format)
+#: A GPU is keyed by its minor number: the container's /dev/nvidia<minor> says it may see it.
+SYS_VIEW_DIR = "sysview"
+SYS_VIEW_GPU_DIR = "gpu"
+SYS_VIEW_DEVICES = "devices"
+SYS_VIEW_BUS = "bus"
+SYS_VIEW_MODULE_DIR = "module"
+SYS_VIEW_PROC_MODULES = "proc-modules"
 #: The fabricmanager stand-in's state directory (``fabricmanager.ready`` in it),
 #: by its name inside the DRIVER ROOT, beside ``config/``. With no
 #: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
