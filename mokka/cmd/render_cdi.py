@@ -37,7 +37,8 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
     # The node agent stages the mock NVML and CUDA libraries wherever this Mokka carries them.
     specs = cdi.specs(state, host_overlay(host_root, overlay_host_path),
                       nvml_library_staged=native.nvml_library() is not None,
-                      cuda_library_staged=native.cuda_library() is not None)
+                      cuda_library_staged=native.cuda_library() is not None,
+                      proc_hook_staged=native.library(names.PROC_HOOK_FILE) is not None)
     if out_dir is None:
         click.echo("---\n".join(cdi.to_yaml(s) for s in specs.values()), nl=False)
         return

@@ -3,8 +3,9 @@
 Writing: the specs of a compiled state as plain dicts (pure; the node agent's
 cri simulator and ``mokka render-cdi`` write the files). A spec names only
 host paths Mokka stages — a missing host path fails every container that uses
-the spec — so there is no ``nvidia-cdi-hook`` hook (we ship none) and no NVML
-library mount unless the caller says a library is staged.
+the spec — so there is no ``nvidia-cdi-hook`` hook (we ship none), no NVML
+library mount unless the caller says a library is staged, and the proc hook
+(the driver's /proc and /sys files, native/hooks/) only where it is staged.
 
 Reading: any spec on the node, ours or another vendor's, into the container
 edits of each fully qualified device (``read_spec``, ``device_edits``), for
@@ -19,7 +20,7 @@ import stat
 from dataclasses import dataclass
 
 from mokka.core import mig, names
-from mokka.core.edits import Device, Mount
+from mokka.core.edits import Device, Hook, Mount
 from mokka.core.mig import MigDevice
 from mokka.core.overlay import Overlay
 
@@ -33,6 +34,12 @@ class CDIEdits:
     env: tuple[str, ...] = ()                 # "KEY=value"
     devices: tuple[Device, ...] = ()
     mounts: tuple[Mount, ...] = ()
+    hooks: tuple[Hook, ...] = ()              # createContainer hooks only
+
+
+#: The one CDI hook name whose hooks a container gets from a spec's edits here: the
+#: runtime runs them in the container's mount namespace before pivot_root.
+CREATE_CONTAINER = "createContainer"
 
 
 class UnreadableSpec(Exception):
@@ -42,6 +49,24 @@ class UnreadableSpec(Exception):
 def qualified_name(kind: str, name: str) -> str:
     """A device's fully qualified CDI name, ``vendor.com/class=name``."""
     return f"{kind}={name}"
+
+
+def proc_hook(host: Overlay) -> Hook:
+    """The proc hook as every GPU container gets it, through the NRI adjustment or a spec:
+    the staged static helper, given the overlay's host path (it runs in the runtime's
+    namespace, where host paths resolve)."""
+    return Hook(path=host.proc_hook, args=(names.PROC_HOOK_FILE, host.root),
+                timeout=names.PROC_HOOK_TIMEOUT_S)
+
+
+def _hooks(host: Overlay, proc_hook_staged: bool) -> dict:
+    """The spec's ``hooks`` edit: the proc hook where it is staged (a spec naming a missing
+    hook would fail every container that uses it)."""
+    if not proc_hook_staged:
+        return {}
+    hook = proc_hook(host)
+    return {"hooks": [{"hookName": CREATE_CONTAINER, "path": hook.path, "args": list(hook.args),
+                       "timeout": hook.timeout}]}
 
 
 def _node(host: Overlay, name: str, major: int, minor: int) -> dict:
@@ -113,13 +138,13 @@ def _cap_node(host: Overlay, minor: int) -> dict:
 
 
 def toolkit_edits(host: Overlay, *, nvml_library_staged: bool = False,
-                  cuda_library_staged: bool = False,
+                  cuda_library_staged: bool = False, proc_hook_staged: bool = False,
                   fabricmanager_state_dir: str | None = None,
                   imex_nodes: list[dict] | None = None) -> dict:
     """The toolkit spec's common edits: control nodes, the libraries where its hooks would
     link them (beside each other, so the CUDA driver finds the NVML library it reads),
     nvidia-smi, the config directory read-only and the CUDA process records writable on
-    top of it."""
+    top of it; the proc hook where it is staged."""
     mounts = []
     if nvml_library_staged:
         mounts.append(_bind(f"{host.lib}/{names.NVML_LIB_FILE}", names.CDI_NVML_LIB_MOUNT))
@@ -140,31 +165,35 @@ def toolkit_edits(host: Overlay, *, nvml_library_staged: bool = False,
         mounts.append(_bind(fabricmanager_state_dir, fabricmanager_state_dir))
         env.append(f"{names.ENV_FABRICMANAGER_STATE_DIR}={fabricmanager_state_dir}")
     return {"env": env, "deviceNodes": control_nodes(host) + list(imex_nodes or []),
-            "mounts": mounts}
+            "mounts": mounts, **_hooks(host, proc_hook_staged)}
 
 
-def mock_spec(state: dict, host: Overlay) -> dict:
+def mock_spec(state: dict, host: Overlay, proc_hook_staged: bool = False) -> dict:
     """The ``nvml-mock.nvidia.com/gpu`` spec the NRI plugin references in cdi mode."""
     devices = _per_gpu_devices(state, host, by_uuid=False)
     devices.append({"name": names.CDI_DEVICE_ALL,
                     "containerEdits": {"deviceNodes": gpu_nodes(state, host) + control_nodes(host)
                                        + mig_management_nodes(host)}})
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MOCK, "devices": devices,
-            "containerEdits": {"env": [f"{names.ENV_CDI_DEVICE_SOURCE}=cdi"]}}
+            "containerEdits": {"env": [f"{names.ENV_CDI_DEVICE_SOURCE}=cdi"],
+                               **_hooks(host, proc_hook_staged)}}
 
 
-def management_spec(state: dict, host: Overlay) -> dict:
+def management_spec(state: dict, host: Overlay, proc_hook_staged: bool = False) -> dict:
     """``management.nvidia.com/gpu=all``: every GPU, the control nodes and the MIG config
-    and monitor capabilities, for the container toolkit's management annotations."""
+    and monitor capabilities, for the container toolkit's management annotations (and the
+    proc hook where it is staged: the management path sees the node's /proc and /sys
+    files as a GPU container does)."""
     nodes = gpu_nodes(state, host) + control_nodes(host) + mig_management_nodes(host)
     return {"cdiVersion": names.CDI_VERSION, "kind": names.CDI_KIND_MANAGEMENT,
-            "devices": [{"name": names.CDI_DEVICE_ALL, "containerEdits": {"deviceNodes": nodes}}]}
+            "devices": [{"name": names.CDI_DEVICE_ALL, "containerEdits": {"deviceNodes": nodes}}],
+            **({"containerEdits": _hooks(host, True)} if proc_hook_staged else {})}
 
 
 def specs(state: dict, host: Overlay, **kwargs) -> dict[str, dict]:
     """File name → spec, for the two specs ``render-cdi`` and the cri simulator write."""
     return {names.CDI_SPEC_GPU_FILE: toolkit_spec(state, host, **kwargs),
-            names.CDI_SPEC_MOCK_FILE: mock_spec(state, host)}
+            names.CDI_SPEC_MOCK_FILE: mock_spec(state, host, kwargs.get("proc_hook_staged", False))}
 
 
 def to_yaml(spec: dict) -> str:
@@ -227,7 +256,8 @@ def _edits(raw: object) -> CDIEdits:
     env = tuple(e for e in _list(raw.get("env")) if isinstance(e, str) and "=" in e)
     devices = tuple(d for d in map(_device_node, _list(raw.get("deviceNodes"))) if d is not None)
     mounts = tuple(m for m in map(_mount, _list(raw.get("mounts"))) if m is not None)
-    return CDIEdits(env=env, devices=devices, mounts=mounts)
+    hooks = tuple(h for h in map(_hook, _list(raw.get("hooks"))) if h is not None)
+    return CDIEdits(env=env, devices=devices, mounts=mounts, hooks=hooks)
 
 
 def _device_node(raw: object) -> Device | None:
@@ -259,3 +289,20 @@ def _mount(raw: object) -> Mount | None:
     options = tuple(o for o in _list(raw.get("options")) if isinstance(o, str))
     kind = raw.get("type") if isinstance(raw.get("type"), str) and raw.get("type") else "bind"
     return Mount(destination=destination, source=source, type=kind, options=options)
+
+
+def _hook(raw: object) -> Hook | None:
+    """A createContainer hook with an absolute path; any other hook, or a malformed one,
+    is skipped (the runtime would refuse the malformed; the rest is not ours to run)."""
+    if not isinstance(raw, dict) or raw.get("hookName") != CREATE_CONTAINER:
+        return None
+    path = raw.get("path")
+    if not isinstance(path, str) or not path.startswith("/"):
+        return None
+    args = _list(raw.get("args"))
+    env = _list(raw.get("env"))
+    if not all(isinstance(a, str) for a in args) or not all(isinstance(e, str) for e in env):
+        return None
+    timeout = _int(raw.get("timeout"))
+    return Hook(path=path, args=tuple(args), env=tuple(env),
+                timeout=timeout if timeout is not None and timeout > 0 else None)

@@ -1,4 +1,4 @@
-"""What a container is edited with: device nodes and mounts.
+"""What a container is edited with: device nodes, mounts and createContainer hooks.
 
 The OCI runtime spec's vocabulary, shared by the CDI specs Mokka writes and
 reads (``mokka.core.cdi``), the runtime's view of a container and the NRI
@@ -17,6 +17,15 @@ class Mount(NamedTuple):
     source: str
     type: str = "bind"
     options: tuple[str, ...] = ()
+
+
+class Hook(NamedTuple):
+    """An OCI createContainer hook (NRI Hook, a CDI ``createContainer`` hook): a host path
+    the runtime runs in the container's mount namespace, its argv and env."""
+    path: str
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    timeout: int | None = None
 
 
 class Device(NamedTuple):

@@ -29,12 +29,14 @@ def toolkit_options(host: Host) -> dict:
     fabric = host.overlay.fabric_state
     return {"nvml_library_staged": host.native.nvml_library is not None,
             "cuda_library_staged": host.native.cuda_library is not None,
+            "proc_hook_staged": host.native.proc_hook is not None,
             "fabricmanager_state_dir": fabric if os.path.isdir(fabric) else None}
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     specs = dict(cdi.specs(desired.state, host.overlay, **toolkit_options(host)))
-    specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(desired.state, host.overlay)
+    specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(
+        desired.state, host.overlay, proc_hook_staged=host.native.proc_hook is not None)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
             for file, spec in specs.items()}
 

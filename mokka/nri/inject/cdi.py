@@ -4,7 +4,8 @@ A runtime whose NRI can take CDI devices in an adjustment resolves the name
 itself. One that cannot (NRI v0.6.1, containerd 1.7) gets the device's edits
 — read from the staged spec by the node view — applied directly, which is
 what the runtime would have done: CDI env is set over the container's own
-(CDI edits win, as when the runtime injects them), devices and mounts added.
+(CDI edits win, as when the runtime injects them), devices, mounts and
+createContainer hooks added.
 """
 
 from __future__ import annotations
@@ -42,4 +43,6 @@ def deliver(draft: Draft, view: NodeView, name: str) -> bool:
                 draft.env.force(key, value)
         draft.add_devices(edit.devices)
         draft.add_mounts(edit.mounts)
+        for hook in edit.hooks:
+            draft.add_hook(hook)
     return True

@@ -15,18 +15,10 @@ from typing import Mapping, NamedTuple
 
 from mokka.core import names
 from mokka.core.cdi import CDIEdits
-from mokka.core.edits import Device, Mount
+from mokka.core.edits import Device, Hook, Mount
 
 __all__ = ["Adjustment", "CDIEdits", "Config", "Container", "Decision", "Device", "DeviceRule",
            "Mount", "NodeView", "Pod"]
-
-
-class Hook(NamedTuple):
-    """An OCI hook (NRI Hook): a host path the runtime runs, its argv and env."""
-    path: str
-    args: tuple[str, ...] = ()
-    env: tuple[str, ...] = ()
-    timeout: int | None = None
 
 
 class DeviceRule(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from mokka.core import names
+from mokka.core import cdi
 from mokka.core.overlay import Overlay
 from mokka.nri.inject.draft import Draft
 from mokka.nri.inject.model import Config, Hook, NodeView
@@ -22,9 +22,8 @@ from mokka.nri.inject.model import Config, Hook, NodeView
 @functools.lru_cache(maxsize=16)
 def hook(overlay_host_path: str) -> Hook:
     """The hook: a host path (the runtime runs it), given the overlay's host path."""
-    host = Overlay(overlay_host_path)
-    return Hook(path=host.proc_hook, args=(names.PROC_HOOK_FILE, host.root),
-                timeout=names.PROC_HOOK_TIMEOUT_S)
+    # The same hook the CDI specs carry (one value), so a container given both runs it once.
+    return cdi.proc_hook(Overlay(overlay_host_path))
 
 
 def attach(config: Config, view: NodeView, draft: Draft) -> None:
