@@ -77,7 +77,6 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out: dict[str, Entry] = {}
     for gpu in desired.state["gpus"]:
         out.update(gpu_tree(ov.sys, gpu))
-    for gpu in desired.state["gpus"]:
         # Keyed by the minor: a container's /dev/nvidia<minor> says it may see that GPU.
         out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu))
     shim = host.native.shim(names.FS_LIB_FILE)
