@@ -45,15 +45,16 @@ def _read(path: str) -> str:
 
 
 def check(host_root: str, overlay_host_path: str, command: Sequence[str]) -> str:
-    """The overlay root to use, or ExecError saying what is missing (in the order a user
-    fixes them: the command line, the staged node, the privilege)."""
+    """The overlay root to use, or ExecError saying what is missing: the command line
+    first, then the privilege (without it the staged tree may not even be visible, and
+    "not staged" would send a user the wrong way), then the staged node."""
     if not command:
         raise ExecError(plan.NO_COMMAND)
+    if not plan.has_sys_admin(_read(PROC_STATUS)):
+        raise ExecError(plan.NEEDS_ROOT)
     overlay = host_overlay(host_root, overlay_host_path)
     if not os.path.isdir(overlay.dev):
         raise ExecError(plan.NOT_STAGED.format(path=overlay.root, root=host_root))
-    if not plan.has_sys_admin(_read(PROC_STATUS)):
-        raise ExecError(plan.NEEDS_ROOT)
     return overlay.root
 
 
