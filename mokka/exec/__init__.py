@@ -28,6 +28,8 @@ from mokka.core.overlay import host_overlay
 from mokka.exec import mounts, plan
 
 #: The exit statuses of a command that could not run, as a shell (and env(1)) gives them.
+#: How its lines begin, as every Mokka command's errors do ("<command>: <error>").
+PREFIX = "exec"
 NOT_FOUND_STATUS = 127
 NOT_EXECUTABLE_STATUS = 126
 DEV = "/dev"
@@ -75,7 +77,7 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
             raise ExecError(plan.NEEDS_ROOT)
         raise ExecError(f"cannot mount {exc.filename}: {exc.strerror}")
     if setup.hook is None:
-        print(f"mokka exec: {plan.NO_HOOK.format(path=os.path.join(overlay_root, 'driver'))}",
+        print(f"{PREFIX}: {plan.NO_HOOK.format(path=os.path.join(overlay_root, 'driver'))}",
               file=stderr)
     else:
         _run_hook(setup.hook, stderr)
@@ -83,11 +85,10 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
     try:
         os.execvpe(command[0], list(command), dict(setup.env))
     except FileNotFoundError:
-        print(f"mokka exec: {command[0]}: command not found (PATH={setup.env.get('PATH', '')})",
-              file=stderr)
+        print(f"{PREFIX}: {command[0]}: command not found", file=stderr)
         raise SystemExit(NOT_FOUND_STATUS)
     except OSError as exc:
-        print(f"mokka exec: {command[0]}: {exc.strerror}", file=stderr)
+        print(f"{PREFIX}: {command[0]}: {exc.strerror}", file=stderr)
         raise SystemExit(NOT_EXECUTABLE_STATUS)
 
 
@@ -133,4 +134,4 @@ def _run_hook(hook, stderr: TextIO) -> None:
         subprocess.run(argv, executable=hook.path, env=dict(e.split("=", 1) for e in hook.env),
                        stdin=subprocess.DEVNULL, stderr=stderr, timeout=hook.timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"mokka exec: the proc hook {hook.path} did not run: {exc}", file=stderr)
+        print(f"{PREFIX}: the proc hook {hook.path} did not run: {exc}", file=stderr)
