@@ -28,6 +28,7 @@ from mokka.agent.simulators.gpudriver import GpuDriver
 from mokka.agent.simulators.ib import Ib
 from mokka.agent.simulators.imex import Imex
 from mokka.agent.simulators.kernellog import KernelLog
+from mokka.agent.simulators.kmodules import KernelModules
 from mokka.agent.simulators.mig import Mig
 from mokka.agent.simulators.mockib import MockIbDaemon
 from mokka.agent.simulators.nvlink import NvLink
@@ -96,7 +97,7 @@ def container_runtime(cfg: AgentConfig, host: Host, runner=restart.run,
 
 def simulators(host: Host, cfg: AgentConfig = AgentConfig(),
                runtime: ContainerdSetup | None = None) -> list:
-    return [GpuDriver(host), PciBus(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
+    return [GpuDriver(host), PciBus(host), KernelModules(host), NvLink(host), Imex(host), Ib(host), Cri(host, runtime),
             Mig(host),
             FabricManager(host, delay=cfg.fabricmanager_delay, fail=cfg.fabricmanager_fail,
                           enabled=cfg.fabricmanager),

@@ -1,6 +1,6 @@
 """Converge a set of host paths owned by one simulator, through the manifest.
 
-A simulator describes the tree it wants as ``{absolute path: File|Link|CharDev}``;
+A simulator describes the tree it wants as ``{absolute path: File|Link|CharDev|Dir}``;
 ``converge`` records it (write-ahead), writes what differs, removes what the
 owner had before but no longer wants, and drops directories that emptied.
 Device nodes fall back to empty regular files where mknod is not permitted
@@ -42,7 +42,13 @@ class CharDev:
     mode: int = 0o666
 
 
-Entry = File | Link | CharDev
+@dataclass(frozen=True)
+class Dir:
+    """A directory the tree keeps even when nothing is in it (a module's empty ``holders/``)."""
+    mode: int = 0o755
+
+
+Entry = File | Link | CharDev | Dir
 #: Suffixes of the temp names fsutil.atomic_write, atomic_symlink and _chardev use.
 _TEMP_SUFFIXES = (".tmp", ".lnk", ".dev")
 BACKUP_SUFFIX = ".mokka-orig"
@@ -169,7 +175,8 @@ class HostFS:
     def _remove(self, paths: Iterable[str]) -> set[str]:
         """Unlink paths, then rmdir agent-made parents that emptied; return those removed."""
         parents = set()
-        for path in paths:
+        # Deepest first: a directory entry goes after what the owner had in it.
+        for path in sorted(paths, key=lambda p: p.count(os.sep), reverse=True):
             self._unlink(path)
             parents.add(os.path.dirname(path))
         created, dropped = self.manifest.dirs(), set()
@@ -203,6 +210,8 @@ class HostFS:
             return atomic_write(path, entry.data, entry.mode, sync=False)   # rebuilt at each start
         if isinstance(entry, Link):
             return atomic_symlink(entry.target, path)
+        if isinstance(entry, Dir):
+            return _mkdir(path, entry.mode)
         return self._chardev(path, entry)
 
     def _chardev(self, path: str, dev: CharDev) -> bool:
@@ -266,6 +275,21 @@ class HostFS:
             if os.path.lexists(backup) and not os.path.lexists(path):
                 os.rename(backup, path)           # put the host's own file back
             self.manifest.drop_backup(path)
+
+
+def _mkdir(path: str, mode: int) -> bool:
+    """Make ``path`` a directory (whatever else is there goes, never followed); False when
+    it already was one."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return False
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    os.mkdir(path, mode)
+    os.chmod(path, mode)                  # mkdir honours the umask
+    return True
 
 
 def _rmdir(path: str) -> bool:

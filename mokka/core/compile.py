@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 
 from mokka import __version__
-from mokka.core import cudaboard, mig, names
+from mokka.core import cudaboard, kernelmodules, mig, names
 from mokka.core.profile import Profile, copy_tree, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
@@ -65,6 +65,8 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
             "cuda_version": str(system.get("cuda_version") or ""),
             "cuda_version_major": system.get("cuda_version_major"),
             "cuda_version_minor": system.get("cuda_version_minor"),
+            "kernel_modules": list(kernelmodules.loaded(
+                system.get("kernel_modules"), bool((doc.get("infiniband") or {}).get("enabled")))),
         },
         "gpu_count": len(gpus),
         "gpus": gpus,

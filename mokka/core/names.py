@@ -172,6 +172,10 @@ FABRICMANAGER_REASSERT_S = 2.0
 PROC_VERSION_FILE = "version"
 PROC_PARAMS_FILE = "params"
 PROC_IMEX_MGMT_CAPABILITY = "capabilities/fabric-imex-mgmt"
+#: Each GPU's directory under DRIVER_PROC_DIR (named by its sysfs bus id, 0000:3b:00.0) and
+#: the file in it the driver writes (Model, IRQ, GPU UUID, Video BIOS, ... Device Minor).
+PROC_GPUS_DIR = "gpus"
+PROC_GPU_INFORMATION = "information"
 #: The staged /proc/driver: what a container the proc hook serves sees there (every
 #: directory in it; DRIVER_PROC_DIR is its ``nvidia``).
 DRIVER_PROC_ROOT = "driver/proc/driver"
@@ -186,7 +190,9 @@ PROC_MIG_CONFIG = "config"
 PROC_MIG_MONITOR = "monitor"
 PROC_MIG_ACCESS = "access"
 #: A kernel's /proc/modules lines for the driver, as a container the proc hook serves
-#: reads them when the kernel has that file (mig-parted looks for ``nvidia``).
+#: reads them when the kernel has that file (mig-parted looks for ``nvidia``). Only the proc
+#: hook (native/hooks/prochook.c) still reads this: the agent stages each profile's own lines,
+#: from mokka.core.kernelmodules, at SYS_VIEW_PROC_MODULES, which the hook is to read instead.
 PROC_MODULES_NVIDIA = ("nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
                        "nvidia_modeset 1306624 0 - Live 0x0000000000000000\n"
                        "nvidia 56954880 2 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000\n")

@@ -78,6 +78,25 @@ class Overlay:
     def sys(self) -> str:
         return self.join(names.PCI_SYSFS_DIR)
 
+    @property
+    def sysview(self) -> str:
+        """``sysview``: the /sys view the proc hook merges into GPU containers (names.SYS_VIEW_DIR)."""
+        return self.join(names.SYS_VIEW_DIR)
+
+    def sysview_gpu(self, minor: int) -> str:
+        """``sysview/gpu/<minor>``: one GPU's lowers (its ``devices`` and ``bus`` trees)."""
+        return os.path.join(self.sysview, names.SYS_VIEW_GPU_DIR, str(minor))
+
+    @property
+    def sysview_modules(self) -> str:
+        """``sysview/module``: the lower of /sys/module (one directory per loaded module)."""
+        return os.path.join(self.sysview, names.SYS_VIEW_MODULE_DIR)
+
+    @property
+    def sysview_proc_modules(self) -> str:
+        """``sysview/proc-modules``: the lines /proc/modules gains."""
+        return os.path.join(self.sysview, names.SYS_VIEW_PROC_MODULES)
+
     # Files
     @property
     def profile(self) -> str:
@@ -166,6 +185,10 @@ class Overlay:
     def proc_file(self, name: str) -> str:
         """An entry of the mock driver's procfs (``names.PROC_*``)."""
         return os.path.join(self.proc, name)
+
+    def proc_gpu_information(self, bus_id: str) -> str:
+        """``driver/proc/driver/nvidia/gpus/<bus id>/information`` (bus id as sysfs names it)."""
+        return os.path.join(self.proc, names.PROC_GPUS_DIR, bus_id, names.PROC_GPU_INFORMATION)
 
     def imex_channel(self, index: int) -> str:
         return os.path.join(self.imex_channels, f"{names.IMEX_CHANNEL_PREFIX}{index}")

@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from mokka.core import names
+from mokka.core import kernelmodules, names
 
 INT64_MAX = 2**63 - 1
 NA = "N/A"
@@ -418,7 +418,11 @@ PROFILE = Map({
     "system": Map({"driver_version": _VERSION_STR, "cuda_version": Str(numbers=True, max_len=32),
                    "nvml_version": Str(numbers=True, max_len=32),
                    **ints("cuda_version_major cuda_version_minor", maximum=999),
-                   "num_devices": Int(maximum=names.MAX_GPUS)},
+                   "num_devices": Int(maximum=names.MAX_GPUS),
+                   # The kernel modules the node loads besides nvidia, nvidia_uvm and
+                   # nvidia_modeset (mokka.core.kernelmodules).
+                   "kernel_modules": List(Str(choices=kernelmodules.DECLARABLE, noun="kernel module",
+                                              max_len=32), max_len=len(kernelmodules.NAMES))},
                   required=("driver_version",), hints={"driver_version": "550.163.01"}),
     "device_defaults": DEVICE_DEFAULTS,
     "devices": List(DEVICE_ENTRY, max_len=names.MAX_GPUS),

@@ -25,81 +25,31 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include "hook.h"
 #include "json.h"
 #include "mokka_names.h"
+#include "sysview.h"
 
 #define STATE_MAX (1 << 20)
 #define CONFIG_MAX (16 << 20)
 #define MODULES_MAX (1 << 20)
+#define STAGED_MODULES_MAX (64 << 10)
+#define TMPFS_MAGIC 0x01021994
 #define ENTRIES_MAX 64
 #define NAME_MAX_LEN 255
-#define FD_PATH 32
 #define PROC_NAME "proc"
 #define DRIVER_NAME "driver"
 #define MODULES_NAME "modules"
 #define MODULES_COPY ".modules"
 #define RO_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
-
-static void say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: ", MOKKA_PROC_HOOK_FILE);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-/* Reads at most max bytes of fd; the length in *len, NULL (errno set) past max or on error. */
-static char *read_all(int fd, size_t max, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= max) {
-                free(buf);
-                errno = EFBIG;
-                return NULL;
-            }
-            cap = cap * 2 > max ? max : cap * 2;
-            char *bigger = realloc(buf, cap + 1);
-            if (!bigger) {
-                free(buf);
-                return NULL;
-            }
-            buf = bigger;
-        }
-        ssize_t got = read(fd, buf + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            free(buf);
-            return NULL;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
-static void fd_path(char out[FD_PATH], int fd)
-{
-    snprintf(out, FD_PATH, "/proc/self/fd/%d", fd);
-}
 
 static int bind_fd(int source, int target, unsigned long extra)
 {
@@ -237,10 +187,31 @@ static int has_nvidia_line(const char *text)
     return 0;
 }
 
-/* The kernel's /proc/modules with the driver's lines, bound over it read-only. The copy is
- * written in the new /proc/driver tmpfs (a hidden name), bound, and unlinked: the bind
- * keeps it. */
-static void give_modules(int proc, int tmpfs)
+/* The module lines the node stages (OVERLAY/sysview/proc-modules), read within bounds
+ * without following a link; NULL (one line said) when there are none to add. */
+static char *staged_modules(int overlay, size_t *len)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "%s/%s", MOKKA_SYS_VIEW_DIR, MOKKA_SYS_VIEW_PROC_MODULES);
+    int fd = open_beneath(overlay, rel, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    char *text = NULL;
+    if (fd < 0)
+        say("no staged module lines at OVERLAY/%s (%s): /proc/modules left as the kernel has it",
+            rel, strerror(errno));
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        say("OVERLAY/%s is not a file: /proc/modules left as the kernel has it", rel);
+    else if (!(text = read_all(fd, STAGED_MODULES_MAX, len)))
+        say("cannot read OVERLAY/%s: %s; /proc/modules left as the kernel has it", rel, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return text;
+}
+
+/* The kernel's /proc/modules with the node's module lines, bound over it read-only. The
+ * copy is written in the new /proc/driver tmpfs (a hidden name), bound, and unlinked: the
+ * bind keeps it. */
+static void give_modules(int proc, int tmpfs, int overlay)
 {
     int kernel = openat(proc, MODULES_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (kernel < 0) {
@@ -254,14 +225,14 @@ static void give_modules(int proc, int tmpfs)
         say("cannot read /proc/modules: %s", strerror(errno));
         return;
     }
-    if (has_nvidia_line(text)) {
+    size_t extra;
+    char *ours = has_nvidia_line(text) ? NULL : staged_modules(overlay, &extra);
+    if (!ours) {
         free(text);
         return;
     }
-    size_t extra = strlen(MOKKA_PROC_MODULES_NVIDIA);
     int fd = openat(tmpfs, MODULES_COPY, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len &&
-             write(fd, MOKKA_PROC_MODULES_NVIDIA, extra) == (ssize_t)extra;
+    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, ours, extra) == (ssize_t)extra;
     if (fd >= 0)
         close(fd);
     int from = ok ? openat(tmpfs, MODULES_COPY, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
@@ -273,16 +244,22 @@ static void give_modules(int proc, int tmpfs)
     if (to >= 0)
         close(to);
     unlinkat(tmpfs, MODULES_COPY, 0);
+    free(ours);
     free(text);
 }
 
 /* A tmpfs on /proc/driver: the kernel's entries bound back, the staged directories bound
  * read-only, the driver's /proc/modules; then the tmpfs itself read-only. */
-static void give_driver_dir(int proc, int staged)
+static void give_driver_dir(int proc, int staged, int overlay)
 {
     int kernel = openat(proc, DRIVER_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (kernel < 0) {
         say("the kernel has no /proc/driver (%s): no driver proc files", strerror(errno));
+        return;
+    }
+    struct statfs fs;
+    if (fstatfs(kernel, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC) {
+        close(kernel);          /* procfs never has a tmpfs there: ours, from a first run */
         return;
     }
     struct entries had, ours;
@@ -310,7 +287,7 @@ static void give_driver_dir(int proc, int staged)
     for (unsigned i = 0; i < ours.count; i++)
         if (ours.dir[i])
             bind_entry(tmpfs, staged, ours.name[i], 1, 1);
-    give_modules(proc, tmpfs);
+    give_modules(proc, tmpfs, overlay);
     char root[FD_PATH];
     fd_path(root, tmpfs);
     if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | RO_FLAGS, "mode=0555") != 0)
@@ -319,23 +296,14 @@ static void give_driver_dir(int proc, int staged)
     close(kernel);
 }
 
-int main(int argc, char **argv)
+/* The container's /proc gains the driver's files (give_driver_dir). */
+static void give_proc(int root, const char *rootfs, int overlay, const char *overlay_path)
 {
-    if (argc != 2 || argv[1][0] != '/') {
-        say("usage: %s OVERLAY (its absolute host path; the OCI state on stdin)", MOKKA_PROC_HOOK_FILE);
-        return 0;
-    }
-    char rootfs[4096];
-    if (rootfs_path(rootfs, sizeof rootfs) != 0)
-        return 0;
-    char staged_path[4096];
-    snprintf(staged_path, sizeof staged_path, "%s/%s", argv[1], MOKKA_DRIVER_PROC_ROOT);
-    int staged = open(staged_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int proc = root < 0 ? -1 : openat(root, PROC_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int staged = open_beneath(overlay, MOKKA_DRIVER_PROC_ROOT, O_RDONLY | O_DIRECTORY);
+    int proc = openat(root, PROC_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat root_st, proc_st;
     if (staged < 0) {
-        say("no staged driver proc tree at %s: %s", staged_path, strerror(errno));
+        say("no staged driver proc tree at %s/%s: %s", overlay_path, MOKKA_DRIVER_PROC_ROOT, strerror(errno));
     } else if (proc < 0) {
         say("cannot open %s/%s: %s", rootfs, PROC_NAME, strerror(errno));
     } else if (fstat(root, &root_st) != 0 || fstat(proc, &proc_st) != 0 || root_st.st_dev == proc_st.st_dev) {
@@ -346,13 +314,43 @@ int main(int argc, char **argv)
         if (mount(NULL, path, NULL, MS_PRIVATE, NULL) != 0)
             say("cannot make the container's /proc private: %s; leaving it as it is", strerror(errno));
         else
-            give_driver_dir(proc, staged);
+            give_driver_dir(proc, staged, overlay);
     }
     if (proc >= 0)
         close(proc);
-    if (root >= 0)
-        close(root);
     if (staged >= 0)
         close(staged);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argc > 3 || argv[1][0] != '/' || (argc == 3 && argv[2][0] != '/')) {
+        say("usage: %s OVERLAY [ROOTFS] (absolute paths; without ROOTFS the OCI state on stdin)",
+            MOKKA_PROC_HOOK_FILE);
+        return 0;
+    }
+    char rootfs[4096];
+    if (argc == 3) {
+        if (snprintf(rootfs, sizeof rootfs, "%s", argv[2]) >= (int)sizeof rootfs) {
+            say("the rootfs path is too long");
+            return 0;
+        }
+    } else if (rootfs_path(rootfs, sizeof rootfs) != 0) {
+        return 0;
+    }
+    int overlay = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (overlay < 0)
+        say("cannot open the overlay %s: %s", argv[1], strerror(errno));
+    else if (root < 0)
+        say("cannot open the rootfs %s: %s", rootfs, strerror(errno));
+    else {
+        give_proc(root, rootfs, overlay, argv[1]);
+        sysview_give(root, rootfs, overlay, argv[1]);
+    }
+    if (root >= 0)
+        close(root);
+    if (overlay >= 0)
+        close(overlay);
     return 0;
 }

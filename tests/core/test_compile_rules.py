@@ -222,7 +222,8 @@ def test_the_system_block_is_copied_as_strings():
         driver_version="560.1", nvml_version="12.560.1", cuda_version="12.6"))
     assert state["system"] == {"driver_version": "560.1", "nvml_version": "12.560.1",
                                "cuda_version": "12.6", "cuda_version_major": 12,
-                               "cuda_version_minor": 4}
+                               "cuda_version_minor": 4,
+                               "kernel_modules": ["nvidia", "nvidia_modeset", "nvidia_uvm"]}
     bare = compiled(lambda doc: [doc["system"].pop(k) for k in ("nvml_version", "cuda_version")])
     assert (bare["system"]["nvml_version"], bare["system"]["cuda_version"]) == ("", "")
 

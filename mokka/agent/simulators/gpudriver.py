@@ -1,6 +1,7 @@
-"""gpudriver: device nodes, the profile copy and its compiled companion, procfs (with the
-staged /proc/devices), the shims, the mock NVML and CUDA libraries, the proc hook and the
-CUDA process records' directory; Apply publishes the driver tree at /run/nvidia/driver.
+"""gpudriver: device nodes, the profile copy and its compiled companion, procfs (each GPU's
+``gpus/<bus id>/information``, and the staged /proc/devices), the shims, the mock NVML and
+CUDA libraries, the proc hook and the CUDA process records' directory; Apply publishes the
+driver tree at /run/nvidia/driver.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
 the nodes the larger one had. The shim library is written by
@@ -15,7 +16,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
-from mokka.agent.simulators import Host, Readiness, imex
+from mokka.agent.simulators import Host, Readiness, imex, pcibus
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import fsutil, launcher, names
 from mokka.engine import pair
@@ -45,9 +46,35 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     ver = state["system"]["driver_version"]
     out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
+    for gpu in state["gpus"]:
+        out[ov.proc_gpu_information(gpu["pci"]["bdf"])] = File(information(gpu, ver).encode())
     out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
     out.update(native_tree(host, ver))
     return out
+
+
+#: Architectures whose GPUs run the driver's GSP firmware (the ``GPU Firmware`` line).
+GSP_ARCHITECTURES = ("turing", "ampere", "ada", "ada_lovelace", "hopper", "blackwell", "rubin")
+#: Bits of system memory a GPU addresses (the driver's DMA mask): 52 from Hopper on (a real
+#: H100's file says 52 bits), 47 before.
+DMA_BITS_52 = ("hopper", "blackwell", "rubin")
+
+
+def information(gpu: dict, driver_version: str) -> str:
+    """``/proc/driver/nvidia/gpus/<bus id>/information`` as the driver writes it (its labels,
+    tabs and order; the firmware line only where GSP runs)."""
+    arch = str(gpu.get("architecture") or "").lower()
+    bits = 52 if arch in DMA_BITS_52 else 47
+    # The driver prints the VBIOS as five lower-case hex bytes; unread, as question marks.
+    vbios = str(gpu.get("vbios_version") or "??.??.??.??.??").lower()
+    lines = [f"Model: \t\t {gpu.get('name', '')}", f"IRQ:   \t\t {pcibus.IRQ}",
+             f"GPU UUID: \t {gpu['uuid']}", f"Video BIOS: \t {vbios}", "Bus Type: \t PCIe",
+             f"DMA Size: \t {bits} bits", f"DMA Mask: \t 0x{(1 << bits) - 1:x}",
+             f"Bus Location: \t {gpu['pci']['bdf']}", f"Device Minor: \t {gpu['minor_number']}"]
+    if arch in GSP_ARCHITECTURES:
+        lines.append(f"GPU Firmware: \t {driver_version}")
+    lines.append("GPU Excluded:\t No")
+    return "\n".join(lines) + "\n"
 
 
 def proc_devices(desired: Desired) -> str:

@@ -1,8 +1,13 @@
-"""pcibus: the fake PCI sysfs tree and the libmockfs shim that points lspci and
+"""pcibus: the fake PCI sysfs trees and the libmockfs shim that points lspci and
 friends at it; Apply writes the NFD feature file.
 
-Layout as on a real host: ``sys/bus/pci/devices/<bdf>`` links to
-``../../../devices/<root complex>/<bdf>``, which holds the attribute files.
+One GPU's tree, laid out as on a real host under a sysfs root: ``devices/<root
+complex>/<bdf>`` holds the attribute files and a ``driver`` link to
+``bus/pci/drivers/nvidia``; ``bus/pci/devices/<bdf>`` and
+``bus/pci/drivers/nvidia/<bdf>`` link back to the device directory. The same tree
+is staged twice: all GPUs together under ``sys/`` (what libmockfs shows a
+process), and each GPU alone under ``sysview/gpu/<minor>`` (the lowers the proc
+hook merges over the /sys of a container that may see that GPU).
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ OWNER = "pcibus"
 NFD_OWNER = "pcibus:nfd"
 PCI_CLASS = 0x030200              # 3D controller
 RESOURCE_ROWS = 7
+#: The interrupt line a GPU reports: sysfs ``irq`` and the driver's /proc ``information``.
+IRQ = 0
+#: The kernel driver bound to every GPU (``bus/pci/drivers/nvidia``).
+DRIVER = "nvidia"
 
 
 def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int) -> bytes:
@@ -31,28 +40,46 @@ def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int) ->
     return head.ljust(256, b"\0")
 
 
+def attributes(gpu: dict) -> dict[str, File]:
+    """The attribute files of one GPU's PCI device directory, by name."""
+    pci = gpu["pci"]
+    vendor = pci.get("vendor_id") or 0x10DE
+    attrs = {
+        "numa_node": f"{gpu.get('numa_node', 0)}", "vendor": f"0x{vendor:04x}",
+        "device": f"0x{pci.get('pci_device', 0):04x}", "class": f"0x{PCI_CLASS:06x}",
+        "revision": "0x00", "irq": f"{IRQ}",
+        "subsystem_vendor": f"0x{pci.get('subsystem_vendor', 0):04x}",
+        "subsystem_device": f"0x{pci.get('subsystem_device', 0):04x}",
+        "resource": "\n".join(["0x0000000000000000 0x0000000000000000 0x0000000000000000"]
+                              * RESOURCE_ROWS),
+    }
+    out = {name: File(f"{value}\n".encode(), 0o444) for name, value in attrs.items()}
+    out["config"] = File(config_header(vendor, pci.get("pci_device", 0), pci.get("subsystem_vendor", 0),
+                                       pci.get("subsystem_device", 0)), 0o644)
+    return out
+
+
+def gpu_tree(sysfs: str, gpu: dict) -> dict[str, Entry]:
+    """One GPU's device directory and its bus links under the sysfs root ``sysfs``; every
+    link relative, so the tree reads the same wherever it is mounted."""
+    bdf, root = gpu["pci"]["bdf"], gpu["root_complex"]
+    devices, pci = names.SYS_VIEW_DEVICES, os.path.join(names.SYS_VIEW_BUS, "pci")
+    dev_dir = os.path.join(sysfs, devices, root, bdf)
+    out: dict[str, Entry] = {os.path.join(dev_dir, name): f for name, f in attributes(gpu).items()}
+    out[os.path.join(dev_dir, "driver")] = Link(f"../../../{pci}/drivers/{DRIVER}")
+    out[os.path.join(sysfs, pci, "devices", bdf)] = Link(f"../../../{devices}/{root}/{bdf}")
+    out[os.path.join(sysfs, pci, "drivers", DRIVER, bdf)] = Link(f"../../../../{devices}/{root}/{bdf}")
+    return out
+
+
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
-    sysfs = host.overlay.sys
+    ov = host.overlay
     out: dict[str, Entry] = {}
     for gpu in desired.state["gpus"]:
-        pci, bdf, root = gpu["pci"], gpu["pci"]["bdf"], gpu["root_complex"]
-        dev_dir = os.path.join(sysfs, "devices", root, bdf)
-        out[os.path.join(sysfs, "bus", "pci", "devices", bdf)] = Link(f"../../../devices/{root}/{bdf}")
-        vendor = pci.get("vendor_id") or 0x10DE
-        attrs = {
-            "numa_node": f"{gpu.get('numa_node', 0)}", "vendor": f"0x{vendor:04x}",
-            "device": f"0x{pci.get('pci_device', 0):04x}", "class": f"0x{PCI_CLASS:06x}",
-            "revision": "0x00", "irq": "0",
-            "subsystem_vendor": f"0x{pci.get('subsystem_vendor', 0):04x}",
-            "subsystem_device": f"0x{pci.get('subsystem_device', 0):04x}",
-            "resource": "\n".join(["0x0000000000000000 0x0000000000000000 0x0000000000000000"]
-                                  * RESOURCE_ROWS),
-        }
-        for name, value in attrs.items():
-            out[os.path.join(dev_dir, name)] = File(f"{value}\n".encode(), 0o444)
-        out[os.path.join(dev_dir, "config")] = File(
-            config_header(vendor, pci.get("pci_device", 0), pci.get("subsystem_vendor", 0),
-                          pci.get("subsystem_device", 0)), 0o644)
+        out.update(gpu_tree(ov.sys, gpu))
+    for gpu in desired.state["gpus"]:
+        # Keyed by the minor: a container's /dev/nvidia<minor> says it may see that GPU.
+        out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu))
     shim = host.native.shim(names.FS_LIB_FILE)
     if shim is not None:
         out[os.path.join(host.overlay.preload_lib, names.FS_LIB_FILE)] = File(shim, 0o755)

@@ -1,0 +1,241 @@
+"""The proc hook's /sys view, run as runc runs it: in a mount namespace of its own against a
+scratch rootfs (its own sysfs, proc and /dev), with a hand-built staged overlay. What a Go
+program reads there (gpu-feature-discovery's class file, mig-parted's walk of
+/sys/bus/pci/devices, the validator's /sys/module) is read from inside the same namespace
+by one shell script; the host's mounts (/sys and the scratch folder) are compared before and after.
+
+GPU 0 and GPU 1 are staged; the rootfs holds only /dev/nvidia0, so only GPU 0 may show.
+The overlay's own path holds ':' and ',' (overlayfs's separators) on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+UNSHARE = shutil.which("unshare")
+
+GPU0 = "0000:00:1e.0"           # under the kernel's own root complex: the two merge
+GPU1 = "0000:86:00.0"
+MODULE_LINES = ("nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
+                "nvidia 56954880 1 nvidia_uvm, Live 0x0000000000000000\n")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or UNSHARE is None,
+                                reason="mount namespaces need root and util-linux's unshare")
+
+
+def write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def stage_gpu(overlay: str, minor: int, root_complex: str, bus_id: str) -> None:
+    gpu = os.path.join(overlay, "sysview", "gpu", str(minor))
+    device = os.path.join(gpu, "devices", root_complex, bus_id)
+    for name, value in (("vendor", "0x10de"), ("device", "0x2330"), ("class", "0x030200"),
+                        ("numa_node", "0")):
+        write(os.path.join(device, name), value + "\n")
+    os.symlink("../../../bus/pci/drivers/nvidia", os.path.join(device, "driver"))
+    os.makedirs(os.path.join(gpu, "bus", "pci", "devices"))
+    os.symlink(f"../../../devices/{root_complex}/{bus_id}", os.path.join(gpu, "bus", "pci", "devices", bus_id))
+    os.makedirs(os.path.join(gpu, "bus", "pci", "drivers", "nvidia"))
+    os.symlink(f"../../../../devices/{root_complex}/{bus_id}",
+               os.path.join(gpu, "bus", "pci", "drivers", "nvidia", bus_id))
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """(overlay, rootfs, bundle): the staged overlay, an empty rootfs, and an OCI bundle
+    whose config.json names the rootfs."""
+    overlay = str(tmp_path / "over:lay,x")
+    stage_gpu(overlay, 0, "pci0000:00", GPU0)
+    stage_gpu(overlay, 1, "pci0000:86", GPU1)
+    write(os.path.join(overlay, "sysview", "module", "nvidia", "version"), "550.54.15\n")
+    write(os.path.join(overlay, "sysview", "module", "nvidia", "initstate"), "live\n")
+    write(os.path.join(overlay, "sysview", "proc-modules"), MODULE_LINES)
+    write(os.path.join(overlay, "driver", "proc", "driver", "nvidia", "version"), "NVRM version: 550.54.15\n")
+    rootfs = tmp_path / "bundle" / "rootfs"
+    for name in ("sys", "proc", "dev"):
+        (rootfs / name).mkdir(parents=True)
+    write(str(tmp_path / "bundle" / "config.json"), json.dumps({"root": {"path": "rootfs"}}))
+    return overlay, str(rootfs), str(tmp_path / "bundle")
+
+
+#: Before each test's own lines: the container's mounts as runc leaves them when
+#: createContainer hooks run, a peer of its /sys that must not see the hook's mounts, and
+#: `show LABEL CMD...`, which prints "@@LABEL <exit code>" and what CMD wrote.
+PRELUDE = r"""
+set -u
+H=$1 O=$2 R=$3 B=$4
+mount -t sysfs sysfs "$R/sys" && mount -t proc proc "$R/proc" || exit 90
+mount --make-shared "$R/sys" && mkdir -p "$B/peer" && mount --bind "$R/sys" "$B/peer" || exit 91
+show() { label=$1; shift; out=$("$@" 2>&1); rc=$?; echo "@@$label $rc"; printf '%s\n' "$out"; }
+hook() { show "$1" sh -c "echo '{\"bundle\": \"$B\"}' | \"$H\" \"$O\""; }
+fstype() { stat -f -c %T "$1"; }
+"""
+
+
+def run(hook: str, scratch, body: str) -> dict[str, tuple[int, str]]:
+    """Runs PRELUDE and ``body`` in a new mount namespace; what each `show` printed, by label."""
+    overlay, rootfs, bundle = scratch
+    script = os.path.join(bundle, "inside.sh")
+    write(script, PRELUDE + body)
+    done = subprocess.run([UNSHARE, "-m", "--propagation", "private", "sh", script, hook, overlay, rootfs, bundle],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    shown: dict[str, tuple[int, str]] = {}
+    label = None
+    for line in done.stdout.splitlines():
+        if line.startswith("@@"):
+            label, rc = line[2:].rsplit(" ", 1)
+            shown[label] = (int(rc), "")
+        elif label is not None:
+            rc, text = shown[label]
+            shown[label] = (rc, text + line + "\n")
+    return {k: (rc, text.rstrip("\n")) for k, (rc, text) in shown.items()}
+
+
+def problems(said: str) -> list[str]:
+    """The hook's lines but the one a kernel without module support always gets."""
+    return [line for line in said.splitlines() if "the kernel has no /proc/modules" not in line]
+
+
+def host_mounts(scratch) -> list[str]:
+    """The host's mounts at or under /sys and the scratch folder (other tests mount elsewhere)."""
+    within = ("/sys", os.path.dirname(scratch[2]))
+    with open("/proc/self/mountinfo") as f:
+        lines = f.read().splitlines()
+    return [line for line in lines
+            if any(line.split()[4] == top or line.split()[4].startswith(top + "/") for top in within)]
+
+
+@pytest.fixture
+def hook(native_libs) -> str:
+    return native_libs.path("prochook")
+
+
+def test_a_gpu_container_sees_its_gpus_pci_tree_and_modules_read_only(hook, scratch):
+    host_before = host_mounts(scratch)
+    host_pci = sorted(os.listdir("/sys/bus/pci/devices"))
+    shown = run(hook, scratch, r"""
+mknod "$R/dev/nvidia0" c 195 0
+hook hook
+show devices ls "$R/sys/bus/pci/devices"
+show class cat "$R/sys/bus/pci/devices/%(gpu0)s/class"
+show vendor cat "$R/sys/bus/pci/devices/%(gpu0)s/vendor"
+show driver readlink -f "$R/sys/bus/pci/devices/%(gpu0)s/driver"
+show by-driver cat "$R/sys/bus/pci/drivers/nvidia/%(gpu0)s/numa_node"
+show root-complex ls "$R/sys/devices/pci0000:00"
+show version cat "$R/sys/module/nvidia/version"
+show modules ls "$R/sys/module"
+show write-class sh -c "echo 0 > '$R/sys/bus/pci/devices/%(gpu0)s/class'"
+show new-file touch "$R/sys/bus/pci/devices/x"
+show new-dir mkdir "$R/sys/module/x"
+show peer fstype "$B/peer/devices"
+show proc-version cat "$R/proc/driver/nvidia/version"
+show proc-modules cat "$R/proc/modules"
+""" % {"gpu0": GPU0})
+    assert shown["hook"][0] == 0 and problems(shown["hook"][1]) == []
+    devices = shown["devices"][1].split()
+    assert GPU0 in devices and GPU1 not in devices
+    assert set(host_pci) <= set(devices)                     # the kernel's own entries stay
+    assert shown["class"] == (0, "0x030200")
+    assert shown["vendor"] == (0, "0x10de")
+    assert shown["driver"][1].endswith("/sys/bus/pci/drivers/nvidia")
+    assert shown["by-driver"] == (0, "0")
+    assert {"0000:00:00.0", GPU0} <= set(shown["root-complex"][1].split())
+    assert shown["version"] == (0, "550.54.15")
+    assert {"nvidia", "block"} <= set(shown["modules"][1].split())
+    for refused in ("write-class", "new-file", "new-dir"):
+        assert shown[refused][0] != 0 and "Read-only file system" in shown[refused][1], refused
+    assert shown["peer"] == (0, "sysfs")                     # nothing propagated out of /sys
+    assert shown["proc-version"] == (0, "NVRM version: 550.54.15")
+    if os.path.exists("/proc/modules"):
+        assert shown["proc-modules"][1].endswith(MODULE_LINES.rstrip("\n"))
+    else:                                                    # the hook makes no file the kernel lacks
+        assert shown["proc-modules"][0] != 0
+    assert host_mounts(scratch) == host_before and host_before
+    assert sorted(os.listdir("/sys/bus/pci/devices")) == host_pci
+
+
+def test_no_gpu_node_gives_no_sys_mounts(hook, scratch):
+    shown = run(hook, scratch, r"""
+hook hook
+show types sh -c 'for d in devices bus module; do stat -f -c %T "$0/sys/$d"; done' "$R"
+show devices ls "$R/sys/bus/pci/devices"
+""")
+    assert shown["hook"][0] == 0
+    assert shown["types"] == (0, "sysfs\nsysfs\nsysfs")
+    assert GPU0 not in shown["devices"][1].split()
+
+
+def test_a_link_planted_at_dev_nvidia0_is_not_followed(hook, scratch):
+    shown = run(hook, scratch, r"""
+mkdir "$R/elsewhere" && mknod "$R/elsewhere/gpu" c 195 0 && ln -s ../elsewhere/gpu "$R/dev/nvidia0"
+hook hook
+show type fstype "$R/sys/devices"
+""")
+    assert shown["hook"][0] == 0
+    assert "nvidia0 is not the char device 195:0" in shown["hook"][1]
+    assert shown["type"] == (0, "sysfs")
+
+
+def test_a_node_of_another_minor_is_not_a_gpu(hook, scratch):
+    shown = run(hook, scratch, r"""
+mknod "$R/dev/nvidia0" c 195 1
+hook hook
+show type fstype "$R/sys/devices"
+""")
+    assert "nvidia0 is not the char device 195:0" in shown["hook"][1]
+    assert shown["type"] == (0, "sysfs")
+
+
+def test_a_link_planted_at_sys_is_not_followed(hook, scratch):
+    shown = run(hook, scratch, r"""
+mknod "$R/dev/nvidia0" c 195 0
+umount "$B/peer" && umount "$R/sys" && rmdir "$R/sys"
+mkdir "$R/realsys" && mount -t sysfs sysfs "$R/realsys" && ln -s realsys "$R/sys"
+hook hook
+show type fstype "$R/realsys/devices"
+""")
+    assert shown["hook"][0] == 0
+    assert "/sys: " in shown["hook"][1] and "no /sys view" in shown["hook"][1]
+    assert shown["type"] == (0, "sysfs")
+
+
+def test_the_hook_given_twice_gives_the_same_view(hook, scratch):
+    shown = run(hook, scratch, r"""
+mknod "$R/dev/nvidia0" c 195 0
+hook first
+show mounts-first sh -c 'grep -c "$0/" /proc/self/mountinfo' "$R"
+show view-first ls -R "$R/sys/bus/pci" "$R/sys/module/nvidia" "$R/proc/driver"
+hook second
+show mounts-second sh -c 'grep -c "$0/" /proc/self/mountinfo' "$R"
+show view-second ls -R "$R/sys/bus/pci" "$R/sys/module/nvidia" "$R/proc/driver"
+""")
+    for run_ in ("first", "second"):
+        assert shown[run_][0] == 0 and problems(shown[run_][1]) == []
+    assert shown["mounts-second"] == shown["mounts-first"]
+    assert shown["view-second"] == shown["view-first"] and GPU0 in shown["view-first"][1]
+
+
+def test_the_rootfs_form_gives_the_view_with_no_oci_state(hook, scratch):
+    """`mokka exec`'s form: ``OVERLAY ROOTFS`` with ROOTFS "/" inside the namespace (here a
+    chroot into the scratch rootfs, whose /proc is a mount of its own)."""
+    shown = run(hook, scratch, r"""
+mknod "$R/dev/nvidia0" c 195 0
+mkdir "$R/overlay" "$R/bin" && mount --bind "$O" "$R/overlay" && cp "$H" "$R/bin/hook"
+show hook chroot "$R" /bin/hook /overlay / </dev/null
+show class cat "$R/sys/bus/pci/devices/%(gpu0)s/class"
+show devices ls "$R/sys/bus/pci/devices"
+show proc-version cat "$R/proc/driver/nvidia/version"
+""" % {"gpu0": GPU0})
+    assert shown["hook"][0] == 0 and problems(shown["hook"][1]) == []
+    assert shown["class"] == (0, "0x030200")
+    assert GPU1 not in shown["devices"][1].split()
+    assert shown["proc-version"] == (0, "NVRM version: 550.54.15")
