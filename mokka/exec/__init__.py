@@ -95,19 +95,26 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
 def _mount_dev(dev_lower: str) -> None:
     """The staged nodes over /dev, and /dev's own sub-mounts back on top."""
     mounts.private_namespace()
-    # Opened inside the new namespace: a bind takes its source from the caller's own.
-    kept = []
+    # Opened inside the new namespace (a bind takes its source from the caller's own) and
+    # before the overlay covers them.
+    opened: list[int] = []
     try:
+        submounts = []
         for point in plan.submounts(_read(MOUNTINFO), DEV):
             try:
-                kept.append((mounts.open_path(point), point))
+                opened.append(mounts.open_path(point))
             except OSError:
                 continue        # gone since mountinfo was read: nothing to bring back
-        mounts.read_only_overlay(DEV, [dev_lower, DEV])
-        for fd, point in kept:
+            submounts.append((opened[-1], point))
+        layers = []
+        for layer in (dev_lower, DEV):
+            opened.append(mounts.open_path(layer))
+            layers.append(opened[-1])
+        mounts.read_only_overlay(DEV, layers)
+        for fd, point in submounts:
             mounts.bind_fd(fd, point)
     finally:
-        for fd, _ in kept:
+        for fd in opened:
             os.close(fd)
 
 

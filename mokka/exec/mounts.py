@@ -54,14 +54,12 @@ def private_namespace() -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
 
 
-def read_only_overlay(target: str, lowers: list[str]) -> None:
-    """overlayfs of ``lowers`` (first on top) on ``target``: no upper, so nothing is written."""
-    # overlayfs splits lowerdir on ':' and the option string on ',': a layer path with
-    # either cannot be named; the caller's paths are the overlay's and /dev.
-    for lower in lowers:
-        if any(ch in lower for ch in ":,\\"):
-            raise OSError(22, "overlayfs cannot take a layer whose path holds ':', ',' or '\\'", lower)
-    _mount("overlay", target, "overlay", MS_RDONLY, "lowerdir=" + ":".join(lowers))
+def read_only_overlay(target: str, lowers: list[int]) -> None:
+    """overlayfs of the directories ``lowers`` (``open_path`` descriptors, first on top)
+    on ``target``: no upper, so nothing is written. The layers are named to the kernel as
+    /proc/self/fd/N, so no ':' or ',' of a real path can split overlayfs's options."""
+    _mount("overlay", target, "overlay", MS_RDONLY,
+           "lowerdir=" + ":".join(f"/proc/self/fd/{fd}" for fd in lowers))
 
 
 def open_path(path: str) -> int:
