@@ -19,12 +19,13 @@ In a private mount namespace of its own (nothing it mounts reaches the host's):
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
 from typing import Mapping, NoReturn, Sequence, TextIO
 
-from mokka.core.overlay import host_overlay
+from mokka.core.overlay import Overlay, host_overlay
 from mokka.exec import mounts, plan
 
 #: The exit statuses of a command that could not run, as a shell (and env(1)) gives them.
@@ -73,12 +74,11 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
         _mount_dev(setup.dev_lower)
         _bind_overlay(setup.mounts)
     except OSError as exc:
-        if exc.errno in (1, 13):      # EPERM, EACCES: root, but not in this namespace's owner
+        if exc.errno in (errno.EPERM, errno.EACCES):    # root, but not of the namespace's owner
             raise ExecError(plan.NEEDS_ROOT)
         raise ExecError(f"cannot mount {exc.filename}: {exc.strerror}")
     if setup.hook is None:
-        print(f"{PREFIX}: {plan.NO_HOOK.format(path=os.path.join(overlay_root, 'driver'))}",
-              file=stderr)
+        print(f"{PREFIX}: {plan.NO_HOOK.format(path=Overlay(overlay_root).proc_hook)}", file=stderr)
     else:
         _run_hook(setup.hook, stderr)
     stderr.flush()

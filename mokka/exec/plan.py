@@ -16,7 +16,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Mapping
 
-from mokka.core import names
 from mokka.core.overlay import Overlay
 from mokka.nri import inject
 from mokka.nri.inject.model import Hook, Mount

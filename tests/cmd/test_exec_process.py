@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -136,7 +137,6 @@ def test_without_the_privilege_it_is_one_line(exec_node, drop):
         pytest.skip("no setpriv (util-linux) to drop the privilege with")
     root, _ = exec_node
     env = dict(os.environ, PYTHONPATH=REPO)
-    import subprocess
     done = subprocess.run([setpriv, *drop, sys.executable, "-m", "mokka", "exec", "--host-root", root,
                            "--", "true"], capture_output=True, text=True, env=env, cwd="/", timeout=60)
     assert done.returncode == 1

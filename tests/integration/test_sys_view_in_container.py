@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 from mokka.core import names
+from mokka.core.overlay import Overlay
 from tests import goreader
 from tests.integration.busybox import build_busybox_image
 from tests.integration.nodes import agent_argv, mokka_env, native_node
@@ -118,7 +119,6 @@ def test_the_agents_teardown_leaves_nothing_on_the_host(containerd, zipapp, read
     done = subprocess.run(agent + ["--once"], env=mokka_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     overlay_root = os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))
-    from mokka.core.overlay import Overlay
     plugin = PluginProcess(zipapp, containerd.nri_socket, Overlay(overlay_root), root).start()
     try:
         report = read_node(containerd.client(), "torn", {names.ANNOTATION_DEVICES: "true"})
