@@ -1,26 +1,33 @@
-/* nvml-mock-proc-hook: the driver's proc files inside a container, as an OCI
- * createContainer hook.
+/* nvml-mock-proc-hook: the driver's proc files and the node's /sys view inside a
+ * container, as an OCI createContainer hook.
  *
- *     nvml-mock-proc-hook OVERLAY      (the OCI state on stdin)
+ *     nvml-mock-proc-hook OVERLAY          (the OCI state on stdin: runc's createContainer hook)
+ *     nvml-mock-proc-hook OVERLAY ROOTFS   (no state read: `mokka exec`, ROOTFS "/" inside a
+ *                                           private mount namespace it made)
  *
- * Programs that read /proc themselves (the device plugin reads
- * /proc/driver/nvidia-caps/mig-minors, mig-parted looks for `nvidia` in /proc/modules)
- * cannot be reached by LD_PRELOAD, and runc refuses OCI mounts under /proc. A
- * createContainer hook runs in the container's mount namespace before pivot_root, with
- * the container's /proc already mounted at <rootfs>/proc: there this helper
+ * Programs that read /proc and /sys themselves (the device plugin reads
+ * /proc/driver/nvidia-caps/mig-minors, mig-parted looks for `nvidia` in /proc/modules and
+ * walks /sys/bus/pci/devices) cannot be reached by LD_PRELOAD, and runc refuses OCI mounts
+ * under /proc. A createContainer hook runs in the container's mount namespace before
+ * pivot_root, with the container's /proc and /sys already mounted in the rootfs: there
+ * this helper
  *
  *   - mounts a small read-only tmpfs on <rootfs>/proc/driver holding each directory
  *     of the staged driver proc tree (OVERLAY/driver/proc/driver: nvidia/, nvidia-caps/)
  *     bound read-only, and every entry the kernel's /proc/driver had bound back in;
- *   - where the kernel has /proc/modules, binds over it a copy with the driver's lines
- *     added (unless an `nvidia` line is there already).
+ *   - where the kernel has /proc/modules, binds over it a copy with the node's module
+ *     lines (OVERLAY/sysview/proc-modules) added (unless an `nvidia` line is there already);
+ *   - gives <rootfs>/sys the staged PCI tree and modules of the GPUs the container's /dev
+ *     holds (sysview.c).
  *
  * It never fails the container: every problem is one line on stderr and exit 0, the
  * container then starts without the files. The mounts live and die with the container's
- * mount namespace; the container's /proc is made private first, so none of them
- * propagates back to the host. Paths inside the rootfs are opened one component at a
- * time without following links; the OCI state and config.json are read within bounds.
- * Static (musl): it runs in the runtime's namespace, whatever the host's libc. */
+ * mount namespace; the container's /proc and /sys are made private first, so none of them
+ * propagates back to the host. Given twice (the NRI adjustment and a CDI spec both name
+ * it), the second run finds its mounts there and changes nothing. Paths inside the rootfs
+ * are opened one component at a time without following links; the OCI state, config.json
+ * and the staged module lines are read within bounds. Static (musl): it runs in the
+ * runtime's namespace, whatever the host's libc. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -48,7 +55,9 @@
 #define PROC_NAME "proc"
 #define DRIVER_NAME "driver"
 #define MODULES_NAME "modules"
-#define MODULES_COPY ".modules"
+#define MODULES_SCRATCH ".modules"
+/* Room for the kernel's lines (MODULES_MAX) and the staged ones (STAGED_MODULES_MAX). */
+#define MODULES_SCRATCH_OPTIONS "mode=0700,size=2m,nr_inodes=4"
 #define RO_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 static int bind_fd(int source, int target, unsigned long extra)
@@ -189,7 +198,7 @@ static int has_nvidia_line(const char *text)
 
 /* The module lines the node stages (OVERLAY/sysview/proc-modules), read within bounds
  * without following a link; NULL (one line said) when there are none to add. */
-static char *staged_modules(int overlay, size_t *len)
+static char *staged_modules(int overlay, const char *overlay_path, size_t *len)
 {
     char rel[64];
     snprintf(rel, sizeof rel, "%s/%s", MOKKA_SYS_VIEW_DIR, MOKKA_SYS_VIEW_PROC_MODULES);
@@ -197,21 +206,60 @@ static char *staged_modules(int overlay, size_t *len)
     struct stat st;
     char *text = NULL;
     if (fd < 0)
-        say("no staged module lines at OVERLAY/%s (%s): /proc/modules left as the kernel has it",
-            rel, strerror(errno));
+        say("no staged module lines at %s/%s (%s): /proc/modules left as the kernel has it",
+            overlay_path, rel, strerror(errno));
     else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        say("OVERLAY/%s is not a file: /proc/modules left as the kernel has it", rel);
+        say("%s/%s is not a file: /proc/modules left as the kernel has it", overlay_path, rel);
     else if (!(text = read_all(fd, STAGED_MODULES_MAX, len)))
-        say("cannot read OVERLAY/%s: %s; /proc/modules left as the kernel has it", rel, strerror(errno));
+        say("cannot read %s/%s: %s; /proc/modules left as the kernel has it",
+            overlay_path, rel, strerror(errno));
     if (fd >= 0)
         close(fd);
     return text;
 }
 
-/* The kernel's /proc/modules with the node's module lines, bound over it read-only. The
- * copy is written in the new /proc/driver tmpfs (a hidden name), bound, and unlinked: the
- * bind keeps it. */
-static void give_modules(int proc, int tmpfs, int overlay)
+/* The copy of /proc/modules with `ours` added, in a scratch tmpfs mounted on a hidden
+ * directory of the new /proc/driver; bound read-only over /proc/modules. The scratch tmpfs
+ * is then detached and its directory removed: the bind keeps the copy alive, and the
+ * /proc/driver tmpfs keeps no removed-but-used file (one would stop it from turning
+ * read-only: EBUSY). */
+static void bind_modules_copy(int proc, int tmpfs, const char *text, size_t len, const char *ours, size_t extra)
+{
+    char where[FD_PATH];
+    int made = mkdirat(tmpfs, MODULES_SCRATCH, 0700);
+    int hole = made == 0 ? openat(tmpfs, MODULES_SCRATCH, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (hole >= 0)
+        fd_path(where, hole);
+    int mounted = hole >= 0 && mount("tmpfs", where, "tmpfs", RO_FLAGS, MODULES_SCRATCH_OPTIONS) == 0;
+    int scratch = mounted ? openat(tmpfs, MODULES_SCRATCH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = scratch >= 0 ? openat(scratch, MODULES_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444) : -1;
+    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, ours, extra) == (ssize_t)extra;
+    if (fd >= 0)
+        close(fd);
+    int from = ok ? openat(scratch, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int to = ok ? openat(proc, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (!ok || from < 0 || to < 0 || bind_fd(from, to, 0) != 0 || read_only(proc, MODULES_NAME) != 0)
+        say("cannot mount the driver's /proc/modules: %s", strerror(errno));
+    if (from >= 0)
+        close(from);
+    if (to >= 0)
+        close(to);
+    if (scratch >= 0) {
+        fd_path(where, scratch);
+        if (umount2(where, MNT_DETACH) != 0)
+            say("cannot detach the scratch tmpfs of /proc/modules: %s", strerror(errno));
+        close(scratch);
+    } else if (mounted) {
+        say("cannot open the scratch tmpfs of /proc/modules: %s", strerror(errno));
+    }
+    if (hole >= 0)
+        close(hole);
+    if (made == 0)
+        unlinkat(tmpfs, MODULES_SCRATCH, AT_REMOVEDIR);
+}
+
+/* The kernel's /proc/modules with the node's module lines, bound over it read-only. */
+static void give_modules(int proc, int tmpfs, int overlay, const char *overlay_path)
 {
     int kernel = openat(proc, MODULES_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (kernel < 0) {
@@ -226,31 +274,16 @@ static void give_modules(int proc, int tmpfs, int overlay)
         return;
     }
     size_t extra;
-    char *ours = has_nvidia_line(text) ? NULL : staged_modules(overlay, &extra);
-    if (!ours) {
-        free(text);
-        return;
-    }
-    int fd = openat(tmpfs, MODULES_COPY, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, ours, extra) == (ssize_t)extra;
-    if (fd >= 0)
-        close(fd);
-    int from = ok ? openat(tmpfs, MODULES_COPY, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
-    int to = ok ? openat(proc, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (!ok || from < 0 || to < 0 || bind_fd(from, to, 0) != 0 || read_only(proc, MODULES_NAME) != 0)
-        say("cannot mount the driver's /proc/modules: %s", strerror(errno));
-    if (from >= 0)
-        close(from);
-    if (to >= 0)
-        close(to);
-    unlinkat(tmpfs, MODULES_COPY, 0);
+    char *ours = has_nvidia_line(text) ? NULL : staged_modules(overlay, overlay_path, &extra);
+    if (ours)
+        bind_modules_copy(proc, tmpfs, text, len, ours, extra);
     free(ours);
     free(text);
 }
 
 /* A tmpfs on /proc/driver: the kernel's entries bound back, the staged directories bound
  * read-only, the driver's /proc/modules; then the tmpfs itself read-only. */
-static void give_driver_dir(int proc, int staged, int overlay)
+static void give_driver_dir(int proc, int staged, int overlay, const char *overlay_path)
 {
     int kernel = openat(proc, DRIVER_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (kernel < 0) {
@@ -287,7 +320,7 @@ static void give_driver_dir(int proc, int staged, int overlay)
     for (unsigned i = 0; i < ours.count; i++)
         if (ours.dir[i])
             bind_entry(tmpfs, staged, ours.name[i], 1, 1);
-    give_modules(proc, tmpfs, overlay);
+    give_modules(proc, tmpfs, overlay, overlay_path);
     char root[FD_PATH];
     fd_path(root, tmpfs);
     if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | RO_FLAGS, "mode=0555") != 0)
@@ -314,7 +347,7 @@ static void give_proc(int root, const char *rootfs, int overlay, const char *ove
         if (mount(NULL, path, NULL, MS_PRIVATE, NULL) != 0)
             say("cannot make the container's /proc private: %s; leaving it as it is", strerror(errno));
         else
-            give_driver_dir(proc, staged, overlay);
+            give_driver_dir(proc, staged, overlay, overlay_path);
     }
     if (proc >= 0)
         close(proc);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from mokka.agent.hostfs import CharDev, File, HostFS, Link
+from mokka.agent.hostfs import CharDev, Dir, File, HostFS, Link
 from mokka.agent.manifest import Manifest
 from mokka.core import log as mlog
 
@@ -23,6 +23,26 @@ def test_converge_removes_what_is_no_longer_wanted_and_the_dirs_it_made(tmp_path
     assert sorted(os.listdir(tmp_path / "ov" / "a")) == ["f0"]
     assert not (tmp_path / "ov" / "b").exists()
     assert (tmp_path / "ov" / "a" / "f0").read_bytes() == b"y"
+
+
+def test_an_empty_directory_entry_is_kept_and_goes_once_unwanted(tmp_path):
+    fs = fs_at(tmp_path)
+    holders = tmp_path / "ov" / "module" / "nvidia_uvm" / "holders"
+    fs.converge("o", {str(holders): Dir()})
+    assert holders.is_dir() and os.listdir(holders) == []
+    assert stat.S_IMODE(os.stat(holders).st_mode) == 0o755
+    # Later it gains an entry of the same owner; both go at discard, the directory last.
+    fs.converge("o", {str(holders): Dir(), str(holders / "nvidia_peermem"): Link("../../x")})
+    fs.remove_owner("o")
+    assert not (tmp_path / "ov" / "module").exists()
+
+
+def test_a_directory_entry_replaces_a_file_at_its_path(tmp_path):
+    fs = fs_at(tmp_path)
+    path = tmp_path / "ov" / "holders"
+    fs.converge("o", {str(path): File(b"x")})
+    fs.converge("o", {str(path): Dir()})
+    assert path.is_dir() and not path.is_symlink()
 
 
 def test_the_manifest_survives_a_restart_and_discard_uses_it(tmp_path):

@@ -85,8 +85,8 @@ def run(hook: str, scratch, body: str) -> dict[str, tuple[int, str]]:
     overlay, rootfs, bundle = scratch
     script = os.path.join(bundle, "inside.sh")
     write(script, PRELUDE + body)
-    done = subprocess.run([UNSHARE, "-m", "--propagation", "private", "sh", script, hook, overlay, rootfs, bundle],
-                          capture_output=True, text=True, timeout=60)
+    argv = [UNSHARE, "-m", "--propagation", "private", "sh", script, hook, overlay, rootfs, bundle]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
     shown: dict[str, tuple[int, str]] = {}
     label = None
@@ -239,3 +239,40 @@ show proc-version cat "$R/proc/driver/nvidia/version"
     assert shown["class"] == (0, "0x030200")
     assert GPU1 not in shown["devices"][1].split()
     assert shown["proc-version"] == (0, "NVRM version: 550.54.15")
+
+
+#: A /proc whose kernel has module support, for a kernel that has none (this one): a
+#: ramfs at <rootfs>/proc holding driver/ and a modules file with one kernel line.
+KERNEL_WITH_MODULES = r"""
+umount "$R/proc" && mount -t ramfs ramfs "$R/proc" && mkdir "$R/proc/driver" || exit 92
+echo "%s" > "$R/proc/modules"
+"""
+
+
+@pytest.mark.parametrize("kernel_line, staged, expected", [
+    ("ext4 1 0 - Live 0x0", True, "ext4 1 0 - Live 0x0\n" + MODULE_LINES),
+    ("ext4 1 0 - Live 0x0", False, "ext4 1 0 - Live 0x0\n"),
+    ("nvidia 9 0 - Live 0x0", True, "nvidia 9 0 - Live 0x0\n"),      # a real driver's: as it is
+], ids=["staged lines added", "none staged", "a driver loaded"])
+def test_proc_modules_gains_the_staged_lines_where_the_kernel_has_it(hook, scratch, kernel_line, staged, expected):
+    if not staged:
+        os.unlink(os.path.join(scratch[0], "sysview", "proc-modules"))
+    shown = run(hook, scratch, KERNEL_WITH_MODULES % kernel_line + r"""
+hook first
+show modules cat "$R/proc/modules"
+hook second
+show again cat "$R/proc/modules"
+show write sh -c 'echo x >> "$0/proc/modules"' "$R"
+show driver ls -A "$R/proc/driver"
+show mkdir mkdir "$R/proc/driver/x"
+""")
+    assert shown["modules"] == (0, expected.rstrip("\n"))
+    assert shown["again"] == shown["modules"]
+    assert shown["second"] == (0, "")
+    if staged and not kernel_line.startswith("nvidia "):
+        assert shown["first"] == (0, "") and "Read-only file system" in shown["write"][1]
+    elif not staged:
+        assert "no staged module lines" in shown["first"][1] and "proc-modules" in shown["first"][1]
+    # /proc/driver holds the driver's directory only, and stays read-only (no copy left behind).
+    assert shown["driver"] == (0, "nvidia")
+    assert shown["mkdir"][0] != 0 and "Read-only file system" in shown["mkdir"][1]

@@ -1,0 +1,166 @@
+"""The /sys view the agent stages for GPU containers (each GPU's PCI device and bus links,
+the kernel modules, the /proc/modules lines) and each GPU's /proc/driver/nvidia/gpus
+information: what a reader finds after ``node-agent --once``, what a smaller profile
+leaves, and that teardown leaves nothing."""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from helpers import profile_bytes, run_agent
+from treelist import diff, listing
+
+from mokka.core.overlay import host_overlay
+
+T4_0, T4_1 = "0000:3b:00.0", "0000:86:00.0"
+
+
+def t4_profile(outside: str, count: int, modules: list[str] | None) -> str:
+    doc = yaml.safe_load(profile_bytes("t4", count))
+    if modules is not None:
+        doc["system"]["kernel_modules"] = modules
+    path = os.path.join(outside, f"t4-{count}-{len(modules or [])}.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f)
+    return path
+
+
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def stage(scratch, count=2, modules=("gdrdrv", "nvidia_fs")) -> str:
+    root, outside, _ = scratch
+    r = run_agent(root, "--once", "--profile", t4_profile(outside, count, list(modules)))
+    assert r.returncode == 0, r.stderr
+    return host_overlay(root).root
+
+
+def test_each_gpu_has_its_own_pci_lowers_with_the_kernels_layout(scratch):
+    ov = stage(scratch)
+    gpu1 = os.path.join(ov, "sysview/gpu/1")
+    device = os.path.join(gpu1, f"devices/pci0000:00/{T4_1}")
+    assert sorted(os.listdir(os.path.join(gpu1, "devices/pci0000:00"))) == [T4_1]
+    assert read(os.path.join(device, "class")) == "0x030200\n"
+    assert read(os.path.join(device, "vendor")) == "0x10de\n"
+    assert read(os.path.join(device, "device")) == "0x1eb8\n"
+    assert read(os.path.join(device, "subsystem_device")) == "0x12a2\n"
+    assert read(os.path.join(device, "numa_node")) == "0\n"
+    assert os.readlink(os.path.join(device, "driver")) == "../../../bus/pci/drivers/nvidia"
+    link = os.path.join(gpu1, f"bus/pci/devices/{T4_1}")
+    assert os.readlink(link) == f"../../../devices/pci0000:00/{T4_1}"
+    bound = os.path.join(gpu1, f"bus/pci/drivers/nvidia/{T4_1}")
+    assert os.readlink(bound) == f"../../../../devices/pci0000:00/{T4_1}"
+    # Followed as a reader follows them, inside the lower: the device directory and back.
+    assert os.path.realpath(link) == os.path.realpath(bound) == os.path.realpath(device)
+    assert os.path.realpath(os.path.join(device, "driver")) == os.path.join(
+        os.path.realpath(gpu1), "bus/pci/drivers/nvidia")
+    assert os.listdir(os.path.join(ov, "sysview/gpu/0/bus/pci/devices")) == [T4_0]
+    assert sorted(os.listdir(os.path.join(ov, "sysview/gpu"))) == ["0", "1"]
+
+
+def test_the_shim_tree_has_the_same_device_files_as_the_view(scratch):
+    ov = stage(scratch)
+    shim = os.path.join(ov, f"sys/devices/pci0000:00/{T4_0}")
+    view = os.path.join(ov, f"sysview/gpu/0/devices/pci0000:00/{T4_0}")
+    assert sorted(os.listdir(shim)) == sorted(os.listdir(view)) == [
+        "class", "config", "device", "driver", "irq", "numa_node", "resource", "revision",
+        "subsystem_device", "subsystem_vendor", "vendor"]
+    for name in ("class", "config", "vendor", "resource"):
+        with open(os.path.join(shim, name), "rb") as a, open(os.path.join(view, name), "rb") as b:
+            assert a.read() == b.read(), name
+    assert sorted(os.listdir(os.path.join(ov, "sys/bus/pci/drivers/nvidia"))) == [T4_0, T4_1]
+
+
+def test_the_profiles_modules_are_staged_as_sys_module_shows_them(scratch):
+    ov = stage(scratch)
+    modules = os.path.join(ov, "sysview/module")
+    assert sorted(os.listdir(modules)) == ["gdrdrv", "nvidia", "nvidia_fs", "nvidia_modeset",
+                                           "nvidia_uvm"]
+    nvidia = os.path.join(modules, "nvidia")
+    assert read(os.path.join(nvidia, "version")) == "550.163.01\n"
+    assert read(os.path.join(nvidia, "initstate")) == "live\n"
+    assert read(os.path.join(nvidia, "refcnt")) == "3\n"
+    assert read(os.path.join(nvidia, "coresize")) == "56954880\n"
+    holders = os.path.join(nvidia, "holders")
+    assert {n: os.readlink(os.path.join(holders, n)) for n in os.listdir(holders)} == {
+        "gdrdrv": "../../gdrdrv", "nvidia_uvm": "../../nvidia_uvm",
+        "nvidia_modeset": "../../nvidia_modeset"}
+    assert os.path.realpath(os.path.join(holders, "nvidia_uvm")) == os.path.realpath(
+        os.path.join(modules, "nvidia_uvm"))
+    assert read(os.path.join(modules, "nvidia_uvm/version")) == "550.163.01\n"
+    assert read(os.path.join(modules, "nvidia_uvm/refcnt")) == "0\n"
+    assert os.listdir(os.path.join(modules, "nvidia_uvm/holders")) == []
+    assert read(os.path.join(modules, "gdrdrv/version")) == "2.4\n"
+    assert read(os.path.join(modules, "nvidia_fs/version")) == "2.20.5\n"
+    assert read(os.path.join(ov, "sysview/proc-modules")) == (
+        "nvidia_fs 262144 0 - Live 0x0000000000000000\n"
+        "gdrdrv 24576 0 - Live 0x0000000000000000\n"
+        "nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
+        "nvidia_modeset 1306624 0 - Live 0x0000000000000000\n"
+        "nvidia 56954880 3 gdrdrv,nvidia_uvm,nvidia_modeset, Live 0x0000000000000000\n")
+
+
+def test_each_gpu_has_the_drivers_information_file(scratch):
+    ov = stage(scratch)
+    gpus = os.path.join(ov, "driver/proc/driver/nvidia/gpus")
+    assert sorted(os.listdir(gpus)) == [T4_0, T4_1]
+    assert read(os.path.join(gpus, T4_1, "information")) == (
+        "Model: \t\t NVIDIA T4\n"
+        "IRQ:   \t\t 0\n"
+        "GPU UUID: \t GPU-00000074-0000-0000-0000-000000000001\n"
+        "Video BIOS: \t 90.04.96.00.02\n"
+        "Bus Type: \t PCIe\n"
+        "DMA Size: \t 47 bits\n"
+        "DMA Mask: \t 0x7fffffffffff\n"
+        f"Bus Location: \t {T4_1}\n"
+        "Device Minor: \t 1\n"
+        "GPU Firmware: \t 550.163.01\n"
+        "GPU Excluded:\t No\n")
+
+
+def test_a_smaller_profile_with_other_modules_converges(scratch):
+    root, outside, _ = scratch
+    stage(scratch)
+    small = t4_profile(outside, 1, ["nvidia_peermem"])
+    assert run_agent(root, "--once", "--profile", small).returncode == 0
+    ov = host_overlay(root).root
+    assert os.listdir(os.path.join(ov, "sysview/gpu")) == ["0"]
+    assert os.listdir(os.path.join(ov, "driver/proc/driver/nvidia/gpus")) == [T4_0]
+    assert sorted(os.listdir(os.path.join(ov, "sysview/module"))) == [
+        "nvidia", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm"]
+    assert sorted(os.listdir(os.path.join(ov, "sysview/module/nvidia/holders"))) == [
+        "nvidia_modeset", "nvidia_peermem", "nvidia_uvm"]
+    assert read(os.path.join(ov, "sysview/proc-modules")).splitlines()[0] == \
+        "nvidia_peermem 16384 0 - Live 0x0000000000000000"
+    # Exactly what a fresh run of the smaller profile stages.
+    converged = listing(root)
+    assert run_agent(root, "--teardown").returncode == 0
+    assert run_agent(root, "--once", "--profile", small).returncode == 0
+    fresh = listing(root)
+    assert converged == fresh, diff(fresh, converged)
+
+
+def test_teardown_leaves_nothing_of_the_view(scratch):
+    root, _, _ = scratch
+    before = listing(root)
+    ov = stage(scratch)
+    assert os.path.isdir(os.path.join(ov, "sysview/module/nvidia_uvm/holders"))
+    assert run_agent(root, "--teardown").returncode == 0
+    assert not os.path.exists(os.path.join(ov, "sysview"))
+    after = listing(root)
+    assert after == before, diff(before, after)
+
+
+def test_the_agent_refuses_an_unknown_module_in_one_line(scratch):
+    root, outside, _ = scratch
+    bad = t4_profile(outside, 1, ["gdrdrv", "nvidia_gds"])
+    r = run_agent(root, "--once", "--profile", bad)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"node-agent: {bad}: system.kernel_modules[1]: unknown kernel module 'nvidia_gds'; use one "
+        "of gdrdrv, mlx5_core, nvidia, nvidia_drm, nvidia_fs, nvidia_modeset, nvidia_peermem, "
+        "nvidia_uvm")
+    assert not os.path.exists(os.path.join(host_overlay(root).root, "sysview"))
