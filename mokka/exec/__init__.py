@@ -28,9 +28,9 @@ from typing import Mapping, NoReturn, Sequence, TextIO
 from mokka.core.overlay import Overlay, host_overlay
 from mokka.exec import mounts, plan
 
-#: The exit statuses of a command that could not run, as a shell (and env(1)) gives them.
 #: How its lines begin, as every Mokka command's errors do ("<command>: <error>").
 PREFIX = "exec"
+#: The exit statuses of a command that could not run, as a shell (and env(1)) gives them.
 NOT_FOUND_STATUS = 127
 NOT_EXECUTABLE_STATUS = 126
 DEV = "/dev"
