@@ -82,3 +82,10 @@ def run_mokka(*args: str, env: dict | None = None, check: bool = False,
 
 # The built image (image/build.sh), for tests anywhere: see tests/image/fixtures.py.
 from tests.image.fixtures import mokka_image, mokka_image_arm64  # noqa: E402,F401
+
+
+@pytest.fixture(scope="session")
+def go_reader(tmp_path_factory) -> str:
+    """The Go reader (tests/goreader), built once per session: its path."""
+    from tests import goreader
+    return goreader.build(str(tmp_path_factory.mktemp("goreader")))

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fabricmanager": ("mokka.cmd.fabricmanager:main", "the nv-fabricmanager stand-in"),
     "ctl": ("mokka.cmd.ctl:main", "change a running node's GPU readings (runtime overrides)"),
     "profile": ("mokka.cmd.profile:main", "profile capture: a real node's nvidia-smi -q -x as a profile"),
+    "exec": ("mokka.cmd.exec:main", "run a command as a GPU container sees the node (root)"),
 }
 ALIASES = {"nv-fabricmanager": "fabricmanager", "nvml-mock-ctl": "ctl", "nri": "nri-plugin", "agent": "node-agent"}
 PROGRAM = "mokka"

@@ -20,6 +20,7 @@ COMMANDS = {
     "profiles": "List the built-in GPU profiles", "compile": "the mock NVML library reads",
     "nvidia-smi": "NVIDIA System Management Interface", "check-fabric": "NVLink fabric state",
     "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "{set,reset,status,xid}",
+    "exec": "private mount namespace",
 }
 LINKS = {"nri-plugin": "Usage: nri-plugin", "nvidia-smi": "NVIDIA System Management Interface",
          "check-fabric": "Usage: check-fabric", "mock-ib": "Usage: mock-ib",

@@ -1,0 +1,117 @@
+"""What ``mokka exec`` sets up, decided without touching the disk.
+
+The environment, the overlay's binds and the proc hook come from the NRI
+decision itself (``mokka.nri.inject.adjust``) for a container on the management
+path (the devices annotation: every GPU of the node), with the overlay's host
+path as its mount path: a program started this way sees the variables and
+paths a GPU-selected container sees, by the same rule, not a copy of it.
+
+The rest is read from the text the kernel gives (/proc/self/mountinfo,
+/proc/self/status) by the I/O side and passed in here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Mapping
+
+from mokka.core.overlay import Overlay
+from mokka.nri import inject
+from mokka.nri.inject.model import Hook, Mount
+
+#: CAP_SYS_ADMIN's bit in the capability sets: unshare(CLONE_NEWNS) and every mount need it.
+CAP_SYS_ADMIN = 21
+#: The proc hook's calling form outside runc: ``HOOK OVERLAY ROOTFS``, the root being
+#: this process's own "/" inside its private mount namespace.
+HOOK_ROOTFS = "/"
+
+NEEDS_ROOT = ("needs root (CAP_SYS_ADMIN) to mount the node's /dev, /sys and /proc/driver "
+              "in a private mount namespace; run it as root (sudo mokka exec ...)")
+NOT_STAGED = ("no staged node at {path}; stage one first: mokka node-agent --host-root {root} "
+              "(or pass the --host-root / --overlay-host-path it staged under)")
+NO_COMMAND = "no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."
+NO_HOOK = ("the proc hook is not staged at {path} (a node staged without the native build): "
+           "/sys, /proc/driver and /proc/modules stay the host's")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything ``mokka exec`` changes for the command, in order."""
+    #: The staged device nodes, as the lower layer over /dev (the host's /dev below it).
+    dev_lower: str
+    #: The overlay's binds as the decision gives them to a container (read-only tree,
+    #: writable driver/config), here at their own host paths.
+    mounts: tuple[Mount, ...]
+    #: The proc hook, or None when the node has none staged.
+    hook: Hook | None
+    #: The command's whole environment.
+    env: Mapping[str, str]
+
+
+def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView) -> Setup:
+    """The setup for a command started with ``environ`` on the node staged at ``overlay_root``.
+
+    ``view`` is the node view of that overlay as the NRI plugin builds it
+    (``mokka.nri.nodeview``), with the overlay's host path as the mount path.
+    """
+    config = inject.Config(overlay_host_path=overlay_root, overlay_mount_path=overlay_root)
+    pod = inject.Pod(annotations={config.device_annotation: "true"})
+    container = inject.Container(env=tuple(f"{k}={v}" for k, v in environ.items()))
+    decision = inject.adjust(config, pod, container, view)
+    adjustment = decision.adjustment or inject.Adjustment()
+    env = dict(environ)
+    env.update(adjustment.env)
+    hooks = adjustment.hooks
+    return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts,
+                 hook=hooks[0] if hooks else None, env=env)
+
+
+def hook_argv(hook: Hook) -> list[str]:
+    """The hook's argv for ``mokka exec``: its OCI form (name, overlay) plus the root."""
+    return [*hook.args, HOOK_ROOTFS]
+
+
+def has_sys_admin(status: str) -> bool:
+    """Whether /proc/self/status's effective capabilities hold CAP_SYS_ADMIN."""
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            try:
+                return bool(int(line.split(":", 1)[1].strip(), 16) >> CAP_SYS_ADMIN & 1)
+            except ValueError:
+                return False
+    return False
+
+
+def unescape(field: str) -> str:
+    """A mountinfo path: the kernel writes space, tab, newline and backslash as \\ooo."""
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def submounts(mountinfo: str, top: str) -> list[str]:
+    """The mount points strictly under ``top`` that no other of them contains, in
+    mountinfo order, each once (a recursive bind of each carries the ones inside it).
+
+    They are what an overlay mounted on ``top`` would hide: the overlay's lower is
+    ``top``'s own filesystem, without what is mounted on it."""
+    prefix = top.rstrip("/") + "/"
+    points: list[str] = []
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) < 5:
+            continue
+        point = posixpath.normpath(unescape(fields[4]))
+        if point.startswith(prefix) and point not in points:
+            points.append(point)
+    return [p for p in points
+            if not any(p.startswith(q + "/") for q in points if q != p)]

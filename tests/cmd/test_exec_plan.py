@@ -1,0 +1,91 @@
+"""``mokka exec``'s decisions, without a namespace: what it takes from the kernel's text
+(the capability it needs, what is mounted under /dev) and what the NRI decision gives a
+GPU-selected container, here at the overlay's host path."""
+
+from __future__ import annotations
+
+import pytest
+
+from mokka.core.edits import Device
+from mokka.exec import plan
+from mokka.nri.inject.model import NodeView
+
+ROOT = "/scratch/var/lib/nvml-mock"
+
+
+@pytest.mark.parametrize("status,expected", [
+    ("Name:\tx\nCapEff:\t000001ffffffffff\n", True),
+    ("CapEff:\t0000000000200000\n", True),
+    ("CapEff:\t00000000001fffff\n", False),
+    ("CapEff:\t0000000000000000\n", False),
+    ("Name:\tx\n", False),
+    ("CapEff:\tnot-hex\n", False),
+], ids=["root", "CAP_SYS_ADMIN alone", "every capability below it", "none",
+        "no CapEff line", "unreadable CapEff"])
+def test_the_mounts_need_cap_sys_admin_in_the_effective_set(status, expected):
+    assert plan.has_sys_admin(status) is expected
+
+
+MOUNTINFO = "\n".join([
+    "22 27 0:21 / /proc rw,relatime - proc proc rw",
+    "24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw",
+    "25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw",
+    "26 24 0:24 / /dev/pts rw,relatime - devpts devpts rw",
+    "29 26 0:26 / /dev/pts rw,relatime - devpts devpts rw",
+    "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw",
+    "31 24 0:28 / /dev/mqueue rw,relatime - mqueue mqueue rw",
+    "32 31 0:28 / /dev/mqueue/inner rw,relatime - tmpfs tmpfs rw",
+    "33 27 0:29 / /devices rw,relatime - tmpfs tmpfs rw",
+    "34 24 0:30 / /dev/my\\040disk rw,relatime - tmpfs tmpfs rw",
+    "35 24 254:0 /x /dev/termination-log rw,relatime - ext4 /dev/vda rw",
+    "",
+])
+
+
+def test_what_an_overlay_on_dev_hides_is_each_outermost_submount_once():
+    assert plan.submounts(MOUNTINFO, "/dev") == [
+        "/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/my disk", "/dev/termination-log"]
+
+
+def test_dev_itself_and_look_alike_paths_are_not_submounts():
+    assert plan.submounts("24 27 0:6 / /dev rw - devtmpfs devtmpfs rw\n"
+                          "33 27 0:29 / /devices rw - tmpfs tmpfs rw\n", "/dev") == []
+
+
+def view(**kw) -> NodeView:
+    return NodeView(
+        dev_nodes=(Device("/dev/nvidia0", "c", 195, 0), Device("/dev/nvidiactl", "c", 195, 255)),
+        staged_shims=frozenset({f"{ROOT}/driver/usr/local/lib/libmockfs.so.1"}), **kw)
+
+
+def test_the_command_gets_a_gpu_containers_environment_at_the_overlays_host_path():
+    setup = plan.decide(ROOT, {"HOME": "/root", "PATH": "/usr/bin:/bin"}, view(proc_hook_staged=True))
+    env = setup.env
+    assert env["MOCK_NVML_CONFIG"] == "/scratch/var/lib/nvml-mock/driver/config/config.yaml"
+    assert env["MOCK_PCI_ROOT"] == "/scratch/var/lib/nvml-mock"
+    assert env["PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/bin:/usr/bin:/bin"
+    assert env["LD_LIBRARY_PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/lib64"
+    assert env["LD_PRELOAD"] == "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libmockfs.so.1"
+    assert env["MOCK_IB"] == "off"
+    assert env["HOME"] == "/root"
+    assert setup.dev_lower == "/scratch/var/lib/nvml-mock/driver/dev"
+
+
+def test_a_value_the_caller_sets_wins_as_a_containers_own_does():
+    setup = plan.decide(ROOT, {"MOCK_NVML_CONFIG": "/elsewhere.yaml"}, view())
+    assert setup.env["MOCK_NVML_CONFIG"] == "/elsewhere.yaml"
+
+
+def test_the_tree_is_read_only_and_its_config_directory_writable_as_in_a_container():
+    setup = plan.decide(ROOT, {}, view())
+    assert [(m.source, m.destination, "ro" in m.options) for m in setup.mounts] == [
+        ("/scratch/var/lib/nvml-mock", "/scratch/var/lib/nvml-mock", True),
+        ("/scratch/var/lib/nvml-mock/driver/config", "/scratch/var/lib/nvml-mock/driver/config", False),
+    ]
+
+
+def test_the_proc_hook_runs_in_its_overlay_and_root_form_when_staged():
+    setup = plan.decide(ROOT, {}, view(proc_hook_staged=True))
+    assert setup.hook.path == "/scratch/var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook"
+    assert plan.hook_argv(setup.hook) == ["nvml-mock-proc-hook", "/scratch/var/lib/nvml-mock", "/"]
+    assert plan.decide(ROOT, {}, view()).hook is None

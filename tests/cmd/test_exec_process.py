@@ -1,0 +1,143 @@
+"""``mokka exec`` as a user runs it on a bare host: the command sees what a GPU-selected
+container sees (the Go reader's /sys and /proc, the staged /dev nodes, the environment,
+NVIDIA's table from the staged nvidia-smi), its exit status is the command's, bad input
+is one line, and nothing of the host changes (its mount table, the staged tree)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests import goreader
+from tests.conftest import REPO, run_mokka
+from tests.integration.nodes import native_node
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mokka exec mounts: these tests run it as root")
+
+
+@pytest.fixture(scope="module")
+def exec_node(tmp_path_factory):
+    with native_node(tmp_path_factory, "exec", "t4") as staged:
+        yield staged
+
+
+def mokka_exec(root: str, *command: str, env: dict | None = None):
+    return run_mokka("exec", "--host-root", root, "--", *command, env=env)
+
+
+def mount_table() -> list[str]:
+    """The host's mounts: (mount point, root, filesystem, options) of each, ids left out."""
+    with open("/proc/self/mountinfo") as f:
+        return sorted(" ".join(line.split()[3:]) for line in f)
+
+
+def tree(root: str) -> list[tuple]:
+    """Every path under ``root`` with what a change would move."""
+    seen = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            seen.append((path, st.st_mode, st.st_size, st.st_mtime_ns,
+                         os.readlink(path) if os.path.islink(path) else None))
+    return sorted(seen)
+
+
+def test_the_go_reader_sees_every_staged_gpu_and_the_kernels_own_entries(exec_node, go_reader):
+    root, _ = exec_node
+    done = mokka_exec(root, go_reader)
+    assert done.returncode == 0, done.stderr
+    report = goreader.parse(done.stdout)
+    goreader.sees_gpus(report, range(4))
+    assert goreader.kernel_entries(report) == goreader.host_pci_entries()
+
+
+def test_cat_reads_the_drivers_version_where_the_driver_writes_it(exec_node):
+    root, overlay = exec_node
+    done = mokka_exec(root, "cat", "/sys/module/nvidia/version", "/proc/driver/nvidia/version")
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(overlay.root, "driver/proc/driver/nvidia/version")) as f:
+        assert done.stdout == "550.163.01\n" + f.read()
+
+
+def test_the_staged_nodes_and_environment_and_nvidias_table(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", "ls /dev; printenv MOCK_NVML_CONFIG; nvidia-smi -L")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for node in ("nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm", "null", "pts"):
+        assert node in lines
+    assert f"{root}/var/lib/nvml-mock/driver/config/config.yaml" in lines
+    assert [line.split(" (UUID")[0] for line in lines if line.startswith("GPU ")] == [
+        "GPU 0: NVIDIA T4", "GPU 1: NVIDIA T4", "GPU 2: NVIDIA T4", "GPU 3: NVIDIA T4"]
+
+
+def test_dev_keeps_what_was_mounted_under_it(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", "echo x > /dev/shm/mokka-exec-probe && cat /dev/shm/mokka-exec-probe"
+                                        " && rm /dev/shm/mokka-exec-probe && test -c /dev/null")
+    assert (done.returncode, done.stdout) == (0, "x\n"), done.stderr
+
+
+@pytest.mark.parametrize("status", [0, 7, 255])
+def test_the_exit_status_is_the_commands(exec_node, status):
+    root, _ = exec_node
+    assert mokka_exec(root, "sh", "-c", f"exit {status}").returncode == status
+
+
+def test_a_missing_command_exits_127_with_one_line(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, "no-such-command-mokka")
+    assert done.returncode == 127
+    # The proc hook may say what this kernel lacks (no /proc/modules) before it: its own lines.
+    ours = [line for line in done.stderr.splitlines() if not line.startswith("nvml-mock-proc-hook: ")]
+    assert ours == ["exec: no-such-command-mokka: command not found"]
+
+
+def test_nothing_changes_on_the_host(exec_node, go_reader):
+    root, overlay = exec_node
+    mounts, staged = mount_table(), tree(overlay.root)
+    done = mokka_exec(root, "sh", "-c", f"{go_reader} >/dev/null && touch {overlay.root}/probe; "
+                                        f"mount -t tmpfs none /mnt 2>/dev/null; exit 0")
+    assert done.returncode == 0, done.stderr
+    assert mount_table() == mounts
+    assert tree(overlay.root) == staged
+
+
+def test_no_command_is_one_line():
+    done = run_mokka("exec", "--host-root", "/nonexistent")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "exec: no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."]
+
+
+def test_an_unstaged_root_is_one_line_naming_it_and_the_fix(tmp_path):
+    done = run_mokka("exec", "--host-root", str(tmp_path), "--", "true")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"exec: no staged node at {tmp_path}/var/lib/nvml-mock; stage one first: mokka node-agent "
+        f"--host-root {tmp_path} (or pass the --host-root / --overlay-host-path it staged under)"]
+
+
+NEEDS_ROOT = ("exec: needs root (CAP_SYS_ADMIN) to mount the node's /dev, /sys and /proc/driver "
+              "in a private mount namespace; run it as root (sudo mokka exec ...)")
+
+
+@pytest.mark.parametrize("drop", [
+    ["--reuid=65534", "--regid=65534", "--clear-groups"],
+    ["--inh-caps=-sys_admin", "--bounding-set=-sys_admin"],
+], ids=["an unprivileged user", "root without CAP_SYS_ADMIN"])
+def test_without_the_privilege_it_is_one_line(exec_node, drop):
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("no setpriv (util-linux) to drop the privilege with")
+    root, _ = exec_node
+    env = dict(os.environ, PYTHONPATH=REPO)
+    done = subprocess.run([setpriv, *drop, sys.executable, "-m", "mokka", "exec", "--host-root", root,
+                           "--", "true"], capture_output=True, text=True, env=env, cwd="/", timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [NEEDS_ROOT]
