@@ -2,6 +2,11 @@
 staged /proc/devices), the shims, the mock NVML and CUDA libraries, the proc hook and the
 CUDA process records' directory; Apply publishes the driver tree at /run/nvidia/driver.
 
+That tree answers as a driver root does for NVIDIA's GPU Operator validator: its own dev/
+with every control node (nvidia-modeset too, which the validator would otherwise mknod
+there), sys/ with the GPUs' PCI tree, /sbin/modprobe (a static stand-in) and the
+/proc/modules that stand-in reads.
+
 Every path is a tree entry the converger owns, so a smaller profile removes
 the nodes the larger one had. The shim library is written by
 ``mokka.core.launcher.stage``; its paths are planned here first so the
@@ -35,7 +40,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for gpu in state["gpus"]:
         minor = gpu["minor_number"]
         out[ov.gpu_node(minor)] = CharDev(names.NVIDIA_MAJOR, minor)
-    for name, major, minor in names.CONTROL_DEVICES:
+    for name, major, minor in names.CONTROL_DEVICES + (names.MODESET_DEVICE,):
         out[ov.control_node(name)] = CharDev(major, minor)
     for config_dir in (ov.driver_config, ov.config):
         out.update(pair.entries(os.path.join(config_dir, names.PROFILE_FILE), File(desired.config_text),
@@ -46,6 +51,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out[ov.proc_file(names.PROC_VERSION_FILE)] = File(PROC_VERSION.format(ver=ver).encode())
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
     out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
+    out[ov.driver_proc_modules] = File(proc_modules(desired).encode())
     out.update(native_tree(host, ver))
     return out
 
@@ -54,6 +60,11 @@ def proc_devices(desired: Desired) -> str:
     """The staged /proc/devices: the driver's dynamic majors (IMEX channels when staged)."""
     channels = imex.PROC_DEVICES_LINE if imex.channel_count(desired) else ""
     return f"{channels}{names.NVIDIA_CAPS_MAJOR} {names.NVIDIA_CAPS_DEV_NAME}\n"
+
+
+def proc_modules(desired: Desired) -> str:
+    """The driver root's /proc/modules: the modules its modprobe finds loaded."""
+    return names.PROC_MODULES_NVIDIA
 
 
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
@@ -72,6 +83,8 @@ def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
         out[os.path.join(host.overlay.lib, dev_link)] = Link(soname)
     if host.native.proc_hook is not None:
         out[host.overlay.proc_hook] = File(host.native.proc_hook, 0o755)
+    if host.native.modprobe is not None:
+        out[host.overlay.modprobe] = File(host.native.modprobe, 0o755)
     if host.native.nvidia_smi is not None:
         out[os.path.join(host.overlay.bin, names.NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
     return out

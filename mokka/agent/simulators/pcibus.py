@@ -2,7 +2,8 @@
 friends at it; Apply writes the NFD feature file.
 
 Layout as on a real host: ``sys/bus/pci/devices/<bdf>`` links to
-``../../../devices/<root complex>/<bdf>``, which holds the attribute files.
+``../../../devices/<root complex>/<bdf>``, which holds the attribute files. The same
+tree again under the driver root (``driver/sys``), as a driver root has its /sys.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int) ->
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
-    sysfs = host.overlay.sys
     out: dict[str, Entry] = {}
-    for gpu in desired.state["gpus"]:
+    # Under sys/ for libmockfs, and under the driver root's sys/, which the GPU Operator
+    # validator lists for the /dev/char links it makes (a real driver root has /sys).
+    for sysfs, gpu in ((s, g) for s in (host.overlay.sys, host.overlay.driver_sys)
+                       for g in desired.state["gpus"]):
         pci, bdf, root = gpu["pci"], gpu["pci"]["bdf"], gpu["root_complex"]
         dev_dir = os.path.join(sysfs, "devices", root, bdf)
         out[os.path.join(sysfs, "bus", "pci", "devices", bdf)] = Link(f"../../../devices/{root}/{bdf}")
