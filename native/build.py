@@ -7,7 +7,8 @@ Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
 the mock ``libnvidia-ml.so.1`` (native/nvml/: rooms engine/, mig/, api/), the mock ``libcuda.so.1``
 (native/cuda/), the LD_PRELOAD shims (native/shims/: the path shims share
 the interposers and add one map file each; the verbs shim; native/ib/: the
-umad shim) and the proc hook (native/hooks/: a static executable, musl). The compiler
+umad shim), the proc hook (native/hooks/) and the driver root's modprobe
+(native/driverroot/), both static executables (musl). The compiler
 is PyPI's ziglang (``python -m ziglang cc -target <arch>-linux-gnu.2.17``), so
 one machine builds for x86_64
 and aarch64 against glibc 2.17 with no system toolchain; nvml.h comes from
@@ -100,6 +101,8 @@ LIBRARIES: dict[str, Library] = {
     "mockfs": Library(names.FS_LIB_FILE, SHIM + ("shims/mockfs.c",)),
     # The OCI hook that gives containers the driver's proc files (the NRI plugin adds it).
     "prochook": Library(names.PROC_HOOK_FILE, ("hooks/*.c",), libs=(), program=True),
+    # The driver root's /sbin/modprobe (the GPU Operator validator runs it chrooted there).
+    "modprobe": Library(names.MODPROBE_FILE, ("driverroot/*.c",), libs=(), program=True),
 }
 
 SRC = os.path.join(HERE, "nvml")

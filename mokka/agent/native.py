@@ -1,6 +1,6 @@
 """The native files the agent stages: the mock NVML library, the mock CUDA
 driver that reads the node through it, the LD_PRELOAD shims, the proc hook (the
-OCI hook the NRI plugin gives GPU containers), NVIDIA's own nvidia-smi made to
+OCI hook the NRI plugin gives GPU containers), the driver root's modprobe stand-in, NVIDIA's own nvidia-smi made to
 load that library and the InfiniBand tools (mokka.agent.ibtools), the last two
 when the node provides them.
 
@@ -39,6 +39,7 @@ class NativeFiles:
     nvidia_smi: bytes | None = None       # NVIDIA's binary, patched, if given
     shims: tuple[tuple[str, bytes], ...] = ()        # (file, bytes) of each built preload shim
     proc_hook: bytes | None = None        # the static proc hook executable, if built
+    modprobe: bytes | None = None         # the driver root's static modprobe stand-in, if built
     ib_tools: tuple[tuple[str, bytes], ...] = ()     # (overlay-relative path, bytes), if given
 
     def shim(self, file: str) -> bytes | None:
@@ -67,7 +68,8 @@ def load(nvidia_smi_path: str | None, arch: str | None = None,
         except (ibtools.ToolsError, elf.ElfError) as exc:
             raise NativeError(str(exc)) from None
     return NativeFiles(nvml_library=lib_bytes, cuda_library=cuda_bytes, nvidia_smi=smi, shims=shims,
-                       proc_hook=_built(names.PROC_HOOK_FILE, arch), ib_tools=tools)
+                       proc_hook=_built(names.PROC_HOOK_FILE, arch),
+                       modprobe=_built(names.MODPROBE_FILE, arch), ib_tools=tools)
 
 
 def _built(file: str, arch: str | None) -> bytes | None:

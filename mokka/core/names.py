@@ -189,13 +189,6 @@ PROC_MIG_CAPABILITY_DIR = "capabilities/mig"
 PROC_MIG_CONFIG = "config"
 PROC_MIG_MONITOR = "monitor"
 PROC_MIG_ACCESS = "access"
-#: A kernel's /proc/modules lines for the driver, as a container the proc hook serves
-#: reads them when the kernel has that file (mig-parted looks for ``nvidia``). Only the proc
-#: hook (native/hooks/prochook.c) still reads this: the agent stages each profile's own lines,
-#: from mokka.core.kernelmodules, at SYS_VIEW_PROC_MODULES, which the hook is to read instead.
-PROC_MODULES_NVIDIA = ("nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
-                       "nvidia_modeset 1306624 0 - Live 0x0000000000000000\n"
-                       "nvidia 56954880 2 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000\n")
 
 #: GPU fabric states (GetGpuFabricInfo) and their numeric codes; a profile may
 #: also say "auto" (follow the fabricmanager marker: completed once it is ready,
@@ -262,6 +255,9 @@ CONTROL_DEVICES = (
     ("nvidia-uvm-tools", UVM_MAJOR, UVM_TOOLS_MINOR),
 )
 CONTROL_NODES = tuple(name for name, _, _ in CONTROL_DEVICES)
+#: nvidia-modeset's node (the nvidia module's minor 254): only in the driver root's dev/, where
+#: the GPU Operator validator makes it (mknod) when absent; staged, it finds it and skips.
+MODESET_DEVICE = ("nvidia-modeset", NVIDIA_MAJOR, 254)
 IMEX_CHANNEL_PREFIX = "channel"
 #: The nvidia-caps nodes: /dev/nvidia-caps/nvidia-cap<minor> (staged under DEV_DIR).
 NVIDIA_CAPS_DEV_NAME = "nvidia-caps"
@@ -481,6 +477,23 @@ DRIVER_LIBEXEC_DIR = "driver/usr/libexec/nvml-mock"
 PROC_HOOK_PATH = f"{DRIVER_LIBEXEC_DIR}/{PROC_HOOK_FILE}"
 #: Seconds the runtime gives the hook (it kills it after that; the hook itself never waits).
 PROC_HOOK_TIMEOUT_S = 5
+
+#: The driver root's modprobe (native/driverroot/modprobe.c). NVIDIA's GPU Operator validator
+#: loads the modules with ``chroot /run/nvidia/driver /sbin/modprobe nvidia`` (nvidia-uvm,
+#: nvidia-modeset) when the driver root has its own ``dev/``: a static stand-in (a driver
+#: root has no libc to offer) that loads nothing and answers from the driver root's own
+#: /proc/modules, which the agent stages with the profile's loaded modules.
+MODPROBE_FILE = "nvml-mock-modprobe"
+DRIVER_MODPROBE_PATH = "driver/sbin/modprobe"
+#: The driver root's /proc/modules (what the stand-in reads inside the chroot, at
+#: MODPROBE_LOADED): the same lines a GPU container's /proc/modules gains.
+DRIVER_PROC_MODULES = "driver/proc/modules"
+MODPROBE_LOADED = "/proc/modules"
+#: Where modprobe says it looked for a module it does not have (then the kernel's release).
+MODPROBE_MODULES_DIR = "/lib/modules"
+#: The driver root's own sysfs PCI tree (the GPUs as under ``sys/``): the validator lists
+#: ``<driver root>/sys/bus/pci/devices`` to know which /dev/char links to make.
+DRIVER_SYSFS_DIR = "driver/sys"
 
 # --- Container runtime setup (the cri simulator's containerd half) ----------------
 

@@ -97,6 +97,11 @@ class Overlay:
         """``sysview/proc-modules``: the lines /proc/modules gains."""
         return os.path.join(self.sysview, names.SYS_VIEW_PROC_MODULES)
 
+    @property
+    def driver_sys(self) -> str:
+        """``driver/sys``: the driver root's own PCI tree (names.DRIVER_SYSFS_DIR)."""
+        return self.join(names.DRIVER_SYSFS_DIR)
+
     # Files
     @property
     def profile(self) -> str:
@@ -181,6 +186,16 @@ class Overlay:
     @property
     def proc_hook(self) -> str:
         return self.join(names.PROC_HOOK_PATH)
+
+    @property
+    def modprobe(self) -> str:
+        """The driver root's ``sbin/modprobe`` stand-in (names.DRIVER_MODPROBE_PATH)."""
+        return self.join(names.DRIVER_MODPROBE_PATH)
+
+    @property
+    def driver_proc_modules(self) -> str:
+        """The driver root's ``proc/modules``: what its modprobe knows as loaded."""
+        return self.join(names.DRIVER_PROC_MODULES)
 
     def proc_file(self, name: str) -> str:
         """An entry of the mock driver's procfs (``names.PROC_*``)."""

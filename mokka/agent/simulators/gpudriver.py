@@ -3,6 +3,11 @@
 CUDA libraries, the proc hook and the CUDA process records' directory; Apply publishes the
 driver tree at /run/nvidia/driver.
 
+That tree answers as a driver root does for NVIDIA's GPU Operator validator: its own dev/
+with every control node (nvidia-modeset too, which the validator would otherwise mknod
+there), sys/ with the GPUs' PCI tree, /sbin/modprobe (a static stand-in) and the
+/proc/modules that stand-in reads.
+
 Every path is a tree entry the converger owns, so a smaller profile removes
 the nodes the larger one had. The shim library is written by
 ``mokka.core.launcher.stage``; its paths are planned here first so the
@@ -18,7 +23,7 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
 from mokka.agent.simulators import Host, Readiness, imex, pcibus
 from mokka.agent.simulators.publish import DriverPublisher
-from mokka.core import fsutil, launcher, names
+from mokka.core import fsutil, kernelmodules, launcher, names
 from mokka.engine import pair
 
 OWNER = "gpudriver"
@@ -36,7 +41,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for gpu in state["gpus"]:
         minor = gpu["minor_number"]
         out[ov.gpu_node(minor)] = CharDev(names.NVIDIA_MAJOR, minor)
-    for name, major, minor in names.CONTROL_DEVICES:
+    for name, major, minor in names.CONTROL_DEVICES + (names.MODESET_DEVICE,):
         out[ov.control_node(name)] = CharDev(major, minor)
     for config_dir in (ov.driver_config, ov.config):
         out.update(pair.entries(os.path.join(config_dir, names.PROFILE_FILE), File(desired.config_text),
@@ -49,6 +54,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for gpu in state["gpus"]:
         out[ov.proc_gpu_information(gpu["pci"]["bdf"])] = File(information(gpu, ver).encode())
     out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
+    out[ov.driver_proc_modules] = File(proc_modules(desired).encode())
     out.update(native_tree(host, ver))
     return out
 
@@ -83,6 +89,12 @@ def proc_devices(desired: Desired) -> str:
     return f"{channels}{names.NVIDIA_CAPS_MAJOR} {names.NVIDIA_CAPS_DEV_NAME}\n"
 
 
+def proc_modules(desired: Desired) -> str:
+    """The driver root's /proc/modules: the modules its modprobe finds loaded (the same lines
+    a GPU container's /proc/modules gains)."""
+    return kernelmodules.proc_modules(tuple(desired.state["system"]["kernel_modules"]))
+
+
 def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
     """The mock NVML library and the mock CUDA driver as a driver ships them (the
     versioned file, then the soname and the development name as relative links), the
@@ -99,6 +111,8 @@ def native_tree(host: Host, driver_version: str) -> dict[str, Entry]:
         out[os.path.join(host.overlay.lib, dev_link)] = Link(soname)
     if host.native.proc_hook is not None:
         out[host.overlay.proc_hook] = File(host.native.proc_hook, 0o755)
+    if host.native.modprobe is not None:
+        out[host.overlay.modprobe] = File(host.native.modprobe, 0o755)
     if host.native.nvidia_smi is not None:
         out[os.path.join(host.overlay.bin, names.NVIDIA_SMI)] = File(host.native.nvidia_smi, 0o755)
     return out

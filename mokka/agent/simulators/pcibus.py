@@ -5,9 +5,10 @@ One GPU's tree, laid out as on a real host under a sysfs root: ``devices/<root
 complex>/<bdf>`` holds the attribute files and a ``driver`` link to
 ``bus/pci/drivers/nvidia``; ``bus/pci/devices/<bdf>`` and
 ``bus/pci/drivers/nvidia/<bdf>`` link back to the device directory. The same tree
-is staged twice: all GPUs together under ``sys/`` (what libmockfs shows a
-process), and each GPU alone under ``sysview/gpu/<minor>`` (the lowers the proc
-hook merges over the /sys of a container that may see that GPU).
+is staged three times: all GPUs together under ``sys/`` (what libmockfs shows a
+process) and under ``driver/sys`` (a driver root has its /sys: the GPU Operator's
+validator lists it), and each GPU alone under ``sysview/gpu/<minor>`` (the lowers the
+proc hook merges over the /sys of a container that may see that GPU).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out: dict[str, Entry] = {}
     for gpu in desired.state["gpus"]:
         out.update(gpu_tree(ov.sys, gpu))
+        out.update(gpu_tree(ov.driver_sys, gpu))      # a driver root has its /sys
         # Keyed by the minor: a container's /dev/nvidia<minor> says it may see that GPU.
         out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu))
     shim = host.native.shim(names.FS_LIB_FILE)
