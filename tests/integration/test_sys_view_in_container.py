@@ -98,8 +98,6 @@ def test_cdi_device_injection_shows_every_gpu(containerd, start_plugin):
     goreader.sees_gpus(report, range(4))
 
 
-@pytest.mark.xfail(strict=True, reason="the CDI specs carry no createContainer hook yet: a GPU "
-                   "containerd resolves from them alone gets no /sys view nor /proc/driver")
 def test_a_gpu_containerd_resolves_from_the_cdi_specs_shows_that_gpu(containerd_factory, sys_node,
                                                                     reader_image):
     root, _ = sys_node
