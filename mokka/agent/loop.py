@@ -18,7 +18,7 @@ from mokka.agent.hostfs import HostFS
 from mokka.agent.lock import StagingLock
 from mokka.agent.reconciler import PassResult, Reconciler
 from mokka.agent.rootlock import RootLock
-from mokka.agent.simulators.publish import unmount
+from mokka.core.mounts import unmount
 from mokka.agent.source import FileSource
 
 LOCK_OWNER = "agent:lock"

@@ -1,56 +1,27 @@
 """The system calls ``mokka exec`` makes: a private mount namespace and mounts in it.
 
-Thin wrappers over libc (Python 3.11 has no ``os.unshare``); every one raises
-OSError with the kernel's errno and the path it concerns. Everything here
+Thin, over ``mokka.core.mounts``; every one raises OSError with the kernel's
+errno and the path it concerns. Everything here
 happens in the process's own mount namespace, made private first, so no mount
 propagates back to the host's.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 
-CLONE_NEWNS = 0x00020000
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_NOEXEC = 0x8
-MS_REMOUNT = 0x20
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
+from mokka.core.mounts import (MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC,
+                               MS_REMOUNT, mount as _mount, unshare_mounts)
+
 #: The per-mount flags a bind's options can ask for (mount(8)'s names).
 OPTION_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
 #: statvfs's flags that are also mount(2)'s, bit for bit (ST_NOATIME, ST_NODIRATIME too).
 KEPT_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048
 
-_libc = None
-
-
-def _lib():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    return _libc
-
-
-def _check(result: int, path: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), path)
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    encode = (lambda s: None if s is None else os.fsencode(s))
-    _check(_lib().mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags),
-                        encode(data)), target)
-
 
 def private_namespace() -> None:
     """A mount namespace of this process's own, nothing in it shared with the host's."""
-    _check(_lib().unshare(CLONE_NEWNS), "/")
+    unshare_mounts()
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
 
 

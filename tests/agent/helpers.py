@@ -11,7 +11,8 @@ import time
 from typing import NamedTuple
 
 from mokka.agent import desired as ds
-from mokka.agent.simulators.publish import is_mountpoint, unmount
+from mokka.agent.simulators.publish import is_mountpoint
+from mokka.core.mounts import unmount
 from mokka.core import profile as prof
 from tests.netutil import free_port, http_get  # noqa: F401 (free_port is re-exported)
 from tests.waiting import wait_until  # noqa: F401 (tests/native imports it from here)

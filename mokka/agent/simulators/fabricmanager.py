@@ -24,7 +24,6 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Link
 from mokka.agent.simulators import Host
 from mokka.agent.supervisor import ProcessChild, Supervisor, mokka_argv
-from mokka.core import names
 
 OWNER = "fabricmanager"
 

@@ -7,25 +7,14 @@ CAP_SYS_ADMIN we fall back to the Go reference's symlink and say so.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 
 from mokka.agent.hostfs import HostFS, Link
+from mokka.core import mounts
+from mokka.core.mounts import unmount
 
-MS_BIND = 0x1000
-MNT_DETACH = 0x2
 OWNER = "gpudriver:publish"
-
-_libc = None
-
-
-def _lib():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    return _libc
 
 
 def is_mountpoint(path: str) -> bool:
@@ -43,17 +32,7 @@ def is_mountpoint(path: str) -> bool:
 
 
 def bind_mount(source: str, target: str) -> None:
-    if _lib().mount(source.encode(), target.encode(), None, MS_BIND, None) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), target)
-
-
-def unmount(target: str) -> None:
-    # MNT_DETACH: a process still inside the tree must not keep the node published.
-    if _lib().umount2(target.encode(), MNT_DETACH) != 0:
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOENT):     # not mounted, or gone already
-            raise OSError(err, os.strerror(err), target)
+    mounts.mount(source, target, None, mounts.MS_BIND, None)
 
 
 class DriverPublisher:
