@@ -58,7 +58,6 @@ IB_PING_SOCKET = "run/mock-ib.sock"
 #: The vendor id verbs report for the mock HCAs (Mellanox's IEEE OUI, as mlx5 does).
 IB_VENDOR_OUI = 0x02C9
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
-IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
 #: What a GPU-selected container sees under /sys, staged by the agent (read-only in every
 #: container, as the whole overlay is): overlayfs lowers the proc hook
@@ -68,6 +67,8 @@ PCI_SYSFS_DIR = "sys"
 #:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
 #:   sysview/module/<name>/{version,refcnt,initstate,coresize,holders/}
 #:   sysview/proc-modules: the lines /proc/modules gains (one per module, the kernel's format)
+#:   sysview/proc-devices: the char device lines the driver's modules register, which the
+#:                         "Character devices:" section of /proc/devices gains
 #: A GPU is keyed by its minor number: the container's /dev/nvidia<minor> says it may see it.
 SYS_VIEW_DIR = "sysview"
 SYS_VIEW_GPU_DIR = "gpu"
@@ -75,6 +76,7 @@ SYS_VIEW_DEVICES = "devices"
 SYS_VIEW_BUS = "bus"
 SYS_VIEW_MODULE_DIR = "module"
 SYS_VIEW_PROC_MODULES = "proc-modules"
+SYS_VIEW_PROC_DEVICES = "proc-devices"
 #: The fabricmanager stand-in's state directory (``fabricmanager.ready`` in it),
 #: by its name inside the DRIVER ROOT, beside ``config/``. With no
 #: MOCK_FABRICMANAGER_STATE_DIR, the mock NVML library and nvidia-smi look for it
@@ -240,6 +242,12 @@ IMEX_CHANNEL_MAJOR = 235
 #: the IMEX management capability and the MIG capabilities, ``nvidia-caps/nvidia-cap<minor>``.
 NVIDIA_CAPS_MAJOR = 236
 IMEX_CAPS_MAJOR = NVIDIA_CAPS_MAJOR
+#: The NVLink core's and the NVSwitch driver's char devices (/proc/devices: ``nvidia-nvlink``,
+#: ``nvidia-nvswitch``), which the nvidia module registers on every 64-bit load, switches or
+#: not. Dynamic on a real kernel; these are majors real nodes show them at. No node file is
+#: staged for either: the driver makes none by itself.
+NVLINK_MAJOR = 234
+NVSWITCH_MAJOR = 511
 IMEX_CHANNEL_COUNT = 2048
 IMEX_CAPS_MGMT_MINOR = 512
 DEVICE_FILE_MODE = 0o666

@@ -98,6 +98,11 @@ class Overlay:
         return os.path.join(self.sysview, names.SYS_VIEW_PROC_MODULES)
 
     @property
+    def sysview_proc_devices(self) -> str:
+        """``sysview/proc-devices``: the char device lines /proc/devices gains."""
+        return os.path.join(self.sysview, names.SYS_VIEW_PROC_DEVICES)
+
+    @property
     def driver_sys(self) -> str:
         """``driver/sys``: the driver root's own PCI tree (names.DRIVER_SYSFS_DIR)."""
         return self.join(names.DRIVER_SYSFS_DIR)
@@ -148,10 +153,6 @@ class Overlay:
     @property
     def ib_ping_socket(self) -> str:
         return self.join(names.IB_PING_SOCKET)
-
-    @property
-    def imex_proc_devices(self) -> str:
-        return self.join(names.IMEX_PROC_DEVICES)
 
     def gpu_node(self, minor: int) -> str:
         """``dev/nvidiaN``: N is the GPU's minor number (the index unless a profile says otherwise)."""

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "hook.h"
@@ -63,6 +64,26 @@ char *read_all(int fd, size_t max, size_t *len)
 void fd_path(char out[FD_PATH], int fd)
 {
     snprintf(out, FD_PATH, "/proc/self/fd/%d", fd);
+}
+
+int bind_fd(int source, int target, unsigned long extra)
+{
+    char from[FD_PATH], to[FD_PATH];
+    fd_path(from, source);
+    fd_path(to, target);
+    return mount(from, to, NULL, MS_BIND | extra, NULL);
+}
+
+int read_only(int dir, const char *name)
+{
+    int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char path[FD_PATH];
+    fd_path(path, fd);
+    int ret = mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | RO_FLAGS, NULL);
+    close(fd);
+    return ret;
 }
 
 int open_beneath(int dir, const char *rel, int flags)

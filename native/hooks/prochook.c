@@ -15,8 +15,10 @@
  *   - mounts a small read-only tmpfs on <rootfs>/proc/driver holding each directory
  *     of the staged driver proc tree (OVERLAY/driver/proc/driver: nvidia/, nvidia-caps/)
  *     bound read-only, and every entry the kernel's /proc/driver had bound back in;
- *   - where the kernel has /proc/modules, binds over it a copy with the node's module
- *     lines (OVERLAY/sysview/proc-modules) added (unless an `nvidia` line is there already);
+ *   - where the kernel has /proc/modules and /proc/devices, binds over each a read-only
+ *     copy with the driver's lines added: its modules (OVERLAY/sysview/proc-modules) and
+ *     the char devices they register (OVERLAY/sysview/proc-devices, whose majors the GPU
+ *     Operator's validator reads), unless a driver's lines are there already (procfile.c);
  *   - gives <rootfs>/sys the staged PCI tree and modules of the GPUs the container's /dev
  *     holds (sysview.c).
  *
@@ -25,9 +27,9 @@
  * mount namespace; the container's /proc and /sys are made private first, so none of them
  * propagates back to the host. Given twice (the NRI adjustment and a CDI spec both name
  * it), the second run finds its mounts there and changes nothing. Paths inside the rootfs
- * are opened one component at a time without following links; the OCI state, config.json
- * and the staged module lines are read within bounds. Static (musl): it runs in the
- * runtime's namespace, whatever the host's libc. */
+ * are opened one component at a time without following links; the OCI state, config.json,
+ * the kernel's proc files and the staged lines are read within bounds. Static (musl): it
+ * runs in the runtime's namespace, whatever the host's libc. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -43,43 +45,16 @@
 #include "hook.h"
 #include "json.h"
 #include "mokka_names.h"
+#include "procfile.h"
 #include "sysview.h"
 
 #define STATE_MAX (1 << 20)
 #define CONFIG_MAX (16 << 20)
-#define MODULES_MAX (1 << 20)
-#define STAGED_MODULES_MAX (64 << 10)
 #define TMPFS_MAGIC 0x01021994
 #define ENTRIES_MAX 64
 #define NAME_MAX_LEN 255
 #define PROC_NAME "proc"
 #define DRIVER_NAME "driver"
-#define MODULES_NAME "modules"
-#define MODULES_SCRATCH ".modules"
-/* Room for the kernel's lines (MODULES_MAX) and the staged ones (STAGED_MODULES_MAX). */
-#define MODULES_SCRATCH_OPTIONS "mode=0700,size=2m,nr_inodes=4"
-#define RO_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
-
-static int bind_fd(int source, int target, unsigned long extra)
-{
-    char from[FD_PATH], to[FD_PATH];
-    fd_path(from, source);
-    fd_path(to, target);
-    return mount(from, to, NULL, MS_BIND | extra, NULL);
-}
-
-/* Remounts read-only what `name` under dir is now (a bind mount's root). */
-static int read_only(int dir, const char *name)
-{
-    int fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char path[FD_PATH];
-    fd_path(path, fd);
-    int ret = mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | RO_FLAGS, NULL);
-    close(fd);
-    return ret;
-}
 
 /* The rootfs: config.json's root.path, against the bundle when relative. */
 static int rootfs_path(char *out, size_t size)
@@ -187,102 +162,9 @@ static void bind_entry(int tmpfs, int source, const char *name, int is_dir, int 
         close(to);
 }
 
-static int has_nvidia_line(const char *text)
-{
-    static const char word[] = "nvidia ";
-    for (const char *line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-        if (strncmp(line, word, sizeof word - 1) == 0)
-            return 1;
-    return 0;
-}
-
-/* The module lines the node stages (OVERLAY/sysview/proc-modules), read within bounds
- * without following a link; NULL (one line said) when there are none to add. */
-static char *staged_modules(int overlay, const char *overlay_path, size_t *len)
-{
-    char rel[64];
-    snprintf(rel, sizeof rel, "%s/%s", MOKKA_SYS_VIEW_DIR, MOKKA_SYS_VIEW_PROC_MODULES);
-    int fd = open_beneath(overlay, rel, O_RDONLY | O_NONBLOCK);
-    struct stat st;
-    char *text = NULL;
-    if (fd < 0)
-        say("no staged module lines at %s/%s (%s): /proc/modules left as the kernel has it",
-            overlay_path, rel, strerror(errno));
-    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        say("%s/%s is not a file: /proc/modules left as the kernel has it", overlay_path, rel);
-    else if (!(text = read_all(fd, STAGED_MODULES_MAX, len)))
-        say("cannot read %s/%s: %s; /proc/modules left as the kernel has it",
-            overlay_path, rel, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    return text;
-}
-
-/* The copy of /proc/modules with `ours` added, in a scratch tmpfs mounted on a hidden
- * directory of the new /proc/driver; bound read-only over /proc/modules. The scratch tmpfs
- * is then detached and its directory removed: the bind keeps the copy alive, and the
- * /proc/driver tmpfs keeps no removed-but-used file (one would stop it from turning
- * read-only: EBUSY). */
-static void bind_modules_copy(int proc, int tmpfs, const char *text, size_t len, const char *ours, size_t extra)
-{
-    char where[FD_PATH];
-    int made = mkdirat(tmpfs, MODULES_SCRATCH, 0700);
-    int hole = made == 0 ? openat(tmpfs, MODULES_SCRATCH, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (hole >= 0)
-        fd_path(where, hole);
-    int mounted = hole >= 0 && mount("tmpfs", where, "tmpfs", RO_FLAGS, MODULES_SCRATCH_OPTIONS) == 0;
-    int scratch = mounted ? openat(tmpfs, MODULES_SCRATCH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    int fd = scratch >= 0 ? openat(scratch, MODULES_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444) : -1;
-    int ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && write(fd, ours, extra) == (ssize_t)extra;
-    if (fd >= 0)
-        close(fd);
-    int from = ok ? openat(scratch, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
-    int to = ok ? openat(proc, MODULES_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (!ok || from < 0 || to < 0 || bind_fd(from, to, 0) != 0 || read_only(proc, MODULES_NAME) != 0)
-        say("cannot mount the driver's /proc/modules: %s", strerror(errno));
-    if (from >= 0)
-        close(from);
-    if (to >= 0)
-        close(to);
-    if (scratch >= 0) {
-        fd_path(where, scratch);
-        if (umount2(where, MNT_DETACH) != 0)
-            say("cannot detach the scratch tmpfs of /proc/modules: %s", strerror(errno));
-        close(scratch);
-    } else if (mounted) {
-        say("cannot open the scratch tmpfs of /proc/modules: %s", strerror(errno));
-    }
-    if (hole >= 0)
-        close(hole);
-    if (made == 0)
-        unlinkat(tmpfs, MODULES_SCRATCH, AT_REMOVEDIR);
-}
-
-/* The kernel's /proc/modules with the node's module lines, bound over it read-only. */
-static void give_modules(int proc, int tmpfs, int overlay, const char *overlay_path)
-{
-    int kernel = openat(proc, MODULES_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (kernel < 0) {
-        say("the kernel has no /proc/modules (%s): no driver to add to it", strerror(errno));
-        return;
-    }
-    size_t len;
-    char *text = read_all(kernel, MODULES_MAX, &len);
-    close(kernel);
-    if (!text) {
-        say("cannot read /proc/modules: %s", strerror(errno));
-        return;
-    }
-    size_t extra;
-    char *ours = has_nvidia_line(text) ? NULL : staged_modules(overlay, overlay_path, &extra);
-    if (ours)
-        bind_modules_copy(proc, tmpfs, text, len, ours, extra);
-    free(ours);
-    free(text);
-}
-
 /* A tmpfs on /proc/driver: the kernel's entries bound back, the staged directories bound
- * read-only, the driver's /proc/modules; then the tmpfs itself read-only. */
+ * read-only, the driver's lines in /proc/modules and /proc/devices (procfile.c, whose
+ * scratch space is a hidden directory of this tmpfs); then the tmpfs itself read-only. */
 static void give_driver_dir(int proc, int staged, int overlay, const char *overlay_path)
 {
     int kernel = openat(proc, DRIVER_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -320,7 +202,7 @@ static void give_driver_dir(int proc, int staged, int overlay, const char *overl
     for (unsigned i = 0; i < ours.count; i++)
         if (ours.dir[i])
             bind_entry(tmpfs, staged, ours.name[i], 1, 1);
-    give_modules(proc, tmpfs, overlay, overlay_path);
+    procfile_give(proc, tmpfs, overlay, overlay_path);
     char root[FD_PATH];
     fd_path(root, tmpfs);
     if (mount(NULL, root, NULL, MS_REMOUNT | MS_RDONLY | RO_FLAGS, "mode=0555") != 0)

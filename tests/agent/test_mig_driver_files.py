@@ -60,22 +60,3 @@ def test_the_node_wide_capabilities_and_their_nodes(staged, name, minor, mode, n
     st = os.lstat(os.path.join(ov.root, f"driver/dev/nvidia-caps/nvidia-cap{minor}"))
     assert stat.S_ISCHR(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == (236, minor)
     assert stat.S_IMODE(st.st_mode) == node_mode
-
-
-def test_proc_devices_names_the_caps_major(staged):
-    _, ov = staged
-    # a100 has no fabric, so no IMEX channels: the caps line alone.
-    assert read(os.path.join(ov.root, "imex/proc-devices"))[0] == "236 nvidia-caps\n"
-
-
-@pytest.mark.parametrize("profile,text", [
-    ("a100", "236 nvidia-caps\n"),
-    ("h100", "235 nvidia-caps-imex-channels\n236 nvidia-caps\n"),
-], ids=["no IMEX: the caps major", "IMEX channels staged: both majors"])
-def test_proc_devices_lists_the_majors_staged(profile, text):
-    from mokka.agent import desired as ds
-    from mokka.agent.simulators import gpudriver
-    from mokka.core import profile as prof
-
-    path, data = prof.read(profile)
-    assert gpudriver.proc_devices(ds.build(1, profile, path, data)) == text

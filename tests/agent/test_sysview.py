@@ -103,6 +103,39 @@ def test_the_profiles_modules_are_staged_as_sys_module_shows_them(scratch):
         "nvidia 56954880 3 gdrdrv,nvidia_uvm,nvidia_modeset, Live 0x0000000000000000\n")
 
 
+def test_the_char_devices_the_driver_registers_are_staged_in_the_kernels_format(scratch):
+    ov = stage(scratch)
+    path = os.path.join(ov, "sysview/proc-devices")
+    assert read(path) == (
+        "195 nvidia\n"
+        "195 nvidia-modeset\n"
+        "195 nvidiactl\n"
+        "234 nvidia-nvlink\n"
+        "236 nvidia-caps\n"
+        "510 nvidia-uvm\n"
+        "511 nvidia-nvswitch\n")
+    assert os.stat(path).st_mode & 0o777 == 0o444
+    # One home: the IMEX simulator stages no /proc/devices of its own.
+    assert not os.path.exists(os.path.join(ov, "imex/proc-devices"))
+
+
+def test_a_node_with_imex_channels_lists_their_major_too(scratch):
+    root, _, _ = scratch
+    r = run_agent(root, "--once", "--profile", "h100")       # NVLink fabric: IMEX channels
+    assert r.returncode == 0, r.stderr
+    ov = host_overlay(root).root
+    assert read(os.path.join(ov, "sysview/proc-devices")) == (
+        "195 nvidia\n"
+        "195 nvidia-modeset\n"
+        "195 nvidiactl\n"
+        "234 nvidia-nvlink\n"
+        "235 nvidia-caps-imex-channels\n"
+        "236 nvidia-caps\n"
+        "510 nvidia-uvm\n"
+        "511 nvidia-nvswitch\n")
+    assert len(os.listdir(os.path.join(ov, "driver/dev/nvidia-caps-imex-channels"))) == 2048
+
+
 def test_each_gpu_has_the_drivers_information_file(scratch):
     ov = stage(scratch)
     gpus = os.path.join(ov, "driver/proc/driver/nvidia/gpus")

@@ -22,6 +22,10 @@ MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
 MIG_CONFIG = "/proc/driver/nvidia/capabilities/mig/config"
 MIG_MONITOR = "/proc/driver/nvidia/capabilities/mig/monitor"
 DRIVER_VERSION = "/proc/driver/nvidia/version"
+#: The char devices a t4 node's driver registers, as /proc/devices prints them.
+T4_DEVICES = ("195 nvidia\n195 nvidia-modeset\n195 nvidiactl\n234 nvidia-nvlink\n236 nvidia-caps\n"
+              "510 nvidia-uvm\n511 nvidia-nvswitch\n")
+BLOCK_SECTION = "\nBlock devices:\n"
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +45,11 @@ def host_mounts(*roots: str) -> list[str]:
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
     return sorted(p for p in points if p.startswith(tuple(str(r) + "/" for r in roots)))
+
+
+def host_proc_devices() -> str:
+    with open("/proc/devices") as f:
+        return f.read()
 
 
 def staged(overlay, rel: str) -> str:
@@ -84,6 +93,13 @@ def test_a_gpu_container_reads_the_staged_driver_proc_files(containerd, plugin, 
         assert "\nnvidia " in "\n" + modules.stdout, modules
     else:
         assert exec_sync(cri, cid, ["test", "-e", "/proc/modules"]).exit_code != 0
+    # /proc/devices: the kernel's, its character devices closed by the driver's (the majors
+    # the GPU Operator's validator reads), its block devices as they were.
+    devices = exec_sync(cri, cid, ["cat", "/proc/devices"])
+    chars, _, blocks = devices.stdout.partition(BLOCK_SECTION)
+    host_chars, _, host_blocks = host_proc_devices().partition(BLOCK_SECTION)
+    assert chars == host_chars + T4_DEVICES, devices
+    assert blocks == host_blocks and blocks, devices
 
     # Nothing reached the host's mount table, while the container runs or after it goes.
     during = host_mounts(*roots)
@@ -102,3 +118,6 @@ def test_an_unselected_container_sees_its_kernels_proc_driver(containerd, plugin
     assert sorted(seen.stdout.split()) == sorted(os.listdir("/proc/driver"))
     assert "nvidia-caps" not in seen.stdout
     assert exec_sync(cri, cid, ["test", "-e", MIG_MINORS]).exit_code != 0
+    devices = exec_sync(cri, cid, ["cat", "/proc/devices"])
+    assert devices.exit_code == 0 and devices.stdout == host_proc_devices(), devices
+    assert "nvidia" not in devices.stdout

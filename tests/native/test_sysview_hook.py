@@ -23,6 +23,7 @@ GPU0 = "0000:00:1e.0"           # under the kernel's own root complex: the two m
 GPU1 = "0000:86:00.0"
 MODULE_LINES = ("nvidia_uvm 1540096 0 - Live 0x0000000000000000\n"
                 "nvidia 56954880 1 nvidia_uvm, Live 0x0000000000000000\n")
+DEVICE_LINES = "195 nvidia\n510 nvidia-uvm\n"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or UNSHARE is None,
                                 reason="mount namespaces need root and util-linux's unshare")
@@ -58,6 +59,7 @@ def scratch(tmp_path):
     write(os.path.join(overlay, "sysview", "module", "nvidia", "version"), "550.54.15\n")
     write(os.path.join(overlay, "sysview", "module", "nvidia", "initstate"), "live\n")
     write(os.path.join(overlay, "sysview", "proc-modules"), MODULE_LINES)
+    write(os.path.join(overlay, "sysview", "proc-devices"), DEVICE_LINES)
     write(os.path.join(overlay, "driver", "proc", "driver", "nvidia", "version"), "NVRM version: 550.54.15\n")
     rootfs = tmp_path / "bundle" / "rootfs"
     for name in ("sys", "proc", "dev"):
@@ -100,11 +102,6 @@ def run(hook: str, scratch, body: str) -> dict[str, tuple[int, str]]:
     return {k: (rc, text.rstrip("\n")) for k, (rc, text) in shown.items()}
 
 
-def problems(said: str) -> list[str]:
-    """The hook's lines but the one a kernel without module support always gets."""
-    return [line for line in said.splitlines() if "the kernel has no /proc/modules" not in line]
-
-
 def host_mounts(scratch) -> list[str]:
     """The host's mounts at or under /sys and the scratch folder (other tests mount elsewhere)."""
     within = ("/sys", os.path.dirname(scratch[2]))
@@ -139,8 +136,9 @@ show new-dir mkdir "$R/sys/module/x"
 show peer fstype "$B/peer/devices"
 show proc-version cat "$R/proc/driver/nvidia/version"
 show proc-modules cat "$R/proc/modules"
+show proc-devices cat "$R/proc/devices"
 """ % {"gpu0": GPU0})
-    assert shown["hook"][0] == 0 and problems(shown["hook"][1]) == []
+    assert shown["hook"][0] == 0 and shown["hook"][1] == ""
     devices = shown["devices"][1].split()
     assert GPU0 in devices and GPU1 not in devices
     assert set(host_pci) <= set(devices)                     # the kernel's own entries stay
@@ -159,6 +157,9 @@ show proc-modules cat "$R/proc/modules"
         assert shown["proc-modules"][1].endswith(MODULE_LINES.rstrip("\n"))
     else:                                                    # the hook makes no file the kernel lacks
         assert shown["proc-modules"][0] != 0
+    # This kernel's own /proc/devices, the driver's lines closing its character devices.
+    chars, _, blocks = shown["proc-devices"][1].partition("\n\nBlock devices:\n")
+    assert chars.endswith("\n195 nvidia\n510 nvidia-uvm") and blocks
     assert host_mounts(scratch) == host_before and host_before
     assert sorted(os.listdir("/sys/bus/pci/devices")) == host_pci
 
@@ -219,7 +220,7 @@ show mounts-second sh -c 'grep -c "$0/" /proc/self/mountinfo' "$R"
 show view-second ls -R "$R/sys/bus/pci" "$R/sys/module/nvidia" "$R/proc/driver"
 """)
     for run_ in ("first", "second"):
-        assert shown[run_][0] == 0 and problems(shown[run_][1]) == []
+        assert shown[run_][0] == 0 and shown[run_][1] == ""
     assert shown["mounts-second"] == shown["mounts-first"]
     assert shown["view-second"] == shown["view-first"] and GPU0 in shown["view-first"][1]
 
@@ -235,18 +236,26 @@ show class cat "$R/sys/bus/pci/devices/%(gpu0)s/class"
 show devices ls "$R/sys/bus/pci/devices"
 show proc-version cat "$R/proc/driver/nvidia/version"
 """ % {"gpu0": GPU0})
-    assert shown["hook"][0] == 0 and problems(shown["hook"][1]) == []
+    assert shown["hook"][0] == 0 and shown["hook"][1] == ""
     assert shown["class"] == (0, "0x030200")
     assert GPU1 not in shown["devices"][1].split()
     assert shown["proc-version"] == (0, "NVRM version: 550.54.15")
 
 
-#: A /proc whose kernel has module support, for a kernel that has none (this one): a
-#: ramfs at <rootfs>/proc holding driver/ and a modules file with one kernel line.
-KERNEL_WITH_MODULES = r"""
+#: A /proc whose kernel has module support, for a kernel that has none (this one): a ramfs
+#: at <rootfs>/proc holding driver/ and the bundle's kernel-modules and kernel-devices as
+#: the kernel's modules and devices files.
+KERNEL_PROC = r"""
 umount "$R/proc" && mount -t ramfs ramfs "$R/proc" && mkdir "$R/proc/driver" || exit 92
-echo "%s" > "$R/proc/modules"
+for f in modules devices; do [ ! -e "$B/kernel-$f" ] || cp "$B/kernel-$f" "$R/proc/$f" || exit 93; done
 """
+
+
+def kernel_proc(scratch, modules: str | None = None, devices: str | None = None) -> str:
+    for name, text in (("modules", modules), ("devices", devices)):
+        if text is not None:
+            write(os.path.join(scratch[2], f"kernel-{name}"), text)
+    return KERNEL_PROC
 
 
 @pytest.mark.parametrize("kernel_line, staged, expected", [
@@ -257,7 +266,7 @@ echo "%s" > "$R/proc/modules"
 def test_proc_modules_gains_the_staged_lines_where_the_kernel_has_it(hook, scratch, kernel_line, staged, expected):
     if not staged:
         os.unlink(os.path.join(scratch[0], "sysview", "proc-modules"))
-    shown = run(hook, scratch, KERNEL_WITH_MODULES % kernel_line + r"""
+    shown = run(hook, scratch, kernel_proc(scratch, modules=kernel_line + "\n") + r"""
 hook first
 show modules cat "$R/proc/modules"
 hook second
@@ -276,3 +285,64 @@ show mkdir mkdir "$R/proc/driver/x"
     # /proc/driver holds the driver's directory only, and stays read-only (no copy left behind).
     assert shown["driver"] == (0, "nvidia")
     assert shown["mkdir"][0] != 0 and "Read-only file system" in shown["mkdir"][1]
+
+
+KERNEL_DEVICES = ("Character devices:\n"
+                  "  1 mem\n"
+                  " 10 misc\n"
+                  "\n"
+                  "Block devices:\n"
+                  "  7 loop\n")
+
+
+@pytest.mark.parametrize("kernel, staged, expected", [
+    (KERNEL_DEVICES, True, ("Character devices:\n"
+                            "  1 mem\n"
+                            " 10 misc\n"
+                            "195 nvidia\n"
+                            "510 nvidia-uvm\n"
+                            "\n"
+                            "Block devices:\n"
+                            "  7 loop\n")),
+    (KERNEL_DEVICES, False, KERNEL_DEVICES),
+    ("Character devices:\n  1 mem\n195 nvidia\n\nBlock devices:\n  7 loop\n", True,
+     "Character devices:\n  1 mem\n195 nvidia\n\nBlock devices:\n  7 loop\n"),
+    ("Character devices:\n  1 mem\n195 nvidia-frontend\n\nBlock devices:\n", True,
+     "Character devices:\n  1 mem\n195 nvidia-frontend\n\nBlock devices:\n"),
+], ids=["staged lines close the character devices", "none staged", "a driver loaded",
+        "an older driver loaded"])
+def test_proc_devices_gains_the_staged_char_devices(hook, scratch, kernel, staged, expected):
+    if not staged:
+        os.unlink(os.path.join(scratch[0], "sysview", "proc-devices"))
+    shown = run(hook, scratch, kernel_proc(scratch, modules="ext4 1 0 - Live 0x0\n", devices=kernel) + r"""
+hook first
+show devices cat "$R/proc/devices"
+hook second
+show again cat "$R/proc/devices"
+show write sh -c 'echo "1 x" >> "$0/proc/devices"' "$R"
+show modules cat "$R/proc/modules"
+show driver ls -A "$R/proc/driver"
+""")
+    assert shown["devices"] == (0, expected.rstrip("\n"))
+    assert shown["again"] == shown["devices"] and shown["second"] == (0, "")
+    if staged and expected != kernel:
+        assert shown["first"] == (0, "") and "Read-only file system" in shown["write"][1]
+    elif not staged:
+        assert shown["first"][1].count("\n") == 0 and "no staged char device lines" in shown["first"][1]
+        assert "proc-devices" in shown["first"][1]
+    else:
+        assert shown["first"] == (0, "")
+    # /proc/modules gets its lines beside, and both scratch copies are gone.
+    assert shown["modules"] == (0, "ext4 1 0 - Live 0x0\n" + MODULE_LINES.rstrip("\n"))
+    assert shown["driver"] == (0, "nvidia")
+
+
+def test_a_kernel_without_proc_modules_gets_none_and_no_word(hook, scratch):
+    shown = run(hook, scratch, kernel_proc(scratch, devices=KERNEL_DEVICES) + r"""
+hook hook
+show modules test -e "$R/proc/modules"
+show devices grep -x "195 nvidia" "$R/proc/devices"
+""")
+    assert shown["hook"] == (0, "")
+    assert shown["modules"][0] != 0
+    assert shown["devices"] == (0, "195 nvidia")       # /proc/devices is given all the same

@@ -1,5 +1,5 @@
 """gpudriver: device nodes, the profile copy and its compiled companion, procfs (each GPU's
-``gpus/<bus id>/information``, and the staged /proc/devices), the shims, the mock NVML and
+``gpus/<bus id>/information``), the shims, the mock NVML and
 CUDA libraries, the proc hook and the CUDA process records' directory; Apply publishes the
 driver tree at /run/nvidia/driver.
 
@@ -21,7 +21,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
-from mokka.agent.simulators import Host, Readiness, imex, pcibus
+from mokka.agent.simulators import Host, Readiness, pcibus
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import fsutil, kernelmodules, launcher, names
 from mokka.engine import pair
@@ -53,7 +53,6 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out[ov.proc_file(names.PROC_PARAMS_FILE)] = File(PROC_PARAMS.encode())
     for gpu in state["gpus"]:
         out[ov.proc_gpu_information(gpu["pci"]["bdf"])] = File(information(gpu, ver).encode())
-    out[ov.imex_proc_devices] = File(proc_devices(desired).encode())
     out[ov.driver_proc_modules] = File(proc_modules(desired).encode())
     out.update(native_tree(host, ver))
     return out
@@ -81,12 +80,6 @@ def information(gpu: dict, driver_version: str) -> str:
         lines.append(f"GPU Firmware: \t {driver_version}")
     lines.append("GPU Excluded:\t No")
     return "\n".join(lines) + "\n"
-
-
-def proc_devices(desired: Desired) -> str:
-    """The staged /proc/devices: the driver's dynamic majors (IMEX channels when staged)."""
-    channels = imex.PROC_DEVICES_LINE if imex.channel_count(desired) else ""
-    return f"{channels}{names.NVIDIA_CAPS_MAJOR} {names.NVIDIA_CAPS_DEV_NAME}\n"
 
 
 def proc_modules(desired: Desired) -> str:

@@ -1,4 +1,4 @@
-"""imex: channel devices, their line of the staged /proc/devices and the fabric-imex-mgmt capability.
+"""imex: channel devices and the fabric-imex-mgmt capability (their /proc/devices line: kmodules).
 
 On profiles with a fabric block (h100, gb200, gb300) or when --imex-channels
 asks. The nvidia-imex binaries come only from a user archive, which this
@@ -15,8 +15,6 @@ from mokka.agent.simulators import Host, Readiness
 from mokka.core import names
 
 OWNER = "imex"
-#: The channels' line of /proc/devices (gpudriver stages that file, the driver's majors).
-PROC_DEVICES_LINE = f"{names.IMEX_CHANNEL_MAJOR} nvidia-caps-imex-channels\n"
 CAPABILITY = (f"DeviceFileMinor: {names.IMEX_CAPS_MGMT_MINOR}\n"
               f"DeviceFileMode: {names.DEVICE_FILE_MODE}\nDeviceFileModify: 0\n")
 

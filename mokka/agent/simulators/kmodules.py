@@ -1,8 +1,9 @@
 """kmodules: the kernel modules the node says it has loaded, as the kernel shows them.
 
 ``sysview/module/<name>/{version,refcnt,initstate,coresize,holders/}`` (the lower the proc
-hook merges over a GPU container's /sys/module) and ``sysview/proc-modules`` (the lines it
-adds to /proc/modules), for the modules of the compiled state's ``system.kernel_modules``
+hook merges over a GPU container's /sys/module), ``sysview/proc-modules`` (the lines it
+adds to /proc/modules) and ``sysview/proc-devices`` (the char devices those modules
+register, which it adds to /proc/devices: the one home of the driver's majors there), for the modules of the compiled state's ``system.kernel_modules``
 (mokka.core.kernelmodules). Its own simulator: modules are no PCI device, and a profile
 change that keeps the GPUs but loads other modules touches only this tree.
 """
@@ -13,7 +14,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Dir, Entry, File, Link
-from mokka.agent.simulators import Host, Readiness
+from mokka.agent.simulators import Host, Readiness, imex
 from mokka.core import kernelmodules as km
 
 OWNER = "kmodules"
@@ -41,6 +42,8 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
             # As the kernel links them: holders/<user> -> ../../<user>, beside this module.
             out[os.path.join(d, "holders", user)] = Link(f"../../{user}")
     out[host.overlay.sysview_proc_modules] = File(km.proc_modules(modules).encode(), READ_ONLY)
+    devices = km.proc_devices(modules, imex.channel_count(desired) > 0)
+    out[host.overlay.sysview_proc_devices] = File(devices.encode(), READ_ONLY)
     return out
 
 
