@@ -120,6 +120,12 @@ def proc_modules(modules: tuple[str, ...]) -> str:
     return "".join(proc_line(m, modules) for m in reversed(modules))
 
 
+def proc_devices_file(char_lines: str) -> str:
+    """A whole /proc/devices with ``char_lines`` (``proc_devices``) as its character section
+    and an empty block section: what a reader given a substitute path expects."""
+    return f"Character devices:\n{char_lines}\nBlock devices:\n"
+
+
 def proc_devices(modules: tuple[str, ...], imex_channels: bool) -> str:
     """The ``Character devices:`` lines of /proc/devices the loaded ``modules`` register (the
     IMEX channels' too when the node has channels): ``%3d %s``, by major and, within one, by

@@ -58,6 +58,10 @@ IB_PING_SOCKET = "run/mock-ib.sock"
 #: The vendor id verbs report for the mock HCAs (Mellanox's IEEE OUI, as mlx5 does).
 IB_VENDOR_OUI = 0x02C9
 IMEX_CHANNEL_DIR = "driver/dev/nvidia-caps-imex-channels"
+#: A whole /proc/devices the NVIDIA DRA driver's compute-domain plugin can read instead of the
+#: kernel's (its chart's ``altProcDevices``, env ALT_PROC_DEVICES_PATH, documents this path):
+#: the "Character devices:" section holds the driver's lines (SYS_VIEW_PROC_DEVICES).
+IMEX_PROC_DEVICES = "imex/proc-devices"
 PCI_SYSFS_DIR = "sys"
 #: What a GPU-selected container sees under /sys, staged by the agent (read-only in every
 #: container, as the whole overlay is): overlayfs lowers the proc hook

@@ -98,6 +98,11 @@ class Overlay:
         return os.path.join(self.sysview, names.SYS_VIEW_PROC_MODULES)
 
     @property
+    def imex_proc_devices(self) -> str:
+        """``imex/proc-devices``: a whole /proc/devices for ALT_PROC_DEVICES_PATH readers."""
+        return self.join(names.IMEX_PROC_DEVICES)
+
+    @property
     def sysview_proc_devices(self) -> str:
         """``sysview/proc-devices``: the char device lines /proc/devices gains."""
         return os.path.join(self.sysview, names.SYS_VIEW_PROC_DEVICES)

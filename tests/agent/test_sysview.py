@@ -115,8 +115,6 @@ def test_the_char_devices_the_driver_registers_are_staged_in_the_kernels_format(
         "510 nvidia-uvm\n"
         "511 nvidia-nvswitch\n")
     assert os.stat(path).st_mode & 0o777 == 0o444
-    # One home: the IMEX simulator stages no /proc/devices of its own.
-    assert not os.path.exists(os.path.join(ov, "imex/proc-devices"))
 
 
 def test_a_node_with_imex_channels_lists_their_major_too(scratch):
@@ -134,6 +132,20 @@ def test_a_node_with_imex_channels_lists_their_major_too(scratch):
         "510 nvidia-uvm\n"
         "511 nvidia-nvswitch\n")
     assert len(os.listdir(os.path.join(ov, "driver/dev/nvidia-caps-imex-channels"))) == 2048
+    # The whole-file substitute the NVIDIA DRA driver's compute-domain plugin reads through
+    # ALT_PROC_DEVICES_PATH (its chart's altProcDevices names this path).
+    assert read(os.path.join(ov, "imex/proc-devices")) == (
+        "Character devices:\n"
+        "195 nvidia\n"
+        "195 nvidia-modeset\n"
+        "195 nvidiactl\n"
+        "234 nvidia-nvlink\n"
+        "235 nvidia-caps-imex-channels\n"
+        "236 nvidia-caps\n"
+        "510 nvidia-uvm\n"
+        "511 nvidia-nvswitch\n"
+        "\n"
+        "Block devices:\n")
 
 
 def test_each_gpu_has_the_drivers_information_file(scratch):

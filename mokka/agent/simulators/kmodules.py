@@ -44,6 +44,8 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     out[host.overlay.sysview_proc_modules] = File(km.proc_modules(modules).encode(), READ_ONLY)
     devices = km.proc_devices(modules, imex.channel_count(desired) > 0)
     out[host.overlay.sysview_proc_devices] = File(devices.encode(), READ_ONLY)
+    # The same lines as a whole file, for the DRA driver's ALT_PROC_DEVICES_PATH.
+    out[host.overlay.imex_proc_devices] = File(km.proc_devices_file(devices).encode(), READ_ONLY)
     return out
 
 
