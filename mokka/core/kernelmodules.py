@@ -57,7 +57,7 @@ TABLE = (
     Module("mlx5_core", 2453504, version="24.10-1.1.4"),      # at boot, before the driver
     Module("nvidia", 56954880, chardevs=NVIDIA_CHARDEVS),
     Module("nvidia_modeset", 1306624, uses=("nvidia",),
-           chardevs=((names.NVIDIA_MAJOR, names.MODESET_DEVICE[2], "nvidia-modeset"),)),
+           chardevs=((names.NVIDIA_MAJOR, names.MODESET_MINOR, "nvidia-modeset"),)),
     Module("nvidia_uvm", 1540096, uses=("nvidia",), chardevs=((names.UVM_MAJOR, 0, "nvidia-uvm"),)),
     Module("nvidia_drm", 126976, uses=("nvidia_modeset",)),
     Module("nvidia_peermem", 16384, uses=("nvidia",)),

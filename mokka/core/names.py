@@ -260,16 +260,19 @@ MAX_GPUS = 64
 #: Where device nodes appear inside a container (and on a host): /dev/nvidia0, /dev/nvidiactl.
 CONTAINER_DEV_DIR = "/dev"
 GPU_NODE_PREFIX = "nvidia"            # nvidia0 .. nvidiaN-1
-#: The control nodes that come with every GPU: (name under /dev, major, minor).
+#: nvidia-modeset's minor under the nvidia module's major.
+MODESET_MINOR = 254
+#: The control nodes that come with every GPU: (name under /dev, major, minor). nvidia-modeset
+#: is one of them as NVIDIA's container toolkit has it (its CDI specs list the node in the
+#: edits every device shares), and the GPU Operator's validator would otherwise mknod it in
+#: the driver root.
 CONTROL_DEVICES = (
     ("nvidiactl", NVIDIA_MAJOR, NVIDIACTL_MINOR),
+    ("nvidia-modeset", NVIDIA_MAJOR, MODESET_MINOR),
     ("nvidia-uvm", UVM_MAJOR, UVM_MINOR),
     ("nvidia-uvm-tools", UVM_MAJOR, UVM_TOOLS_MINOR),
 )
 CONTROL_NODES = tuple(name for name, _, _ in CONTROL_DEVICES)
-#: nvidia-modeset's node (the nvidia module's minor 254): only in the driver root's dev/, where
-#: the GPU Operator validator makes it (mknod) when absent; staged, it finds it and skips.
-MODESET_DEVICE = ("nvidia-modeset", NVIDIA_MAJOR, 254)
 IMEX_CHANNEL_PREFIX = "channel"
 #: The nvidia-caps nodes: /dev/nvidia-caps/nvidia-cap<minor> (staged under DEV_DIR).
 NVIDIA_CAPS_DEV_NAME = "nvidia-caps"

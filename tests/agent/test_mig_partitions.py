@@ -122,7 +122,7 @@ def test_each_mig_device_gets_its_capabilities_and_its_cdi_names(node, standin):
     whole = spec(host)
     assert whole["kind"] == "nvidia.com/gpu"
     assert {n["path"] for n in whole["containerEdits"]["deviceNodes"]} == {
-        "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}
+        "/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}
 
 
 def test_only_what_nvml_hands_out_is_rendered(node, standin):

@@ -64,10 +64,11 @@ def test_every_device_name_maps_to_its_gpu_nodes(profile):
         assert nodes_of(toolkit, gpu["uuid"]) == own
         assert nodes_of(mock, str(gpu["index"])) == own
     assert nodes_of(toolkit, "all") == every
-    assert nodes_of(mock, "all") == every + ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+    assert nodes_of(mock, "all") == every + ["/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm",
+                                             "/dev/nvidia-uvm-tools",
                                              "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2"]
     control = [n["path"] for n in toolkit["containerEdits"]["deviceNodes"]]
-    assert control == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    assert control == ["/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
     assert len(toolkit["devices"]) == 2 * state["gpu_count"] + 1
 
 
@@ -148,9 +149,9 @@ def test_device_nodes_are_character_devices_opened_read_write():
         "type": "c", "major": 195, "minor": 255, "permissions": "rw"}
     every = [n for spec in (*specs.values(), cdi.management_spec(state, host_overlay("/node")))
              for d in [*spec["devices"], spec] for n in (d.get("containerEdits") or {}).get("deviceNodes", [])]
-    # toolkit: by index, by UUID, all, control; mock: by index, all + control + the MIG config
-    # and monitor capabilities; management: all + control + those two
-    assert len(every) == (4 + 4 + 4 + 3) + (4 + 9) + 9
+    # toolkit: by index, by UUID, all, four control nodes; mock: by index, all + control + the
+    # MIG config and monitor capabilities; management: all + control + those two
+    assert len(every) == (4 + 4 + 4 + 4) + (4 + 10) + 10
     assert {n["permissions"] for n in every} == {"rw"}
 
 
@@ -189,7 +190,8 @@ def test_what_the_writer_writes_the_reader_reads_back():
     assert own == cdi.CDIEdits(devices=(Device("/dev/nvidia3", "c", 195, 3),))
     assert [(d.path, d.major, d.minor) for d in edits["nvml-mock.nvidia.com/gpu=all"][1].devices] == [
         ("/dev/nvidia0", 195, 0), ("/dev/nvidia1", 195, 1), ("/dev/nvidia2", 195, 2),
-        ("/dev/nvidia3", 195, 3), ("/dev/nvidiactl", 195, 255), ("/dev/nvidia-uvm", 510, 0),
+        ("/dev/nvidia3", 195, 3), ("/dev/nvidiactl", 195, 255), ("/dev/nvidia-modeset", 195, 254),
+        ("/dev/nvidia-uvm", 510, 0),
         ("/dev/nvidia-uvm-tools", 510, 1), ("/dev/nvidia-caps/nvidia-cap1", 236, 1),
         ("/dev/nvidia-caps/nvidia-cap2", 236, 2)]
 
@@ -209,8 +211,8 @@ def test_the_toolkit_specs_common_edits_come_with_every_device():
         ("/etc/nvml-mock", "/node/var/lib/nvml-mock/driver/config", "bind",
          ("ro", "nosuid", "nodev", "bind")),
         ("/run/fm", "/run/fm", "bind", ("ro", "nosuid", "nodev", "bind"))]
-    assert [d.path for d in common.devices] == ["/dev/nvidiactl", "/dev/nvidia-uvm",
-                                                "/dev/nvidia-uvm-tools"]
+    assert [d.path for d in common.devices] == ["/dev/nvidiactl", "/dev/nvidia-modeset",
+                                                "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
     assert own.devices == (Device("/dev/nvidia2", "c", 195, 2),)
 
 
@@ -301,7 +303,7 @@ def test_imex_channels_join_the_toolkit_specs_common_nodes():
                "minor": 0, "permissions": "rw"}
     spec = cdi.toolkit_spec(state, host_overlay("/node"), imex_nodes=[channel])
     assert [n["path"] for n in spec["containerEdits"]["deviceNodes"]] == [
-        "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+        "/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
         "/dev/nvidia-caps-imex-channels/channel0"]
 
 

@@ -30,7 +30,8 @@ def gpu_uuid(spec_dir, index):
     return [n for n in names_ if n.startswith("GPU-")][index]
 
 
-CONTROL = ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidiactl"]
+#: As NVIDIA's toolkit specs have them: nvidia-modeset is among the nodes every device shares.
+CONTROL = ["/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidiactl"]
 
 
 @pytest.mark.parametrize("device,expect", [

@@ -42,7 +42,8 @@ def start_plugin(zipapp, node):
 
 
 GPU_NODES = [f"/dev/nvidia{i}" for i in range(4)]
-CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+#: As NVIDIA's toolkit specs have them: nvidia-modeset is among the nodes every device shares.
+CONTROL = ["/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
 #: The MIG config and monitor capabilities: every GPU is the whole node's, its partitions too.
 MIG_CAPS = ["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap2"]
 

@@ -4,8 +4,8 @@ CUDA libraries, the proc hook and the CUDA process records' directory; Apply pub
 driver tree at /run/nvidia/driver.
 
 That tree answers as a driver root does for NVIDIA's GPU Operator validator: its own dev/
-with every control node (nvidia-modeset too, which the validator would otherwise mknod
-there), sys/ with the GPUs' PCI tree, /sbin/modprobe (a static stand-in) and the
+with every control node (nvidia-modeset among them, which the validator would otherwise
+mknod there), sys/ with the GPUs' PCI tree, /sbin/modprobe (a static stand-in) and the
 /proc/modules that stand-in reads.
 
 Every path is a tree entry the converger owns, so a smaller profile removes
@@ -41,7 +41,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for gpu in state["gpus"]:
         minor = gpu["minor_number"]
         out[ov.gpu_node(minor)] = CharDev(names.NVIDIA_MAJOR, minor)
-    for name, major, minor in names.CONTROL_DEVICES + (names.MODESET_DEVICE,):
+    for name, major, minor in names.CONTROL_DEVICES:
         out[ov.control_node(name)] = CharDev(major, minor)
     for config_dir in (ov.driver_config, ov.config):
         out.update(pair.entries(os.path.join(config_dir, names.PROFILE_FILE), File(desired.config_text),
