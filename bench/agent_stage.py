@@ -17,6 +17,10 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_native_libraries, require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.agent import desired as ds  # noqa: E402
 from mokka.agent.build import AgentConfig, build_host, simulators  # noqa: E402
@@ -121,6 +125,7 @@ def process_figures() -> dict:
 
 
 def main() -> None:
+    build_native_libraries()
     s8, s64 = stage_seconds(8), stage_seconds(64)
     print(f"stage  8 GPUs: cold {s8[0] * 1000:7.1f} ms   converged {s8[1] * 1000:6.1f} ms")
     print(f"stage 64 GPUs: cold {s64[0] * 1000:7.1f} ms   converged {s64[1] * 1000:6.1f} ms")

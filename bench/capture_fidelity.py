@@ -29,14 +29,16 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_native_libraries, require_test_environment, time_interleaved  # noqa: E402
+
+require_test_environment()
 
 from mokka.core.capture import closest, record, xmlreport  # noqa: E402
 from tests.capture.reports import capture_files, compared, leaves, older_words  # noqa: E402
 from tests.native.staged import clean_env, stage_node  # noqa: E402
 from tests.peers import read_paths_env  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import time_interleaved  # noqa: E402
 
 TARGET = 0.99
 
@@ -126,6 +128,7 @@ def main() -> int:
     nvidia_smi = read_paths_env().get("NVIDIA_SMI")
     if nvidia_smi and not os.path.exists(nvidia_smi):
         nvidia_smi = None
+    build_native_libraries()
     if nvidia_smi is None:
         print("NVIDIA's nvidia-smi 550 not fetched (bash .ci/fetch-runtime.sh): ours only")
     met = True

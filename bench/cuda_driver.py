@@ -31,6 +31,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
+sys.path.insert(0, HERE)
+
+from common import build_native_libraries, c_compiler, require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.agent import desired as ds  # noqa: E402
 from mokka.core import names  # noqa: E402
@@ -140,8 +145,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=21)
     opts = ap.parse_args()
-    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q", "--arch", os.uname().machine],
-                   check=True)
+    compiler = c_compiler()
+    build_native_libraries()
     ok = True
     with tempfile.TemporaryDirectory(prefix="mokka-bench-cuda-") as tmp:
         try:
@@ -153,7 +158,7 @@ def main() -> int:
             driver = os.path.join(tmp, "cuda-driver")
             with open(driver + ".c", "w") as f:
                 f.write(DRIVER)
-            subprocess.run(["cc", "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
+            subprocess.run([compiler, "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
             print(f"{opts.runs} fresh processes each, alternating, medians")
             for count, overlay in overlays.items():
                 lib = os.path.join(overlay, names.DRIVER_LIB_DIR)

@@ -24,9 +24,12 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from common import fresh_venv_python, time_command  # noqa: E402
-from mig_list import build_library, mig_profile, workload_env  # noqa: E402
-from nvml_startup import agent, fetched  # noqa: E402
+from common import build_native_libraries, c_compiler, fresh_venv_python, require_test_environment, runtime_peer, time_command  # noqa: E402
+
+require_test_environment()
+
+from mig_list import mig_profile, workload_env  # noqa: E402
+from nvml_startup import agent  # noqa: E402
 
 from mokka.core import names  # noqa: E402
 
@@ -74,11 +77,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
-    build_library()
+    compiler = c_compiler()
+    nvidia_smi = runtime_peer("NVIDIA_SMI")
+    build_native_libraries()
     with tempfile.TemporaryDirectory(prefix="mokka-bench-miglife-") as tmp:
         root = os.path.join(tmp, "node")
         profile = mig_profile(os.path.join(tmp, "h100-mig.yaml"), enabled=True, seven=False)   # GPU 0 starts empty
-        agent(root, "--once", "--profile", profile, "--nvidia-smi", fetched("NVIDIA_SMI"))
+        agent(root, "--once", "--profile", profile, "--nvidia-smi", nvidia_smi)
         try:
             overlay = os.path.join(root, names.OVERLAY_HOST_PATH.lstrip("/"))
             lib = os.path.join(overlay, names.DRIVER_LIB_DIR, names.NVML_LIB_FILE)
@@ -86,7 +91,7 @@ def main() -> int:
             driver = os.path.join(tmp, "mig-driver")
             with open(driver + ".c", "w") as f:
                 f.write(DRIVER)
-            subprocess.run(["cc", "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
+            subprocess.run([compiler, "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
             base = statistics.median(time_command([fresh_venv_python(), "-c", "pass"], opts.runs, env=env))
             rounds = [float(subprocess.run([driver, lib, "5", str(ONE_G_ID)], check=True, env=env,
                                            capture_output=True, text=True).stdout)

@@ -18,15 +18,17 @@ import subprocess
 import sys
 import tempfile
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from common import fresh_venv_python, time_command  # noqa: E402
-from nvml_startup import agent, fetched  # noqa: E402
+from common import build_native_libraries, fresh_venv_python, require_test_environment, runtime_peer, time_command  # noqa: E402
+
+require_test_environment()
+
+import yaml  # noqa: E402
+from nvml_startup import agent  # noqa: E402
 
 from mokka.core import names  # noqa: E402
 from mokka.core import profile as prof  # noqa: E402
@@ -51,11 +53,6 @@ def mig_profile(path: str, enabled: bool, seven: bool = True) -> str:
     return path
 
 
-def build_library() -> None:
-    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q", "--arch", os.uname().machine],
-                   check=True)
-
-
 def workload_env(tmp: str) -> dict:
     """A process on the staged node as a workload starts it: no MOCK_ or LD_ variable of
     ours, and a dev root of its own with no capability node (it sees every MIG device)."""
@@ -76,8 +73,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
-    build_library()
-    nvidia_smi = fetched("NVIDIA_SMI")
+    nvidia_smi = runtime_peer("NVIDIA_SMI")
+    build_native_libraries()
     with tempfile.TemporaryDirectory(prefix="mokka-bench-mig-") as tmp:
         roots = {}
         try:

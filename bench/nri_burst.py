@@ -28,6 +28,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(__file__)]
 
+from common import require_test_environment  # noqa: E402
+
+require_test_environment()
+
 from nri_latency import stage_imex  # noqa: E402
 
 from mokka.core import names  # noqa: E402

@@ -9,6 +9,7 @@ Target: p99 < 200 µs.
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import statistics
 import sys
@@ -16,6 +17,11 @@ import time
 
 # Run as a script from a checkout: make the repository importable without an install.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from common import require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import names  # noqa: E402
 from mokka.core.overlay import container_overlay  # noqa: E402
@@ -79,4 +85,6 @@ def main(iterations: int = 50_000) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50_000))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("iterations", type=int, nargs="?", default=50_000)
+    sys.exit(main(parser.parse_args().iterations))

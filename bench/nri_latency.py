@@ -43,6 +43,10 @@ GO_DIR = os.path.join(os.path.expanduser("~"), ".cache", "mokka-go-baseline")
 FETCH = os.path.join(ROOT, "bench", "fetch-go-baseline.sh")
 TARGETS = {"p50": 1.0, "p99": 1.0}
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import names  # noqa: E402
 from mokka.nri.codec import ttrpc  # noqa: E402

@@ -30,6 +30,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import build_native_libraries, require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import names  # noqa: E402
 from mokka.core.overlay import host_overlay  # noqa: E402
@@ -94,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     root = args.node or tempfile.mkdtemp(prefix="mokka-bench-node-")
     try:
         if not args.node:
+            build_native_libraries()
             staged_node(root, args.profile)
             # The node view trusts what it read only once it is older than its racy
             # window (2 s); a real node is staged long before its containers come.

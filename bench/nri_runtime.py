@@ -28,12 +28,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
-from common import build_zipapp  # noqa: E402
+from common import build_native_libraries, build_zipapp, missing_prerequisite, require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import names  # noqa: E402
 from tests.integration.containerd import Containerd  # noqa: E402
 from tests.integration.pods import container_spec, create_container, remove_pod, run_pod  # noqa: E402
-from tests.integration.runtime import runtime_paths  # noqa: E402
+from tests.integration.runtime import runtime_dir, runtime_paths  # noqa: E402
 from tests.waiting import wait_until  # noqa: E402
 
 PLUGIN = ("10", "mokka-bench")
@@ -162,10 +164,13 @@ def main(argv: list[str] | None = None) -> int:
                              "/stagedz under the staging lock before each adjustment")
     args = parser.parse_args(argv)
     paths = runtime_paths()
-    if paths is None or os.geteuid() != 0:
-        print(f"real containerd unavailable: {'run .ci/fetch-runtime.sh' if paths is None else 'needs root'}")
-        return 1
+    if paths is None:
+        missing_prerequisite(f"the runtime cache (the real containerd in {runtime_dir() / 'paths.env'})",
+                             "run bash .ci/fetch-runtime.sh")
+    if os.geteuid() != 0:
+        missing_prerequisite("root (containerd runs its pods as root)", "run it as root")
 
+    build_native_libraries()
     zipapp = build_zipapp()
     work = tempfile.mkdtemp(prefix="mokka-bench-nri-rt-")
     node_root = os.path.join(work, "node")

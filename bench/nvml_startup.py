@@ -27,7 +27,9 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from common import fresh_venv_python, time_command  # noqa: E402
+from common import build_native_libraries, c_compiler, fresh_venv_python, require_test_environment, runtime_peer, time_command  # noqa: E402
+
+require_test_environment()
 
 from mokka.agent import desired as ds  # noqa: E402
 from mokka.core import names  # noqa: E402
@@ -68,15 +70,6 @@ int main(int argc, char **argv) {
 """
 
 
-def fetched(key: str) -> str:
-    runtime = os.environ.get("MOKKA_RUNTIME_DIR") or os.path.expanduser("~/.cache/mokka-runtime")
-    with open(os.path.join(runtime, "paths.env")) as f:
-        for line in f:
-            if line.startswith(key + "="):
-                return line.split("=", 1)[1].strip()
-    raise SystemExit(f"{key} missing from {runtime}/paths.env: run bash .ci/fetch-runtime.sh")
-
-
 def agent(root: str, *args: str) -> None:
     subprocess.run([sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
                     "--health-addr", "", "--log-level", "error", *args],
@@ -100,7 +93,7 @@ def init_cost(driver: str, overlay: str, env: dict, runs: int) -> float:
     return statistics.median(samples)
 
 
-def measure(tmp: str, nvidia_smi: str, runs: int):
+def measure(tmp: str, nvidia_smi: str, compiler: str, runs: int):
     overlays = {n: stage(tmp, n, nvidia_smi) for n in (8, 64)}
     dev_root = os.path.join(tmp, "devroot")
     os.makedirs(dev_root)
@@ -109,7 +102,7 @@ def measure(tmp: str, nvidia_smi: str, runs: int):
     driver = os.path.join(tmp, "init-driver")
     with open(driver + ".c", "w") as f:
         f.write(DRIVER)
-    subprocess.run(["cc", "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
+    subprocess.run([compiler, "-O2", "-o", driver, driver + ".c", "-ldl"], check=True)
     base = statistics.median(time_command([fresh_venv_python(), "-c", "pass"], runs, env=env))
     smi = {n: statistics.median(time_command([os.path.join(o, names.DRIVER_BIN_DIR, "nvidia-smi"), "-L"],
                                              runs, env=env))
@@ -122,12 +115,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
-    subprocess.run([sys.executable, os.path.join(REPO, "native", "build.py"), "-q",
-                    "--arch", os.uname().machine], check=True)
-    nvidia_smi = fetched("NVIDIA_SMI")
+    compiler = c_compiler()
+    nvidia_smi = runtime_peer("NVIDIA_SMI")
+    build_native_libraries()
     with tempfile.TemporaryDirectory(prefix="mokka-bench-nvml-") as tmp:
         try:
-            base, smi, init = measure(tmp, nvidia_smi, opts.runs)
+            base, smi, init = measure(tmp, nvidia_smi, compiler, opts.runs)
         finally:                      # the agent bind-mounts /run/nvidia/driver: undo it
             for count in (8, 64):
                 if os.path.isdir(os.path.join(tmp, f"node{count}")):

@@ -28,7 +28,9 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from common import time_interleaved  # noqa: E402
+from common import require_test_environment, time_interleaved  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import compile as comp  # noqa: E402
 from mokka.core import launcher, names  # noqa: E402

@@ -14,6 +14,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import require_test_environment  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import names  # noqa: E402
 from mokka.core.profile import ProfileError, parse, read  # noqa: E402

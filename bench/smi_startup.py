@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-import shutil  # noqa: E402
+from common import build_native_libraries, build_zipapp, fresh_venv_python, require_test_environment, time_command  # noqa: E402
+
+require_test_environment()
 
 from mokka.core import compile as comp  # noqa: E402
 from mokka.core import launcher, names  # noqa: E402
-from mokka.engine import flatstate, native
+from mokka.engine import flatstate, native  # noqa: E402
 from mokka.core import profile as prof  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_zipapp, fresh_venv_python, time_command  # noqa: E402
 
 
 FLOOR = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.nvmlInit_v2(); "
@@ -55,10 +57,7 @@ def stage(root: str) -> str:
         f.write(flatstate.state_companion(comp.compile_profile(loaded)))
     lib = os.path.join(root, names.DRIVER_LIB_DIR)
     os.makedirs(lib, exist_ok=True)
-    library = native.nvml_library()
-    if library is None:
-        raise SystemExit("build the mock library first: python3 native/build.py")
-    shutil.copy(library, os.path.join(lib, names.NVML_LIB_FILE))
+    shutil.copy(native.nvml_library(), os.path.join(lib, names.NVML_LIB_FILE))
     return profile
 
 
@@ -71,6 +70,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--runs", type=int, default=30)
     opts = ap.parse_args()
+    build_native_libraries()
     with tempfile.TemporaryDirectory(prefix="mokka-bench-") as tmp:
         root = os.path.join(tmp, "overlay")
         config = stage(root)

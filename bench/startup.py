@@ -13,7 +13,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import build_zipapp, fresh_venv_python, report, time_command, time_interleaved  # noqa: E402
+from common import (build_zipapp, fresh_venv_python, report, require_test_environment, time_command,  # noqa: E402
+                    time_interleaved)
+
+require_test_environment()
 
 
 def main() -> None:
