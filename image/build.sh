@@ -48,8 +48,9 @@ started=$SECONDS
 
 # ---- the zipapp, with compiled wheels for the image's machine and Python ------------
 python_version="$("$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import layout; print(layout.PYTHON_VERSION)' "$here")"
-MOKKA_WHEEL_PLATFORM="$platform" MOKKA_WHEEL_PYTHON="$python_version" \
-  PYTHON="$PYTHON" "$repo/shivfile" "$work/mokka" >/dev/null
+# Both machines' native libraries, as the image has always carried them (tests/image).
+MOKKA_ARCHES=all MOKKA_WHEEL_PLATFORM="$platform" MOKKA_WHEEL_PYTHON="$python_version" \
+  PYTHON="$PYTHON" "$repo/shivfile" --quiet "$work/mokka" >/dev/null
 
 # ---- the pinned extracts (NVIDIA's nvidia-smi), through a private apt ------------------
 # shellcheck source=.ci/private-apt.sh

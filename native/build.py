@@ -1,9 +1,13 @@
 """Build the native libraries of native/: the one build entry.
 
-    python3 native/build.py [--out DIR] [--arch x86_64|aarch64|all] [--sanitize] [--lib NAME]...
+    python3 native/build.py [--out DIR] [--arch host|all|x86_64|aarch64] [--sanitize] [--lib NAME]...
+                            [--quiet]
 
 Writes ``<out>/<arch>/<file>`` for every library of ``LIBRARIES`` (or those
-``--lib`` names; default out: build/native in the repo, both architectures):
+``--lib`` names; default out: build/native in the repo). The architectures: ``--arch``,
+else ``$MOKKA_ARCHES``, else this machine's alone (``requested_arches``: ``all`` is
+x86_64 and aarch64). Unless ``--quiet``, one line on stderr as each library starts and
+finishes ("native: building libnvidia-ml.so.1 (x86_64)..."). The libraries:
 the mock ``libnvidia-ml.so.1`` (native/nvml/: rooms engine/, mig/, api/), the mock ``libcuda.so.1``
 (native/cuda/), the LD_PRELOAD shims (native/shims/: the path shims share
 the interposers and add one map file each; the verbs shim; native/ib/: the
@@ -31,6 +35,7 @@ the output, no timestamps, no build id).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fcntl
 import glob
@@ -41,6 +46,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 import typing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -109,7 +115,7 @@ SRC = os.path.join(HERE, "nvml")
 #: What the build generates for the NVML library into <out>/gen: never a source of native/.
 NVML_GENERATED_SOURCES = ("getters.c", "stubs.c")
 LIBRARY = names.NVML_LIB_FILE
-ARCHES = ("x86_64", "aarch64")
+ARCHES = names.NATIVE_ARCHES
 GLIBC = "2.17"
 PINS = os.path.join(HERE, "requirements.txt")
 
@@ -204,6 +210,24 @@ def compiler_version(sanitize: bool) -> str:
 def host_arch() -> str:
     machine = platform.machine()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+
+
+def requested_arches(value: str | None, host: str) -> list[str]:
+    """The architectures ``MOKKA_ARCHES`` (or ``--arch``) asks for: unset, empty or
+    ``host`` this machine's (``host``), ``all`` every one of ARCHES, or one by name.
+    The one rule ./shivfile builds and packs by."""
+    value = (value or "").strip() or names.ARCHES_HOST
+    if value == names.ARCHES_ALL:
+        return list(ARCHES)
+    if value == names.ARCHES_HOST:
+        if host not in ARCHES:
+            raise BuildError(f"this machine is {host}, and the native libraries build for "
+                             f"{' and '.join(ARCHES)} only: set {names.ENV_ARCHES} to one of them")
+        return [host]
+    if value in ARCHES:
+        return [value]
+    raise BuildError(f"{names.ENV_ARCHES}={value}: use {names.ARCHES_HOST} (the default: this "
+                     f"machine's), {names.ARCHES_ALL}, or one of {', '.join(ARCHES)}")
 
 
 # --------------------------------------------------------------------------- generate
@@ -362,11 +386,24 @@ def _locked(path: str):
         yield
 
 
+class _Job(typing.NamedTuple):
+    """One compiler run under way: what it makes, and where its result goes."""
+    what: str                   # "libnvidia-ml.so.1 (x86_64)", as the progress lines name it
+    proc: subprocess.Popen
+    started: float
+    tmp: str
+    target: str
+    stamp: str
+    digest: str
+
+
 def build(out: str, arches: list[str], *, libraries: list[str] | None = None,
           sanitize: bool = False, extra_cflags: tuple[str, ...] = (), log=None) -> list[str]:
     """Build (or keep) <out>/<arch>/<file> for each library and arch; return the paths
-    (library-major: every arch of the first library, then the next)."""
+    (library-major: every arch of the first library, then the next). ``log``, when
+    given, gets one short line as each library starts and as it finishes."""
     out = os.path.abspath(out)
+    say = log or (lambda _msg: None)
     chosen = list(LIBRARIES) if libraries is None else list(libraries)
     unknown = [n for n in chosen if n not in LIBRARIES]
     if unknown:
@@ -378,11 +415,14 @@ def build(out: str, arches: list[str], *, libraries: list[str] | None = None,
     version = compiler_version(sanitize)
     gen_dir = os.path.join(out, "gen")
     results: list[str] = []
+    began = time.monotonic()
     with _locked(os.path.join(out, ".lock")):
         generate(gen_dir, libs, header)
-        running = []
+        running: list[_Job] = []
+        kept = 0
         for lib in libs:
             for arch in arches:
+                what = f"{lib.file} ({arch})"
                 target = os.path.join(out, arch, lib.file)
                 stamp = target + ".inputs"
                 tmp = os.path.join(out, arch, f".{lib.file}.tmp")
@@ -391,29 +431,37 @@ def build(out: str, arches: list[str], *, libraries: list[str] | None = None,
                 digest = inputs_hash(lib, cmd, gen_dir, version)
                 results.append(target)
                 if os.path.isfile(target) and _read(stamp) == digest:
-                    if log:
-                        log(f"up to date: {target}")
+                    kept += 1
                     continue
                 os.makedirs(os.path.dirname(target), exist_ok=True)
+                say(f"building {what}...")
                 # A fixed working directory: nothing of the caller's cwd reaches the output.
                 proc = subprocess.Popen(cmd, cwd=gen_dir, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True)
-                running.append((f"{lib.file} {arch}", proc, tmp, target, stamp, digest))
+                running.append(_Job(what, proc, time.monotonic(), tmp, target, stamp, digest))
+        if kept:
+            say(f"{kept} up to date (inputs unchanged)")
         failures = []
-        for what, proc, tmp, target, stamp, digest in running:
-            output, _ = proc.communicate()
-            if proc.returncode != 0:
-                failures.append(f"--- {what} ---\n{output}")
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                continue
-            os.replace(tmp, target)
-            _write_text(stamp, digest + "\n")
-            if log:
-                log(f"built {target}")
+        # Reported as each compiler finishes, not in the order they started.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running))) as pool:
+            waiting = {pool.submit(job.proc.communicate): job for job in running}
+            for done in concurrent.futures.as_completed(waiting):
+                job = waiting[done]
+                output, _ = done.result()
+                if job.proc.returncode != 0:
+                    failures.append((job.what, f"--- {job.what} ---\n{output}"))
+                    say(f"failed {job.what}")
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(job.tmp)
+                    continue
+                os.replace(job.tmp, job.target)
+                _write_text(job.stamp, job.digest + "\n")
+                say(f"built {job.what} in {time.monotonic() - job.started:.1f} s")
         if failures:
-            sys.stderr.write("".join(failures))
-            raise BuildError(f"compiling {', '.join(w for w, *_ in running)} failed (output above)")
+            sys.stderr.write("".join(text for _, text in failures))
+            raise BuildError(f"compiling {', '.join(what for what, _ in failures)} failed (output above)")
+    if running:
+        say(f"done in {time.monotonic() - began:.1f} s ({', '.join(arches)})")
     return results
 
 
@@ -432,12 +480,18 @@ def _write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def progress(line: str) -> None:
+    """One progress line on stderr, at once (a pipe would otherwise hold it to the end)."""
+    print(f"native: {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="native/build.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", help="output folder (default: build/native, "
                         "or build/native-sanitize with --sanitize)")
-    parser.add_argument("--arch", choices=ARCHES + ("all",), default=None,
-                        help="default: all (with --sanitize: this machine's)")
+    parser.add_argument("--arch", choices=ARCHES + (names.ARCHES_ALL, names.ARCHES_HOST), default=None,
+                        help=f"default: ${names.ENV_ARCHES}, else {names.ARCHES_HOST} (this "
+                        f"machine's); {names.ARCHES_ALL}: {' and '.join(ARCHES)}")
     parser.add_argument("--sanitize", action="store_true",
                         help="this machine's arch, system gcc, -fsanitize=address,undefined")
     parser.add_argument("--cflag", action="append", default=[], metavar="FLAG",
@@ -445,19 +499,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lib", action="append", choices=list(LIBRARIES), metavar="NAME",
                         help=f"build only this library ({', '.join(LIBRARIES)}); repeatable; "
                         "default: all")
-    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress lines (errors are still printed)")
     args = parser.parse_args(argv)
 
-    if args.sanitize:
-        if args.arch not in (None, host_arch()):
-            parser.error(f"--sanitize builds for this machine only ({host_arch()})")
-        arches = [host_arch()]
-        out = args.out or os.path.join(REPO, "build", "native-sanitize")
-    else:
-        arches = list(ARCHES) if args.arch in (None, "all") else [args.arch]
-        out = args.out or os.path.join(REPO, "build", "native")
-    log = None if args.quiet else (lambda msg: print(f"native/build.py: {msg}", file=sys.stderr))
+    log = None if args.quiet else progress
     try:
+        if args.sanitize:
+            if args.arch not in (None, names.ARCHES_HOST, host_arch()):
+                parser.error(f"--sanitize builds for this machine only ({host_arch()})")
+            arches = [host_arch()]
+            out = args.out or os.path.join(REPO, "build", "native-sanitize")
+        else:
+            arches = requested_arches(args.arch or os.environ.get(names.ENV_ARCHES), host_arch())
+            out = args.out or os.path.join(REPO, "build", "native")
+            if log and len(arches) < len(ARCHES):
+                log(f"for {', '.join(arches)} only ({names.ENV_ARCHES}={names.ARCHES_ALL} "
+                    f"builds {' and '.join(ARCHES)})")
         build(out, arches, libraries=args.lib, sanitize=args.sanitize,
               extra_cflags=tuple(args.cflag), log=log)
     except BuildError as exc:

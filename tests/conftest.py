@@ -66,7 +66,7 @@ def zipapp(tmp_path_factory) -> str:
     if prebuilt:
         return prebuilt
     out = str(tmp_path_factory.mktemp("dist") / "mokka")
-    subprocess.run([os.path.join(REPO, "shivfile"), out], check=True, capture_output=True)
+    subprocess.run([os.path.join(REPO, "shivfile"), "--quiet", out], check=True, capture_output=True)
     return out
 
 

@@ -53,6 +53,9 @@ SHIM_FILES = (names.IB_UMAD_LIB_FILE, names.IB_VERBS_LIB_FILE, names.IB_SYS_LIB_
 
 def load(nvidia_smi_path: str | None, arch: str | None = None,
          ib_tools: str | None = None) -> NativeFiles:
+    foreign = native.foreign_build(arch)
+    if foreign is not None:             # staged without its libraries, the node would only half work
+        raise NativeError(foreign)
     lib_bytes = _built(native.LIBRARY, arch)
     cuda_bytes = _built(names.CUDA_LIB_FILE, arch) if lib_bytes is not None else None
     smi = load_nvidia_smi(nvidia_smi_path, arch) if nvidia_smi_path else None

@@ -310,6 +310,18 @@ def overrides_scope_file(physical_index: int | None) -> str:
     return scope + ".yaml"
 
 
+# --- The build ---------------------------------------------------------------
+
+#: The architectures the native libraries are built for (native/build.py) and that a
+#: zipapp can carry (mokka/_native/<arch>/).
+NATIVE_ARCHES = ("x86_64", "aarch64")
+#: Which of them ./shivfile and native/build.py build: unset or "host" this machine's,
+#: "all" every one of NATIVE_ARCHES, or one of them by name.
+ENV_ARCHES = "MOKKA_ARCHES"
+ARCHES_HOST = "host"
+ARCHES_ALL = "all"
+
+
 # --- Environment variables inside containers and of the shims ---------------
 
 #: Every Mokka command's logging options (mokka/cmd/common.py); the agent passes them to its daemons.

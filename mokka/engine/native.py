@@ -37,3 +37,26 @@ def library(file: str, arch: str | None = None) -> str | None:
         if os.path.isfile(path):
             return path
     return None
+
+
+def carried_arches() -> tuple[str, ...]:
+    """The architectures this package carries native libraries for (mokka/_native/<arch>/):
+    those ./shivfile was asked to build; () for a work tree."""
+    try:
+        found = os.listdir(os.path.join(_PACKAGE, "_native"))
+    except OSError:
+        return ()
+    return tuple(a for a in names.NATIVE_ARCHES if a in found)
+
+
+def foreign_build(arch: str | None = None) -> str | None:
+    """One line when this package carries native libraries, but none for ``arch``
+    (default: this machine's): a zipapp built on another machine, or for other arches."""
+    arch = arch or os.uname().machine
+    carried = carried_arches()
+    if not carried or arch in carried:
+        return None
+    which = f"{arch} (this machine)" if arch == os.uname().machine else arch
+    return (f"this Mokka carries native libraries for {' and '.join(carried)} only, not for "
+            f"{which}: build it on a {arch} machine, or with {names.ENV_ARCHES}={names.ARCHES_ALL} "
+            "./shivfile")

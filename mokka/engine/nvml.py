@@ -72,6 +72,8 @@ def library_path(argv0: str | None) -> str:
     from mokka.engine import native
 
     found = native.nvml_library()
+    if found is None and (foreign := native.foreign_build()) is not None:
+        raise LibraryError(foreign)
     if found is None:
         raise LibraryError(f"no mock {names.NVML_LIB_FILE} for {os.uname().machine}: build it with "
                            "'python3 native/build.py', or run the nvidia-smi staged in the overlay")

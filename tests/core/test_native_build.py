@@ -1,11 +1,12 @@
 """The native build's pins and packaging: native/requirements.txt is what
 pyproject's [test] extra installs, gen_stubs reads nvml.h's shapes, and the
-zipapp carries the library for both architectures."""
+zipapp carries the libraries of this machine, or of both with MOKKA_ARCHES=all."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 import tomllib
 import zipfile
@@ -92,14 +93,93 @@ def test_gen_stubs_skips_hand_written_definitions_at_column_zero(gen_stubs, tmp_
     assert "nvmlGetBlacklistDeviceCount(unsigned int *deviceCount)\n{" in text
 
 
-def test_the_zipapp_carries_every_library_for_both_architectures(zipapp):
-    build = _load("mokka_native_build_unit", os.path.join(REPO, "native", "build.py"))
+HOST = os.uname().machine
+OTHER = {"x86_64": "aarch64", "aarch64": "x86_64"}[HOST]
+LIBRARY_FILES = ("libnvidia-ml.so.1", "libcuda.so.1", "libibmockumad.so.1", "libibmockverbs.so.1",
+                 "libibmocksys.so.1", "libmockfs.so.1", "nvml-mock-proc-hook", "nvml-mock-modprobe")
+
+
+def _shiv(out, *args: str, arches: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "MOKKA_ARCHES"}
+    if arches is not None:
+        env["MOKKA_ARCHES"] = arches
+    return subprocess.run([os.path.join(REPO, "shivfile"), *args, str(out)], env=env,
+                          capture_output=True, text=True)
+
+
+def _carried(zipapp: str) -> dict[str, set[str]]:
     with zipfile.ZipFile(zipapp) as z:
-        names = set(z.namelist())
-    for arch in ("x86_64", "aarch64"):
-        assert f"site-packages/mokka/_native/{arch}/libnvidia-ml.so.1" in names
-        for lib in build.LIBRARIES.values():
-            assert f"site-packages/mokka/_native/{arch}/{lib.file}" in names
+        names = [n.split("/")[3:] for n in z.namelist() if n.startswith("site-packages/mokka/_native/")]
+    out: dict[str, set[str]] = {}
+    for parts in names:
+        if len(parts) == 2 and parts[1]:
+            out.setdefault(parts[0], set()).add(parts[1])
+    return out
+
+
+def test_the_zipapp_carries_every_library_for_this_machine_only_by_default(zipapp):
+    assert _carried(zipapp) == {HOST: set(LIBRARY_FILES)}
+
+
+def test_mokka_arches_all_carries_every_library_for_both_machines(tmp_path):
+    done = _shiv(tmp_path / "mokka", "--quiet", arches="all")
+    assert done.returncode == 0, done.stderr
+    assert _carried(str(tmp_path / "mokka")) == {"x86_64": set(LIBRARY_FILES), "aarch64": set(LIBRARY_FILES)}
+
+
+def test_progress_lines_name_each_library_and_step_unless_quiet(tmp_path):
+    loud = _shiv(tmp_path / "loud")
+    assert loud.returncode == 0, loud.stderr
+    lines = loud.stderr.splitlines()
+    assert f"native: for {HOST} only (MOKKA_ARCHES=all builds x86_64 and aarch64)" in lines
+    for file in LIBRARY_FILES:      # built now, or kept from an earlier build
+        assert (f"native: building {file} ({HOST})..." in lines
+                or "native: 8 up to date (inputs unchanged)" in lines), lines
+    assert any(line.startswith("zipapp: packing ") for line in lines), lines
+    assert not [line for line in lines if OTHER in line and "MOKKA_ARCHES" not in line]
+    quiet = _shiv(tmp_path / "quiet", "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_native_build_names_each_library_as_it_starts_and_finishes(tmp_path):
+    build = os.path.join(REPO, "native", "build.py")
+    done = subprocess.run([sys.executable, build, "--out", str(tmp_path), "--lib", "mockfs"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[1] == f"native: building libmockfs.so.1 ({HOST})..."
+    assert lines[2].startswith(f"native: built libmockfs.so.1 ({HOST}) in ")
+    again = subprocess.run([sys.executable, build, "--out", str(tmp_path), "--lib", "mockfs", "--quiet"],
+                           capture_output=True, text=True)
+    assert again.returncode == 0 and again.stderr == ""
+    kept = subprocess.run([sys.executable, build, "--out", str(tmp_path), "--lib", "mockfs"],
+                          capture_output=True, text=True)
+    assert "native: 1 up to date (inputs unchanged)" in kept.stderr.splitlines()
+
+
+def test_an_unknown_mokka_arches_is_one_line_naming_it(tmp_path):
+    done = _shiv(tmp_path / "mokka", "--quiet", arches="arm")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "native/build.py: MOKKA_ARCHES=arm: use host (the default: this machine's), all, "
+        "or one of x86_64, aarch64"]
+
+
+def test_a_zipapp_without_this_machines_libraries_says_so_in_one_line(tmp_path):
+    done = _shiv(tmp_path / "mokka", "--quiet", arches=OTHER)
+    assert done.returncode == 0, done.stderr
+    assert _carried(str(tmp_path / "mokka")) == {OTHER: set(LIBRARY_FILES)}
+    root = tmp_path / "root"
+    root.mkdir()
+    agent = subprocess.run([str(tmp_path / "mokka"), "node-agent", "--once", "--host-root", str(root),
+                            "--health-addr", ""], capture_output=True, text=True,
+                           env={**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")})
+    assert agent.returncode != 0
+    assert agent.stderr.strip().splitlines() == [
+        f"node-agent: this Mokka carries native libraries for {OTHER} only, not for {HOST} "
+        f"(this machine): build it on a {HOST} machine, or with MOKKA_ARCHES=all ./shivfile"]
+    assert os.listdir(root) == []
 
 
 def test_build_table_names_every_library_by_its_soname_and_rejects_unknown_names(tmp_path):
