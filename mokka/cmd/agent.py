@@ -137,6 +137,9 @@ def command(once: bool, teardown: bool, print_config: bool, health_addr: str, ga
         raise CommandError(str(exc))
     if teardown:
         code = runner.teardown(agent, cfg.shutdown_timeout)
+        if isinstance(code, runner.TornDown):
+            click.echo(code.line(cfg.host_root))
+            return
     elif once:
         code = runner.once(agent)
     else:
