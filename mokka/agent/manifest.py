@@ -90,6 +90,12 @@ class Manifest:
         with self._mu:
             return set(self._mounts)
 
+    def extent(self) -> tuple[int, int]:
+        """(paths, mounts) named: every owner's paths and every directory made, the bind mounts."""
+        with self._mu:
+            paths = set(self._dirs).union(*self._owners.values())
+            return len(paths), len(self._mounts)
+
     def owned(self, path: str) -> bool:
         with self._mu:
             return any(path in paths for paths in self._owners.values())

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+from dataclasses import dataclass
 
 from mokka.agent.loop import Agent
 from mokka.agent.server import ProbeServer
@@ -34,9 +35,21 @@ def once(agent: Agent) -> int | str:
     return 0
 
 
-def teardown(agent: Agent, timeout: float) -> int | str:
+@dataclass(frozen=True)
+class TornDown:
+    """What a finished teardown removed: the paths and bind mounts its manifest named."""
+    paths: int
+    mounts: int
+
+    def line(self, root: str) -> str:
+        return (f"torn down {root}: {self.paths} path{'' if self.paths == 1 else 's'}, "
+                f"{self.mounts} mount{'' if self.mounts == 1 else 's'}")
+
+
+def teardown(agent: Agent, timeout: float) -> TornDown | str:
+    named = TornDown(*agent.fs.manifest.extent())   # what earlier runs staged, not our own locks
     agent.prepare()           # records the locks it makes, so a clean root stays clean
-    return 0 if agent.teardown(timeout) else "teardown incomplete; see the log"
+    return named if agent.teardown(timeout) else "teardown incomplete; see the log"
 
 
 def serve(agent: Agent, health_addr: str, shutdown_timeout: float) -> int | str:

@@ -7,14 +7,15 @@ import os
 import click
 
 from mokka.cmd import printconfig
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, UsageError, common_options, example, program, run_click
 from mokka.core import names
 
 ENV = "MOKKA_AGENT_"
 
 
 @click.command(help="Stage the mock GPU node from a profile and keep it converged; "
-                    "SIGTERM/SIGINT tear it down again.")
+                    "SIGTERM/SIGINT tear it down again.",
+               epilog=example("mokka node-agent --profile t4 --host-root /tmp/node --once"))
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="Built-in profile name (fixed) or profile file path (watched). Env MOKKA_PROFILE.")
 @click.option("--topology", envvar=ENV + "TOPOLOGY", default=None,
@@ -141,6 +142,9 @@ def command(once: bool, teardown: bool, print_config: bool, health_addr: str, ga
         raise CommandError(str(exc))
     if teardown:
         code = runner.teardown(agent, cfg.shutdown_timeout)
+        if isinstance(code, runner.TornDown):
+            click.echo(code.line(cfg.host_root))
+            return
     elif once:
         code = runner.once(agent)
     else:
@@ -156,7 +160,7 @@ def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
     from mokka.core import probes
 
     if once and teardown:
-        raise CommandError("--once and --teardown exclude each other")
+        raise UsageError("--once and --teardown exclude each other")
     try:
         probes.parse_addr(health_addr)
     except ValueError as exc:
@@ -193,4 +197,4 @@ def effective(cfg, once: bool, teardown: bool) -> dict:
 
 
 def main(args: list[str], prog_name: str = "node-agent") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

@@ -9,7 +9,12 @@ from __future__ import annotations
 import sys
 
 PROG = "check-fabric"
-USAGE = f"Usage: {PROG}\n\nPrint the NVLink fabric state (clusterUuid, cliqueId, state) of every GPU."
+
+
+def usage(prog: str) -> str:
+    from mokka.cmd.common import example
+    return (f"Usage: {prog}\n\nPrint the NVLink fabric state (clusterUuid, cliqueId, state) of every GPU.\n\n"
+            + example(prog))
 
 
 def report(lib, count: int) -> tuple[str, int]:
@@ -40,13 +45,15 @@ def report(lib, count: int) -> tuple[str, int]:
 
 
 def main(args: list[str], prog_name: str = PROG) -> int:
+    from mokka.cmd import common
+
     try:
+        prog = common.program(prog_name)
         if args and args[0] in ("-h", "--help"):
-            print(USAGE)
+            print(usage(prog))
             return 0
-        if args:
-            print(f"{PROG}: unexpected argument {args[0]!r}\n{USAGE}", file=sys.stderr)
-            return 1
+        if args:                                   # it takes none
+            return common.usage_error(prog, common.unexpected(args[0], ["--help"]))
         from mokka.engine import nvml
         try:
             lib = nvml.open_library(sys.argv[0] if sys.argv else None)

@@ -7,14 +7,15 @@ import os
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, example, program, run_click
 from mokka.core import names
 
 
 @click.command(help="Print the state a profile compiles to (what the mock NVML library reads), or "
                     "with --companion write the compiled file the mock NVML library reads "
                     "beside a profile (with --topology and --node-name applied) or an override "
-                    "document (overrides/all.yaml, overrides/gpuN.yaml).")
+                    "document (overrides/all.yaml, overrides/gpuN.yaml).",
+               epilog=example("mokka compile --profile a100"))
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,
@@ -117,4 +118,4 @@ def write_companion(path: str, topology_doc: dict | None, node_name: str) -> str
 
 
 def main(args: list[str], prog_name: str = "compile") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

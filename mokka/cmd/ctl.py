@@ -38,10 +38,11 @@ class Fail(Exception):
     pass
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
+    from mokka.cmd.common import argument_parser
     from mokka.smi import ctl
-    ap = argparse.ArgumentParser(prog=f"mokka {PROG}", description=DESCRIPTION)
-    sub = ap.add_subparsers(dest="verb", required=True)
+    ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W")
+    sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
     s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
                        epilog=f"keys: {ctl.allowed_keys()}. Each is also held to the GPU's board, as "
                               f"the node's compiled profile has it: {ctl.board_rules()}.")
@@ -112,12 +113,12 @@ def _board(lib, target: Target) -> dict:
     return ctl.board_limits(text, target.physical)
 
 
-def run(args: list[str]) -> int:
+def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
     from mokka.smi import ctl
     from mokka.engine import nvml
     from mokka.engine import overrides as ovr
 
-    opts = _parser().parse_args(args)
+    opts = _parser(prog).parse_args(args)
     try:
         lib = nvml.open_library(sys.argv[0] if sys.argv else None)
     except nvml.LibraryError as exc:
@@ -152,12 +153,20 @@ def run(args: list[str]) -> int:
         except ctl.CtlError as exc:
             raise Fail(str(exc))
         ovr.update(directory, target.physical, change)
+        print(f"{_named(target)}: set {' '.join(opts.assignments)}")
         return 0
     if opts.gpu is None:
-        ovr.clear(directory)
-    else:
-        ovr.reset(directory, [_target(targets, opts.gpu).physical])
+        dropped = ovr.clear(directory)
+        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped")
+        return 0
+    target = _target(targets, opts.gpu)
+    dropped = ovr.reset(directory, [target.physical])
+    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}")
     return 0
+
+
+def _named(target: Target) -> str:
+    return f"GPU {target.index} ({target.uuid})"
 
 
 def _bus_id(lib, target: Target) -> str:
@@ -220,8 +229,10 @@ def main(args: list[str], prog_name: str = PROG) -> int:
     from mokka.core.fsutil import LockHeld
     from mokka.engine.overrides import OverridesError
 
+    from mokka.cmd.common import program
+
     try:
-        return run(args)
+        return run(args, program(prog_name))
     except (Fail, LockHeld, OverridesError) as exc:
         print(f"{prog_name}: {exc}", file=sys.stderr)
         return 1

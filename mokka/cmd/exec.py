@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, UsageError, common_options, example, program, run_click
 from mokka.core import names
 
 
@@ -12,7 +12,9 @@ from mokka.core import names
                     "container sees: the environment, /dev/nvidia*, the node's PCI devices and "
                     "modules under /sys, /proc/driver and /proc/modules. Needs root (the mounts); "
                     "nothing changes on the host. The exit status is COMMAND's.",
-               context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+               epilog=example("sudo mokka exec --host-root /tmp/node -- nvidia-smi -L"),
+               # COMMAND's own options are its own: options end at the first argument.
+               context_settings={"allow_interspersed_args": False})
 @click.option("--host-root", envvar="MOKKA_HOST_ROOT", default="/", show_default=True,
               help="Prefix of every host path (the --host-root the node agent staged under).")
 @click.option("--overlay-host-path", envvar="MOKKA_OVERLAY_HOST_PATH",
@@ -22,6 +24,8 @@ from mokka.core import names
 @common_options
 def command(host_root: str, overlay_host_path: str, command: tuple[str, ...], gates) -> None:
     from mokka.exec import ExecError, run
+    if not command:
+        raise UsageError("missing COMMAND (the command to run, after --)")
     try:
         run(host_root, overlay_host_path, command)
     except ExecError as exc:
@@ -29,4 +33,4 @@ def command(host_root: str, overlay_host_path: str, command: tuple[str, ...], ga
 
 
 def main(args: list[str], prog_name: str = "exec") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

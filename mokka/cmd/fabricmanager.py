@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, example, program, run_click
 from mokka.core import names
 from mokka.core.overlay import host_overlay
 
@@ -20,7 +20,8 @@ def signal_wait(seconds: float) -> bool:
 
 @click.command(help="Stand in for nv-fabricmanager: after --delay, write fabricmanager.ready in "
                     "--state-dir and re-assert it; SIGTERM removes it. GPUs whose fabric state is "
-                    "auto read IN_PROGRESS until it exists, COMPLETED after.")
+                    "auto read IN_PROGRESS until it exists, COMPLETED after.",
+               epilog=example("mokka fabricmanager --state-dir /tmp/fabric --delay 5"))
 @click.option("--state-dir", envvar=names.ENV_FABRICMANAGER_STATE_DIR,
               default=host_overlay().fabric_state, show_default=True,
               help=f"Where the marker goes. Env {names.ENV_FABRICMANAGER_STATE_DIR}.")
@@ -50,4 +51,4 @@ def command(state_dir: str, delay: float, fail: bool, interval: float, gates) ->
 
 
 def main(args: list[str], prog_name: str = "fabricmanager") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

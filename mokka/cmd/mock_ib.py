@@ -9,7 +9,7 @@ import signal
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, example, program, run_click
 from mokka.core import names
 
 ENV = "MOKKA_MOCK_IB_"
@@ -28,7 +28,8 @@ def load_fabric(profile: str, node_name: str):
 
 
 @click.command(help="Serve the mock HCAs' SMP, SA and ibping MADs to libibmockumad on the "
-                    "overlay's run/mock-ib.sock; SIGHUP reloads the profile.")
+                    "overlay's run/mock-ib.sock; SIGHUP reloads the profile.",
+               epilog=example("mokka mock-ib --profile gb200 --host-root /tmp/node"))
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="Built-in profile name or profile file path. Env MOKKA_PROFILE.")
 @click.option("--node-name", envvar="NODE_NAME", default="", help="This node's name. Env NODE_NAME.")
@@ -85,4 +86,4 @@ def _relay(listen: str, peers: str, log):
 
 
 def main(args: list[str], prog_name: str = "mock-ib") -> int:
-    return command.main(args=args, prog_name=prog_name, standalone_mode=True) or 0
+    return run_click(command, args, program(prog_name))

@@ -48,7 +48,7 @@ def build_settings(opts: dict, gates: dict[str, bool]) -> "Settings":
     from mokka.nri.plugin import PluginConfig, from_environment
 
     if bool(opts["agent_staged_url"]) != bool(opts["staging_lock_path"]):
-        raise common.CommandError("--agent-staged-url and --staging-lock-path must be set together")
+        raise common.UsageError("--agent-staged-url and --staging-lock-path must be set together")
     index = opts["plugin_index"]
     if not (len(index) == 2 and index.isascii() and index.isdigit()):
         raise common.CommandError(f"invalid --plugin-index {index!r}: use two digits, 00 to 99")
@@ -154,7 +154,8 @@ def _with_options(fn):
     return fn
 
 
-@click.command(name=COMMAND, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name=COMMAND, context_settings={"help_option_names": ["-h", "--help"]},
+               epilog=common.example("mokka nri-plugin --device-injection-mode cdi --print-config"))
 @_with_options
 @printconfig.option("MOKKA_NRI_PRINT_CONFIG")
 @common.common_options
@@ -172,13 +173,4 @@ def command(gates: dict[str, bool], print_config: bool, **opts) -> int:
 
 
 def main(args: list[str], prog_name: str = COMMAND) -> int:
-    try:
-        rv = command.main(args=list(args), prog_name=prog_name, standalone_mode=False)
-    except click.exceptions.Exit as exc:       # --help
-        return exc.exit_code
-    except click.ClickException as exc:        # usage errors: click's own text, status 2
-        exc.show()
-        return exc.exit_code
-    except SystemExit as exc:                  # common.die: "<command>: <error>", status 1
-        return exc.code if isinstance(exc.code, int) else 1
-    return rv or 0
+    return common.run_click(command, args, common.program(prog_name))

@@ -7,20 +7,22 @@ import sys
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, example, program, run_click
 
 #: What --from-nvml loads without a path: the library the dynamic loader finds, a real
 #: node's own.
 DEFAULT_NVML = "libnvidia-ml.so.1"
 
 
-@click.group(help="Work with GPU profiles.")
+@click.group(help="Work with GPU profiles.",
+             epilog=example("mokka profile capture report.xml --out node.yaml"))
 def group() -> None:
     pass
 
 
 @group.command(help="Print the profile of a real node from its `nvidia-smi -q -x` (FILE, or - for "
-                    "stdin), or with --from-nvml from its NVML library.")
+                    "stdin), or with --from-nvml from its NVML library.",
+               epilog=example("nvidia-smi -q -x | mokka profile capture - --out node.yaml"))
 @click.argument("report", metavar="FILE", required=False)
 @click.option("--out", "out", envvar="MOKKA_CAPTURE_OUT", default=None, metavar="FILE",
               help="Write the profile to FILE (atomically) instead of printing it. Env MOKKA_CAPTURE_OUT.")
@@ -82,4 +84,4 @@ def _from_nvml(library: str) -> str:
 
 
 def main(args: list[str], prog_name: str = "profile") -> int:
-    return group.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(group, args, program(prog_name))

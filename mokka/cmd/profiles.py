@@ -24,9 +24,9 @@ DEFAULTS = {"output": "table", "log_level": "info", "log_format": "json", "featu
 
 
 def parser(prog: str, defaults: dict = DEFAULTS):
-    import argparse
+    from mokka.cmd.common import argument_parser
 
-    ap = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    ap = argument_parser(prog, DESCRIPTION, example_line="mokka profiles --output json")
     ap.add_argument("-o", "--output", choices=OUTPUTS, default=defaults["output"],
                     help=f"table or json (default: table). Env {ENV['output']}.")
     ap.add_argument("--log-level", default=defaults["log_level"],
@@ -66,7 +66,9 @@ def run(args: list[str], prog: str) -> int:
     from mokka.core import features, logopts
     from mokka.core.profiles import read_catalog
 
-    opts = settings(args, f"mokka {prog}")
+    from mokka.cmd.common import program
+
+    opts = settings(args, program(prog))
     if opts["output"] not in OUTPUTS:       # from the variable: argparse checks only the flag
         raise Fail(f"invalid {ENV['output']} {opts['output']!r}: use table or json")
     try:

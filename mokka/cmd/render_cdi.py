@@ -6,12 +6,13 @@ import os
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, example, program, run_click
 from mokka.core import names
 
 
 @click.command(help="Print the CDI specs of a profile as one multi-document YAML, "
-                    "or write both spec files atomically with --out.")
+                    "or write both spec files atomically with --out.",
+               epilog=example("mokka render-cdi --profile h100 --out /etc/cdi"))
 @click.option("--profile", envvar="MOKKA_PROFILE", default=names.DEFAULT_PROFILE, show_default=True,
               help="A built-in profile name or the path of a profile file.")
 @click.option("--host-root", envvar="MOKKA_HOST_ROOT", default="/", show_default=True,
@@ -52,4 +53,4 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
 
 
 def main(args: list[str], prog_name: str = "render-cdi") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

@@ -240,17 +240,20 @@ def reset(directory: str, physical_indices: list) -> bool:
         return removed
 
 
-def clear(directory: str) -> None:
-    """Every override gone: ``all`` and every GPU's document (other files stay)."""
+def clear(directory: str) -> int:
+    """Every override gone: ``all`` and every GPU's document (other files stay); how
+    many documents were there."""
     from mokka.engine import pair
 
     with _opened(directory) as fd:
         if fd is None:
-            return
+            return 0
+        removed = 0
         for name in os.listdir(fd):
             stem, dot, suffix = name.rpartition(".")
             if dot and suffix == "yaml" and is_scope(stem):
-                pair.remove_at(fd, name)
+                removed += bool(pair.remove_at(fd, name))
+        return removed
 
 
 def is_scope(stem: str) -> bool:

@@ -293,3 +293,15 @@ def test_positive_control_a_hand_written_document_of_the_right_types_is_merged(n
                                            "utilization": {"gpu": 50}}
     status = json.loads(ok(ctl(node, "status")))
     assert status["gpus"][0]["overrides"]["utilization"] == {"gpu": 50}
+
+
+def test_each_change_prints_one_line_saying_what_changed(node):
+    uuids = [g["uuid"] for g in json.loads(ok(ctl(node, "status")))["gpus"]]
+    said = ctl(node, "set", "1", "temperature=80", "power=60W")
+    assert (said.returncode, said.stdout, said.stderr) == (
+        0, f"GPU 1 ({uuids[1]}): set temperature=80 power=60W\n", "")
+    ok(ctl(node, "set", uuids[2], "temperature=70"))
+    assert ok(ctl(node, "reset", "1")) == f"GPU 1 ({uuids[1]}): overrides dropped\n"
+    assert ok(ctl(node, "reset", "1")) == f"GPU 1 ({uuids[1]}): no overrides to drop\n"
+    assert ok(ctl(node, "reset")) == "every GPU: 1 override document dropped\n"
+    assert ok(ctl(node, "reset")) == "every GPU: 0 override documents dropped\n"

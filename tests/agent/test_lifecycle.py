@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from helpers import frozen_package, profile_bytes, run_agent
@@ -34,8 +35,12 @@ def test_once_then_teardown_leaves_the_root_as_found(scratch):
     assert os.path.exists(os.path.join(root, "etc/kubernetes/node-feature-discovery/features.d"))
     r = run_agent(root, "--teardown")
     assert r.returncode == 0, r.stderr
+    assert re.fullmatch(rf"torn down {re.escape(root)}: [1-9][0-9]* paths, [0-9]+ mounts?\n", r.stdout), r.stdout
     after = listing(root)
     assert after == before, diff(before, after)
+    again = run_agent(root, "--teardown")                 # nothing staged: nothing to say it removed
+    assert (again.returncode, again.stdout) == (0, f"torn down {root}: 0 paths, 0 mounts\n"), again.stderr
+    assert listing(root) == before
 
 
 def test_a_nodes_sysfs_files_of_equal_bytes_are_one_inode_each_set(scratch):

@@ -108,11 +108,11 @@ def test_nothing_changes_on_the_host(exec_node, go_reader):
     assert tree(overlay.root) == staged
 
 
-def test_no_command_is_one_line():
+def test_no_command_is_one_usage_line():
     done = run_mokka("exec", "--host-root", "/nonexistent")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "exec: no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."]
+        "mokka exec: missing COMMAND (the command to run, after --) (see 'mokka exec --help')"]
 
 
 def test_an_unstaged_root_is_one_line_naming_it_and_the_fix(tmp_path):

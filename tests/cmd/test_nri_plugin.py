@@ -112,8 +112,6 @@ def test_lists_gates_and_pairs(settings_of):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--agent-staged-url=http://x/stagedz"], "must be set together"),
-    (["--staging-lock-path=/l"], "must be set together"),
     (["--plugin-index=7"], "invalid --plugin-index"),
     (["--plugin-name="], "--plugin-name must not be empty"),
     (["--health-addr=8080"], "invalid --health-addr"),
@@ -124,6 +122,13 @@ def test_startup_errors(settings_of, capsys, args, message):
     assert cmd.main(args) == 1
     err = capsys.readouterr().err
     assert err.startswith("nri-plugin: ") and message in err
+
+
+@pytest.mark.parametrize("args", [["--agent-staged-url=http://x/stagedz"], ["--staging-lock-path=/l"]])
+def test_the_agent_s_url_and_lock_go_together(settings_of, capsys, args):
+    assert cmd.main(args) == 2
+    assert capsys.readouterr().err == ("mokka nri-plugin: --agent-staged-url and --staging-lock-path must be "
+                                       "set together (see 'mokka nri-plugin --help')\n")
 
 
 def test_a_probe_port_in_use_is_one_line_and_exit_1(tmp_path):

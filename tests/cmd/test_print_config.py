@@ -80,7 +80,6 @@ def test_agent_flags_and_env(args, env, key, want):
 
 
 @pytest.mark.parametrize("args,env,message", [
-    (["--once", "--teardown"], {}, "--once and --teardown exclude each other"),
     (["--health-addr=9091"], {}, "invalid --health-addr '9091'"),
     ([], {"MOKKA_AGENT_HEALTH_ADDR": "localhost"}, "invalid --health-addr 'localhost'"),
     (["--ib-relay-listen=10.0.0.1:18515"], {}, "10.0.0.1"),
@@ -167,7 +166,6 @@ def test_plugin_flags_and_env(args, env, key, want):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--agent-staged-url=http://127.0.0.1:9091/stagedz"], "must be set together"),
     (["--plugin-index=7"], "invalid --plugin-index '7'"),
     (["--plugin-name="], "--plugin-name must not be empty"),
     (["--health-addr=8080"], "invalid --health-addr '8080'"),
@@ -188,7 +186,19 @@ def test_plugin_refuses_bad_input_in_one_line(args, message):
 def test_plugin_choices_are_click_usage_errors_as_the_agent_s(args, env, message):
     done = run("nri-plugin", "--print-config", *args, env=env)
     assert done.returncode == 2 and done.stdout == ""
-    assert message in done.stderr
+    assert message in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command, args, line", [
+    ("node-agent", ["--once", "--teardown"], "mokka node-agent: --once and --teardown exclude each other "
+                                             "(see 'mokka node-agent --help')"),
+    ("nri-plugin", ["--agent-staged-url=http://127.0.0.1:9091/stagedz"],
+     "mokka nri-plugin: --agent-staged-url and --staging-lock-path must be set together "
+     "(see 'mokka nri-plugin --help')"),
+], ids=["the agent's exclusive modes", "the plugin's flags that go together"])
+def test_flags_that_cannot_go_together_are_usage_errors(command, args, line):
+    done = run(command, "--print-config", *args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", line + "\n")
 
 
 def test_plugin_print_config_opens_no_socket(tmp_path):
