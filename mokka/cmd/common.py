@@ -16,11 +16,15 @@ class CommandError(Exception):
     """An error a user can fix: printed as one line, exit status 1."""
 
 
-def die(command: str, message: str) -> NoReturn:
+class UsageError(CommandError):
+    """A command line that cannot work as given: printed as one line, exit status 2."""
+
+
+def die(command: str, message: str, status: int = 1) -> NoReturn:
     # One line whatever a path or value held: control characters are shown escaped.
     message = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(message))
     click.echo(f"{command}: {message}", err=True)
-    sys.exit(1)
+    sys.exit(status)
 
 
 def common_options(fn):
@@ -44,5 +48,5 @@ def common_options(fn):
         try:
             return fn(*args, gates=gates, **kwargs)
         except CommandError as exc:
-            die(command, str(exc))
+            die(command, str(exc), 2 if isinstance(exc, UsageError) else 1)
     return wrapper
