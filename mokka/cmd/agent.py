@@ -175,11 +175,27 @@ def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
             raise CommandError(str(exc))
     kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
                                      if p.strip())
+    if kwargs["mig_layout"]:
+        check_mig_layout(kwargs["profile"], kwargs["mig_layout"])
     # Absolute: mount points are compared with /proc/self/mountinfo, which has no relative paths.
     kwargs["host_root"] = os.path.abspath(kwargs["host_root"] or "/")
     if kwargs["runtime_host_root"] is not None:
         kwargs["runtime_host_root"] = os.path.abspath(kwargs["runtime_host_root"] or "/")
     return AgentConfig(health_addr=health_addr, **kwargs)
+
+
+def check_mig_layout(profile: str, layout: str) -> None:
+    """A built-in profile cannot change while the agent runs, so a layout it lacks is a
+    usage error before anything starts (a watched file may gain it: the agent reports it)."""
+    from mokka.agent.desired import mig_layout_problem
+    from mokka.core import profile as prof
+
+    name = profile or names.DEFAULT_PROFILE
+    if prof.is_path(name) or name not in names.BUILTIN_PROFILES:
+        return
+    problem = mig_layout_problem(prof.load(name).doc, layout)
+    if problem:
+        raise UsageError(f"profile {name}: {problem}")
 
 
 def effective(cfg, once: bool, teardown: bool) -> dict:

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ctl": ("mokka.cmd.ctl:main", "change a running node's GPU readings (runtime overrides)"),
     "profile": ("mokka.cmd.profile:main", "profile capture: a real node's nvidia-smi -q -x as a profile"),
     "exec": ("mokka.cmd.exec:main", "run a command as a GPU container sees the node (root)"),
+    "env": ("mokka.cmd.env:main", "print the shell lines that aim host tools at a staged node"),
+    "status": ("mokka.cmd.status:main", "a staged node at a glance: profile, GPUs, MIG, overrides, daemons"),
 }
 ALIASES = {"nv-fabricmanager": "fabricmanager", "nvml-mock-ctl": "ctl", "nri": "nri-plugin", "agent": "node-agent"}
 PROGRAM = "mokka"

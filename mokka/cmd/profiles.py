@@ -21,12 +21,19 @@ OUTPUTS = ("table", "json")
 ENV = {"output": "MOKKA_OUTPUT", "log_level": names.ENV_LOG_LEVEL, "log_format": names.ENV_LOG_FORMAT,
        "feature_gates": "MOKKA_FEATURE_GATES"}
 DEFAULTS = {"output": "table", "log_level": "info", "log_format": "json", "feature_gates": ""}
+SHOW = "show"
+SHOW_HELP = ("Usage: mokka profiles show NAME\n\n"
+             "Print built-in profile NAME's YAML as shipped: the file node-agent --profile NAME\n"
+             "stages, MIG layouts (mig.layouts, for node-agent --mig-layout) included.\n\n"
+             "Example: mokka profiles show a100 > my-a100.yaml\n")
 
 
 def parser(prog: str, defaults: dict = DEFAULTS):
     from mokka.cmd.common import argument_parser
 
-    ap = argument_parser(prog, DESCRIPTION, example_line="mokka profiles --output json")
+    ap = argument_parser(prog, DESCRIPTION, example_line="mokka profiles --output json",
+                         epilog=f"'{prog} {SHOW} NAME' prints a profile's YAML "
+                                f"(example: {prog} {SHOW} a100).")
     ap.add_argument("-o", "--output", choices=OUTPUTS, default=defaults["output"],
                     help=f"table or json (default: table). Env {ENV['output']}.")
     ap.add_argument("--log-level", default=defaults["log_level"],
@@ -89,9 +96,35 @@ def run(args: list[str], prog: str) -> int:
     return 0
 
 
+class Usage(Exception):
+    """A command line that asks for nothing this command has: one line, exit status 2."""
+
+
+def show(args: list[str]) -> int:
+    """``profiles show NAME``: the built-in profile's file, byte for byte."""
+    if args in (["-h"], ["--help"]):
+        sys.stdout.write(SHOW_HELP)
+        return 0
+    listed = ", ".join(names.BUILTIN_PROFILES)
+    if len(args) != 1 or args[0].startswith("-"):
+        raise Usage(f"give one built-in profile name ({listed})")
+    from mokka.core.profiles import builtin_text
+    text = builtin_text(args[0])
+    if text is None:
+        raise Usage(f"unknown profile {args[0]!r}: the built-in profiles are {listed}")
+    sys.stdout.buffer.write(text)
+    sys.stdout.flush()
+    return 0
+
+
 def main(args: list[str], prog_name: str = PROG) -> int:
     try:
+        if args[:1] == [SHOW]:
+            return show(args[1:])
         return run(args, prog_name)
+    except Usage as exc:
+        from mokka.cmd.common import program, usage_error
+        return usage_error(f"{program(prog_name)} {SHOW}", str(exc))
     except Fail as exc:
         print(f"{prog_name}: {exc}", file=sys.stderr)
         return 1

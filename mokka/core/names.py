@@ -375,7 +375,7 @@ IB_WIRE_PORT = 0x85
 IB_WIRE_CA = 0x86
 IB_WIRE_CAS = 0x87
 IB_WIRE_MAX_FRAME = 8192
-ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # test hook: prefix for /dev/nvidiaN visibility checks
+ENV_DEV_ROOT = "MOCK_NVML_DEV_ROOT"   # prefix of the /dev the library looks at (mokka env: the staged one)
 #: Test hook: the process exits (status FAULT_EXIT_STATUS, no cleanup, as a kill -9 would
 #: leave it) at its Nth file write, after the temp file and before the rename.
 ENV_FAULT_AFTER_WRITES = "MOKKA_TEST_FAULT_AFTER_WRITES"

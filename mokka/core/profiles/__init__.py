@@ -35,6 +35,16 @@ def catalog_text() -> str:
     return json.dumps([describe(n) for n in names.BUILTIN_PROFILES], indent=1) + "\n"
 
 
+def builtin_text(name: str) -> bytes | None:
+    """Built-in profile ``name``'s file as shipped, or None for a name that is not one."""
+    from importlib import resources
+    from mokka.core import names
+
+    if name not in names.BUILTIN_PROFILES:
+        return None
+    return resources.files(__name__).joinpath(f"{name}.yaml").read_bytes()
+
+
 def read_catalog() -> list[dict]:
     import json
 
