@@ -66,7 +66,9 @@ def zipapp(tmp_path_factory) -> str:
     if prebuilt:
         return prebuilt
     out = str(tmp_path_factory.mktemp("dist") / "mokka")
-    subprocess.run([os.path.join(REPO, "shivfile"), "--quiet", out], check=True, capture_output=True)
+    # The Python running the tests builds it: it has the pins, whatever python3 is on PATH.
+    subprocess.run([os.path.join(REPO, "shivfile"), "--quiet", out], check=True, capture_output=True,
+                   env={**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)})
     return out
 
 

@@ -204,5 +204,5 @@ def common_options(fn):
         except UsageError as exc:
             raise click.UsageError(str(exc), ctx) from None
         except CommandError as exc:
-            die(command, str(exc), 2 if isinstance(exc, UsageError) else 1)
+            die(command, str(exc))
     return wrapper

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from mokka.cmd.common import CommandError, common_options
+from mokka.cmd.common import CommandError, common_options, program, run_click
 from mokka.core import names
 
 
@@ -43,4 +43,4 @@ def command(host_root: str, overlay_host_path: str, as_json: bool, gates) -> Non
 
 
 def main(args: list[str], prog_name: str = "status") -> int:
-    return command.main(args=args, prog_name=f"mokka {prog_name}", standalone_mode=True)
+    return run_click(command, args, program(prog_name))

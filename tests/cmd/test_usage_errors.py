@@ -39,7 +39,8 @@ def test_help_has_one_example_line(command):
     assert done.returncode == 0, done.stderr
     examples = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("Example: ")]
     assert len(examples) == 1, done.stdout
-    assert examples[0].split()[1:3] in (["mokka", command], ["sudo", "mokka"], ["nvidia-smi", "-q"])
+    assert examples[0].split()[1:3] in (["mokka", command], ["sudo", "mokka"], ["nvidia-smi", "-q"],
+                                        ["eval", '"$(mokka']), examples[0]
 
 
 @pytest.mark.parametrize("args, line", [
