@@ -29,9 +29,11 @@ PHYS_STATES = {"Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraini
 RATES = {10: "10 Gb/sec (4X SDR)", 20: "20 Gb/sec (4X DDR)", 40: "40 Gb/sec (4X QDR)",
          56: "56 Gb/sec (4X FDR)", 100: "100 Gb/sec (4X EDR)", 200: "200 Gb/sec (4X HDR)",
          400: "400 Gb/sec (4X NDR)", 800: "800 Gb/sec (4X XDR)"}
-#: mlx5's PCI identity (ConnectX-7 device 0x1021) for device/modalias and the verbs match.
+#: mlx5's PCI identity: Mellanox's vendor id, ConnectX-7's device id (0x1021) where an
+#: hca_type names none (mokka.core.hcapci), and the subsystem device the modalias carries.
 MLX_VENDOR = 0x15B3
 MLX_DEVICE = 0x1021
+MLX_SUBSYSTEM_DEVICE = 0x0008
 CAP_MASK = 0x2659E848          # an mlx5 HCA port with no SM (IsSM clear)
 
 
@@ -130,6 +132,12 @@ def _node_desc(template: str, node_name: str, index: int) -> str:
     except (KeyError, IndexError, ValueError):
         text = f"{node_name} {HCA_PREFIX}{index}"
     return text[:64]                  # NodeDescription is 64 bytes on the wire
+
+
+def modalias(device: int) -> str:
+    """An HCA's PCI modalias (the kernel's ``pci:v..d..sv..sd..bc..sc..i..`` form)."""
+    v, sd = MLX_VENDOR, MLX_SUBSYSTEM_DEVICE
+    return f"pci:v0000{v:04X}d0000{device:04X}sv0000{v:04X}sd0000{sd:04X}bc02sc07i00"
 
 
 def rate_text(gbps: int) -> str:

@@ -73,9 +73,14 @@ PCI_SYSFS_DIR = "sys"
 #:   sysview/proc-modules: the lines /proc/modules gains (one per module, the kernel's format)
 #:   sysview/proc-devices: the char device lines the driver's modules register, which the
 #:                         "Character devices:" section of /proc/devices gains
+#:   sysview/hca/<n>/devices/<root complex>/<bus id>/...   (HCA mlx5_<n>'s PCI function)
+#:   sysview/hca/<n>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
 #: A GPU is keyed by its minor number: the container's /dev/nvidia<minor> says it may see it.
+#: An HCA by its index (mlx5_<n>), 0 up without a gap: the hook merges them all into a GPU
+#: container whose environment selects InfiniBand (ENV_IB set, and not IB_OFF).
 SYS_VIEW_DIR = "sysview"
 SYS_VIEW_GPU_DIR = "gpu"
+SYS_VIEW_HCA_DIR = "hca"
 SYS_VIEW_DEVICES = "devices"
 SYS_VIEW_BUS = "bus"
 SYS_VIEW_MODULE_DIR = "module"
@@ -256,6 +261,10 @@ IMEX_CHANNEL_COUNT = 2048
 IMEX_CAPS_MGMT_MINOR = 512
 DEVICE_FILE_MODE = 0o666
 MAX_GPUS = 64
+#: HCAs a node may have (infiniband.hca_count, or GPUs x hcas_per_gpu): with MAX_GPUS, all
+#: of them find a free bus number in one PCI domain (mokka.core.hcapci), and the proc
+#: hook's overlay of every GPU and HCA view fits in mount(2)'s one page of options.
+MAX_HCAS = 128
 
 #: Where device nodes appear inside a container (and on a host): /dev/nvidia0, /dev/nvidiactl.
 CONTAINER_DEV_DIR = "/dev"

@@ -87,6 +87,10 @@ class Overlay:
         """``sysview/gpu/<minor>``: one GPU's lowers (its ``devices`` and ``bus`` trees)."""
         return os.path.join(self.sysview, names.SYS_VIEW_GPU_DIR, str(minor))
 
+    def sysview_hca(self, index: int) -> str:
+        """``sysview/hca/<index>``: one HCA's lowers (its ``devices`` and ``bus`` trees)."""
+        return os.path.join(self.sysview, names.SYS_VIEW_HCA_DIR, str(index))
+
     @property
     def sysview_modules(self) -> str:
         """``sysview/module``: the lower of /sys/module (one directory per loaded module)."""

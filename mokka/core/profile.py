@@ -240,6 +240,7 @@ def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
 
     count = device_count(system, entries)
     _check_size(where, doc, defaults, count)
+    _check_hca_count(where, doc.get("infiniband") or {}, count)
     merged = []
     for idx in range(count):
         entry = by_index.get(idx)
@@ -255,6 +256,17 @@ def _check_memory(where: str, dev: dict, field: str) -> None:
             and mem["reserved_bytes"] > mem["total_bytes"]:
         _fail(where, f"{field}.memory.reserved_bytes",
               f"{mem['reserved_bytes']} exceeds total_bytes {mem['total_bytes']}")
+
+
+def _check_hca_count(where: str, ib: dict, gpus: int) -> None:
+    """hcas_per_gpu HCAs for each GPU may not add up past names.MAX_HCAS (hca_count's own
+    bound): each HCA needs a bus beside the GPUs (mokka.core.hcapci)."""
+    if not ib.get("enabled") or ib.get("hca_count"):
+        return
+    per_gpu = ib.get("hcas_per_gpu") or 1
+    if per_gpu * gpus > names.MAX_HCAS:
+        _fail(where, "infiniband.hcas_per_gpu", f"{per_gpu} for each of {gpus} GPUs is {per_gpu * gpus} "
+              f"HCAs; a node has at most {names.MAX_HCAS} (lower it, or set hca_count)")
 
 
 def _check_size(where: str, doc: dict, defaults: dict, count: int) -> None:

@@ -437,7 +437,7 @@ PROFILE = Map({
                                             required=("index",)),
                                         max_len=names.MAX_GPUS)}),
     "infiniband": Map({"enabled": Bool(), "hcas_per_gpu": Int(maximum=16),
-                       "hca_count": Int(maximum=1024), "rate_gbps": Int(maximum=10_000),
+                       "hca_count": Int(maximum=names.MAX_HCAS), "rate_gbps": Int(maximum=10_000),
                        **strs("board_id fw_version guid_prefix hca_type hw_rev link_layer "
                               "node_desc_template phys_state port_state")}),
     "pcie_topology": Map({"cores_per_numa": Int(maximum=1 << 20),

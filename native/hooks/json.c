@@ -232,3 +232,52 @@ int json_nested_string(const char *doc, size_t len, const char *outer, const cha
     found = member(&c, inner);
     return found == 1 ? string_at(&c, out, size) : found;
 }
+
+int json_process_env(const char *doc, size_t len, const char *name, char *out, size_t size)
+{
+    struct cursor c = {doc, doc + len};
+    int found = member(&c, "process");
+    if (found != 1)
+        return found;
+    blank(&c);
+    if (c.p >= c.end || *c.p != '{')
+        return 0;
+    found = member(&c, "env");
+    if (found != 1)
+        return found;
+    blank(&c);
+    if (c.p >= c.end || *c.p != '[')
+        return 0;
+    c.p++;
+    size_t name_len = strlen(name);
+    blank(&c);
+    if (c.p < c.end && *c.p == ']')
+        return 0;
+    for (;;) {
+        blank(&c);
+        if (c.p >= c.end)
+            return -1;
+        if (*c.p == '"') {
+            struct cursor at = c;
+            int fits = string(&c, out, size) == 0;
+            if (!fits) {                     /* longer than out: not the variable asked for */
+                c = at;
+                if (string(&c, NULL, 0) != 0)
+                    return -1;
+            } else if (strncmp(out, name, name_len) == 0 && out[name_len] == '=') {
+                memmove(out, out + name_len + 1, strlen(out + name_len + 1) + 1);
+                return 1;
+            }
+        } else if (value(&c, 1) != 0) {
+            return -1;
+        }
+        blank(&c);
+        if (c.p >= c.end)
+            return -1;
+        char ch = *c.p++;
+        if (ch == ']')
+            return 0;
+        if (ch != ',')
+            return -1;
+    }
+}

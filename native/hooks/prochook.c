@@ -20,7 +20,9 @@
  *     the char devices they register (OVERLAY/sysview/proc-devices, whose majors the GPU
  *     Operator's validator reads), unless a driver's lines are there already (procfile.c);
  *   - gives <rootfs>/sys the staged PCI tree and modules of the GPUs the container's /dev
- *     holds (sysview.c).
+ *     holds, and the node's HCAs when the container's environment selects InfiniBand
+ *     (MOCK_IB set and not "off": config.json's process.env, or under `mokka exec` the
+ *     hook's own environment, which exec gives it) (sysview.c).
  *
  * It never fails the container: every problem is one line on stderr and exit 0, the
  * container then starts without the files. The mounts live and die with the container's
@@ -56,8 +58,17 @@
 #define PROC_NAME "proc"
 #define DRIVER_NAME "driver"
 
-/* The rootfs: config.json's root.path, against the bundle when relative. */
-static int rootfs_path(char *out, size_t size)
+#define ENV_VALUE_MAX 256
+
+/* Whether the container's MOCK_IB (NULL: unset) selects InfiniBand: set, and not "off". */
+static int infiniband_selected(const char *value)
+{
+    return value && value[0] && strcmp(value, MOKKA_IB_OFF) != 0;
+}
+
+/* The rootfs: config.json's root.path, against the bundle when relative; and in
+ * *infiniband whether the container's environment (process.env) selects InfiniBand. */
+static int rootfs_path(char *out, size_t size, int *infiniband)
 {
     size_t len;
     char *state = read_all(STDIN_FILENO, STATE_MAX, &len);
@@ -85,8 +96,9 @@ static int rootfs_path(char *out, size_t size)
         say("cannot read %s: %s", config_path, strerror(errno));
         return -1;
     }
-    char root[4096];
+    char root[4096], ib[ENV_VALUE_MAX];
     found = json_nested_string(config, len, "root", "path", root, sizeof root);
+    *infiniband = json_process_env(config, len, MOKKA_ENV_IB, ib, sizeof ib) == 1 && infiniband_selected(ib);
     free(config);
     if (found != 1 || !root[0]) {
         say("%s names no root.path", config_path);
@@ -245,12 +257,15 @@ int main(int argc, char **argv)
         return 0;
     }
     char rootfs[4096];
+    int infiniband = 0;
     if (argc == 3) {
         if (snprintf(rootfs, sizeof rootfs, "%s", argv[2]) >= (int)sizeof rootfs) {
             say("the rootfs path is too long");
             return 0;
         }
-    } else if (rootfs_path(rootfs, sizeof rootfs) != 0) {
+        /* `mokka exec` runs the hook with the environment the command gets. */
+        infiniband = infiniband_selected(getenv(MOKKA_ENV_IB));
+    } else if (rootfs_path(rootfs, sizeof rootfs, &infiniband) != 0) {
         return 0;
     }
     int overlay = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -261,7 +276,7 @@ int main(int argc, char **argv)
         say("cannot open the rootfs %s: %s", rootfs, strerror(errno));
     else {
         give_proc(root, rootfs, overlay, argv[1]);
-        sysview_give(root, rootfs, overlay, argv[1]);
+        sysview_give(root, rootfs, overlay, argv[1], infiniband);
     }
     if (root >= 0)
         close(root);

@@ -9,9 +9,12 @@
  * with a staged OVERLAY/sysview/gpu/<N> lends its devices/ and bus/ trees as read-only
  * overlayfs lowers above the container's own /sys/devices and /sys/bus, in minor order, so
  * the kernel's entries stay visible beneath; /sys/module gains OVERLAY/sysview/module the
- * same way. No GPU node: no mount at all. The container's /sys is made private first, so
- * nothing propagates to the host; a view already there (the hook given twice, by the NRI
- * adjustment and by a CDI spec) is left as it is.
+ * same way. A container whose environment selects InfiniBand also gets each staged
+ * OVERLAY/sysview/hca/<n> (0 up, to the first missing) below its GPUs' lowers: the HCAs'
+ * PCI functions, as on the node. The HCAs come with the GPU view, never alone: this is the
+ * /sys view of a GPU container. No GPU node: no mount at all. The container's /sys is made
+ * private first, so nothing propagates to the host; a view already there (the hook given
+ * twice, by the NRI adjustment and by a CDI spec) is left as it is.
  *
  * Every path inside the rootfs is opened one name at a time without following links, and
  * the lowers are named to the kernel as /proc/self/fd/<fd> of those opens: the path the
@@ -44,9 +47,12 @@
 #define REL_MAX 128
 #define VIEW_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
-struct gpus {
-    unsigned count;
-    unsigned minor[MOKKA_MAX_GPUS];     /* ascending */
+#define VIEWS_MAX (MOKKA_MAX_GPUS + MOKKA_MAX_HCAS)
+
+/* The staged views a container gets, as paths under the overlay, topmost first. */
+struct views {
+    unsigned count, gpus;
+    char rel[VIEWS_MAX][REL_MAX];
 };
 
 /* "lowerdir=/proc/self/fd/A:/proc/self/fd/B:..." of `count` fds, topmost first: 0, or -1
@@ -67,9 +73,9 @@ static int lower_options(char *out, size_t size, const int *fds, unsigned count)
 /* The minors of the GPU nodes in <rootfs>/dev that have a staged view. The names are
  * made here (nvidia0 ... nvidia<MAX_GPUS - 1>), never read from the directory, so a
  * workload's /dev cannot make the walk long. */
-static void find_gpus(int root, const char *rootfs, int overlay, const char *overlay_path, struct gpus *out)
+static void find_gpus(int root, const char *rootfs, int overlay, const char *overlay_path, struct views *out)
 {
-    out->count = 0;
+    out->count = out->gpus = 0;
     int dev = openat(root, DEV_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dev < 0) {
         say("cannot open %s/%s: %s; no /sys view", rootfs, DEV_NAME, strerror(errno));
@@ -94,16 +100,38 @@ static void find_gpus(int root, const char *rootfs, int overlay, const char *ove
             continue;
         }
         close(staged);
-        out->minor[out->count++] = n;
+        memcpy(out->rel[out->count++], rel, sizeof rel);
     }
+    out->gpus = out->count;
     close(dev);
 }
 
-/* Mounts on <rootfs>/sys/<name> a read-only overlay of `staged` lowers (the GPUs' <sub>
- * trees in minor order, or with gpus NULL the one tree `sub` of sysview/) above the
- * container's own directory. */
+/* The staged HCA views (sysview/hca/0, 1, ... to the first one missing) after the GPUs'. */
+static void find_hcas(int overlay, const char *overlay_path, struct views *out)
+{
+    for (unsigned n = 0; n < MOKKA_MAX_HCAS && out->count < VIEWS_MAX; n++) {
+        char rel[REL_MAX];
+        snprintf(rel, sizeof rel, "%s/%s/%u", MOKKA_SYS_VIEW_DIR, MOKKA_SYS_VIEW_HCA_DIR, n);
+        int staged = open_beneath(overlay, rel, O_PATH | O_DIRECTORY);
+        if (staged < 0) {
+            if (errno != ENOENT)
+                say("cannot open the staged /sys view of HCA %u at %s/%s: %s; no HCA from it on",
+                    n, overlay_path, rel, strerror(errno));
+            else if (n == 0)
+                say("InfiniBand is selected but %s/%s has no HCA view: the profile has no HCA",
+                    overlay_path, MOKKA_SYS_VIEW_DIR);
+            return;
+        }
+        close(staged);
+        memcpy(out->rel[out->count++], rel, sizeof rel);
+    }
+}
+
+/* Mounts on <rootfs>/sys/<name> a read-only overlay of staged lowers (the <sub> tree of
+ * each view, or with views NULL the one tree `sub` of sysview/) above the container's own
+ * directory. */
 static void give_tree(int sys, const char *rootfs, int overlay, const char *overlay_path,
-                      const char *name, const struct gpus *gpus, const char *sub)
+                      const char *name, const struct views *views, const char *sub)
 {
     int target = openat(sys, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (target < 0) {
@@ -120,20 +148,19 @@ static void give_tree(int sys, const char *rootfs, int overlay, const char *over
         close(target);
         return;
     }
-    int lowers[MOKKA_MAX_GPUS + 1];
+    int lowers[VIEWS_MAX + 1];
     unsigned count = 0;
-    unsigned wanted = gpus ? gpus->count : 1;
+    unsigned wanted = views ? views->count : 1;
     for (unsigned i = 0; i < wanted; i++) {
-        char rel[REL_MAX];
-        if (gpus)
-            snprintf(rel, sizeof rel, "%s/%s/%u/%s", MOKKA_SYS_VIEW_DIR, MOKKA_SYS_VIEW_GPU_DIR,
-                     gpus->minor[i], sub);
+        char rel[2 * REL_MAX];
+        if (views)
+            snprintf(rel, sizeof rel, "%s/%s", views->rel[i], sub);
         else
             snprintf(rel, sizeof rel, "%s/%s", MOKKA_SYS_VIEW_DIR, sub);
         int fd = open_beneath(overlay, rel, O_PATH | O_DIRECTORY);
         if (fd >= 0)
             lowers[count++] = fd;
-        else if (gpus || errno != ENOENT)       /* a node without modules stages none */
+        else if (views || errno != ENOENT)       /* a node without modules stages none */
             say("cannot open the staged %s/%s: %s; left out of /%s/%s",
                 overlay_path, rel, strerror(errno), SYS_NAME, name);
     }
@@ -153,12 +180,14 @@ static void give_tree(int sys, const char *rootfs, int overlay, const char *over
     close(target);
 }
 
-void sysview_give(int root, const char *rootfs, int overlay, const char *overlay_path)
+void sysview_give(int root, const char *rootfs, int overlay, const char *overlay_path, int infiniband)
 {
-    struct gpus gpus;
-    find_gpus(root, rootfs, overlay, overlay_path, &gpus);
-    if (gpus.count == 0)
+    static struct views views;          /* ~24 KiB: off the stack */
+    find_gpus(root, rootfs, overlay, overlay_path, &views);
+    if (views.gpus == 0)
         return;
+    if (infiniband)
+        find_hcas(overlay, overlay_path, &views);
     int sys = openat(root, SYS_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat root_st, sys_st;
     if (sys < 0) {
@@ -177,8 +206,8 @@ void sysview_give(int root, const char *rootfs, int overlay, const char *overlay
         close(sys);
         return;
     }
-    give_tree(sys, rootfs, overlay, overlay_path, SYS_DEVICES, &gpus, MOKKA_SYS_VIEW_DEVICES);
-    give_tree(sys, rootfs, overlay, overlay_path, SYS_BUS, &gpus, MOKKA_SYS_VIEW_BUS);
+    give_tree(sys, rootfs, overlay, overlay_path, SYS_DEVICES, &views, MOKKA_SYS_VIEW_DEVICES);
+    give_tree(sys, rootfs, overlay, overlay_path, SYS_BUS, &views, MOKKA_SYS_VIEW_BUS);
     give_tree(sys, rootfs, overlay, overlay_path, SYS_MODULE, NULL, MOKKA_SYS_VIEW_MODULE_DIR);
     close(sys);
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import yaml
 from helpers import profile_bytes, run_agent
 from treelist import diff, listing
@@ -208,4 +209,93 @@ def test_the_agent_refuses_an_unknown_module_in_one_line(scratch):
         f"node-agent: {bad}: system.kernel_modules[1]: unknown kernel module 'nvidia_gds'; use one "
         "of gdrdrv, mlx5_core, nvidia, nvidia_drm, nvidia_fs, nvidia_modeset, nvidia_peermem, "
         "nvidia_uvm")
+    assert not os.path.exists(os.path.join(host_overlay(root).root, "sysview"))
+
+
+H100_HCA_0, H100_HCA_7 = "0000:1c:00.0", "0000:cd:00.0"
+
+
+def stage_h100(scratch, profile: str = "h100") -> str:
+    root, _, _ = scratch
+    r = run_agent(root, "--once", "--profile", profile)
+    assert r.returncode == 0, r.stderr
+    return host_overlay(root).root
+
+
+def test_each_hca_is_a_pci_function_beside_its_gpu_with_its_own_lowers(scratch):
+    ov = stage_h100(scratch)
+    assert sorted(os.listdir(os.path.join(ov, "sysview/hca"))) == [str(n) for n in range(8)]
+    hca7 = os.path.join(ov, "sysview/hca/7")
+    # GPU 7 is 0000:cb:00.0 under pci0000:80 (NUMA 1); its HCA takes the next free bus.
+    assert os.listdir(os.path.join(hca7, "devices")) == ["pci0000:80"]
+    device = os.path.join(hca7, f"devices/pci0000:80/{H100_HCA_7}")
+    assert {name: read(os.path.join(device, name)) for name in (
+        "vendor", "device", "class", "numa_node", "subsystem_vendor", "subsystem_device",
+        "revision", "irq", "modalias")} == {
+        "vendor": "0x15b3\n", "device": "0x1021\n", "class": "0x020700\n", "numa_node": "1\n",
+        "subsystem_vendor": "0x15b3\n", "subsystem_device": "0x0008\n", "revision": "0x00\n",
+        "irq": "0\n", "modalias": "pci:v000015B3d00001021sv000015B3sd00000008bc02sc07i00\n"}
+    with open(os.path.join(device, "config"), "rb") as f:
+        config = f.read()
+    assert len(config) == 256 and config[:4] == b"\xb3\x15\x21\x10" and config[9:12] == b"\x00\x07\x02"
+    assert os.readlink(os.path.join(device, "driver")) == "../../../bus/pci/drivers/mlx5_core"
+    link = os.path.join(hca7, f"bus/pci/devices/{H100_HCA_7}")
+    assert os.readlink(link) == f"../../../devices/pci0000:80/{H100_HCA_7}"
+    bound = os.path.join(hca7, f"bus/pci/drivers/mlx5_core/{H100_HCA_7}")
+    assert os.path.realpath(bound) == os.path.realpath(link) == os.path.realpath(device)
+    # The RDMA device under its PCI function, as the kernel lays it out.
+    child = os.path.join(device, "infiniband/mlx5_7")
+    assert os.listdir(os.path.join(device, "infiniband")) == ["mlx5_7"]
+    assert read(os.path.join(child, "hca_type")) == "MT4129\n"
+    assert read(os.path.join(child, "ports/1/rate")) == "400 Gb/sec (4X NDR)\n"
+    assert os.readlink(os.path.join(child, "device")) == f"../../../{H100_HCA_7}"
+    assert os.path.realpath(os.path.join(child, "device")) == os.path.realpath(device)
+
+
+def test_the_hcas_sit_in_the_shim_tree_too_and_not_in_the_driver_root(scratch):
+    ov = stage_h100(scratch)
+    assert sorted(os.listdir(os.path.join(ov, "sys/bus/pci/drivers/mlx5_core"))) == [
+        "0000:1c:00.0", "0000:1d:00.0", "0000:4c:00.0", "0000:4d:00.0",
+        "0000:8c:00.0", "0000:8d:00.0", "0000:cc:00.0", H100_HCA_7]
+    assert len(os.listdir(os.path.join(ov, "sys/bus/pci/devices"))) == 16
+    assert read(os.path.join(ov, f"sys/devices/pci0000:00/{H100_HCA_0}/numa_node")) == "0\n"
+    assert not os.path.exists(os.path.join(ov, "driver/sys/bus/pci/drivers/mlx5_core"))
+    # The IB class tree's device link reads the PCI function's ids (ibv_devinfo's vendor_part_id).
+    klass = os.path.join(ov, "ib/sys/class/infiniband/mlx5_0")
+    assert os.readlink(os.path.join(klass, "device")) == f"../../../../../sys/devices/pci0000:00/{H100_HCA_0}"
+    assert read(os.path.join(klass, "device/device")) == "0x1021\n"
+    assert read(os.path.join(klass, "device/vendor")) == "0x15b3\n"
+
+
+def test_a_connectx6_hca_type_gives_its_device_id(scratch):
+    ov = stage_h100(scratch, "a100")                       # hca_type MT4123: ConnectX-6
+    # A100's GPU 0 is 0000:07:00.0; bus 08 is free.
+    device = os.path.join(ov, "sysview/hca/0/devices/pci0000:00/0000:08:00.0")
+    assert read(os.path.join(device, "device")) == "0x101b\n"
+    assert read(os.path.join(ov, "ib/sys/class/infiniband/mlx5_0/device/device")) == "0x101b\n"
+    assert read(os.path.join(ov, "ib/sys/class/infiniband_verbs/uverbs0/device/modalias")) == \
+        "pci:v000015B3d0000101Bsv000015B3sd00000008bc02sc07i00\n"
+
+
+def test_a_profile_without_infiniband_stages_no_hca(scratch):
+    ov = stage(scratch)
+    assert not os.path.exists(os.path.join(ov, "sysview/hca"))
+    assert not os.path.exists(os.path.join(ov, "sys/bus/pci/drivers/mlx5_core"))
+
+
+@pytest.mark.parametrize("gpus, block, error", [
+    (9, {"hcas_per_gpu": 16}, "infiniband.hcas_per_gpu: 16 for each of 9 GPUs is 144 HCAs; a node "
+                              "has at most 128 (lower it, or set hca_count)"),
+    (8, {"hca_count": 129}, "infiniband.hca_count: must be at most 128, got 129"),
+], ids=["hcas_per_gpu adds up past the bound", "hca_count past the bound"])
+def test_the_agent_refuses_more_hcas_than_a_node_has_room_for_in_one_line(scratch, gpus, block, error):
+    root, outside, _ = scratch
+    doc = yaml.safe_load(profile_bytes("h100", gpus))
+    doc["infiniband"].update(block)
+    path = os.path.join(outside, "h100-many-hcas.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(doc, f)
+    r = run_agent(root, "--once", "--profile", path)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == f"node-agent: {path}: {error}"
     assert not os.path.exists(os.path.join(host_overlay(root).root, "sysview"))

@@ -2,7 +2,7 @@
 IB preload shims and the node's IB tools under the driver tree.
 
 ``ib/sys/class/infiniband/mlx5_<n>/…`` (what ibstat, ibstatus and libibumad
-read), ``ib/sys/class/infiniband_mad`` and ``infiniband_verbs`` (the umad and
+read; its ``device`` a link to the HCA's PCI function in the overlay's ``sys/``), ``ib/sys/class/infiniband_mad`` and ``infiniband_verbs`` (the umad and
 uverbs class entries, naming their HCA), ``ib/dev/infiniband/{umad,issm,uverbs}<n>``
 (placeholder files: never device nodes, so nothing on the host can reach a real
 HCA through them). Identities come from
@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 
 from mokka.agent.desired import Desired
-from mokka.agent.hostfs import Entry, File
+from mokka.agent.hostfs import Entry, File, Link
 from mokka.agent.simulators import Host, Readiness
+from mokka.core import hcapci
 from mokka.core import infiniband as ibm
 from mokka.core import names
 
@@ -35,13 +36,9 @@ COUNTERS = ("excessive_buffer_overrun_errors", "link_downed", "link_error_recove
             "unicast_xmit_packets", "VL15_dropped")
 
 
-def modalias() -> str:
-    v, d = ibm.MLX_VENDOR, ibm.MLX_DEVICE
-    return f"pci:v0000{v:04X}d0000{d:04X}sv0000{v:04X}sd00000008bc02sc07i00"
-
-
 def hca_files(hca: ibm.Hca) -> dict[str, str]:
-    """Relative path under sys/class/infiniband/<name> -> content (without newline)."""
+    """Relative path under sys/class/infiniband/<name> -> content (without newline); its
+    ``device`` is a link to the HCA's PCI function (``tree``)."""
     port = f"ports/{ibm.PORT}"
     files = {
         "node_type": "1: CA",
@@ -52,9 +49,6 @@ def hca_files(hca: ibm.Hca) -> dict[str, str]:
         "board_id": hca.board_id,
         "hca_type": hca.hca_type,
         "node_desc": hca.node_desc,
-        "device/modalias": modalias(),
-        "device/vendor": f"0x{ibm.MLX_VENDOR:04x}",
-        "device/device": f"0x{ibm.MLX_DEVICE:04x}",
         f"{port}/state": ibm.port_state_text(hca.port_state),
         f"{port}/phys_state": ibm.phys_state_text(hca.phys_state),
         f"{port}/rate": ibm.rate_text(hca.rate_gbps),
@@ -97,6 +91,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     hcas = ibm.hcas(desired.state.get("infiniband") or {}, desired.state.get("node_name") or "")
     if not hcas:
         return {}
+    functions = hcapci.functions(desired.state)
     out: dict[str, Entry] = {}
 
     def put(rel: str, text: str) -> None:
@@ -108,6 +103,12 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     for hca in hcas:
         for rel, text in hca_files(hca).items():
             put(f"{cls}/infiniband/{hca.name}/{rel}", text)
+        # The HCA's PCI function as pcibus stages it in the overlay's sys/ (what libmockfs
+        # shows lspci): device/vendor, device/device and device/modalias read through it.
+        fn = functions[hca.index]
+        class_dir = os.path.join(root, cls, "infiniband", hca.name)
+        function_dir = os.path.join(host.overlay.sys, names.SYS_VIEW_DEVICES, fn.root_complex, fn.bdf)
+        out[os.path.join(class_dir, "device")] = Link(os.path.relpath(function_dir, class_dir))
         n = hca.index
         for kind in ("umad", "issm"):
             put(f"{cls}/infiniband_mad/{kind}{n}/ibdev", hca.name)
@@ -115,7 +116,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
             out[os.path.join(root, "dev/infiniband", f"{kind}{n}")] = File(b"", 0o666)
         put(f"{cls}/infiniband_verbs/uverbs{n}/ibdev", hca.name)
         put(f"{cls}/infiniband_verbs/uverbs{n}/abi_version", UVERBS_DEVICE_ABI)
-        put(f"{cls}/infiniband_verbs/uverbs{n}/device/modalias", modalias())
+        put(f"{cls}/infiniband_verbs/uverbs{n}/device/modalias", ibm.modalias(functions[n].device))
         out[os.path.join(root, "dev/infiniband", f"uverbs{n}")] = File(b"", 0o666)
     return out
 

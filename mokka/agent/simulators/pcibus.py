@@ -9,6 +9,13 @@ is staged three times: all GPUs together under ``sys/`` (what libmockfs shows a
 process) and under ``driver/sys`` (a driver root has its /sys: the GPU Operator's
 validator lists it), and each GPU alone under ``sysview/gpu/<minor>`` (the lowers the
 proc hook merges over the /sys of a container that may see that GPU).
+
+Each HCA of a profile with InfiniBand is a PCI function too, where mokka.core.hcapci
+places it: the same attribute files (Mellanox's vendor id, the device id its hca_type
+names, class 0x020700), a ``driver`` link to ``bus/pci/drivers/mlx5_core``, its
+``infiniband/mlx5_<n>`` directory with the attributes ibstat reads and a ``device`` link
+back, and the bus links; staged under ``sys/`` (lspci lists the HCAs) and each alone under
+``sysview/hca/<n>`` (the lowers the hook merges when the container selects InfiniBand).
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ import struct
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File, Link
 from mokka.agent.simulators import Host, Readiness
+from mokka.agent.simulators.ib import hca_files
+from mokka.core import hcapci
+from mokka.core import infiniband as ibm
 from mokka.core import names
 
 OWNER = "pcibus"
@@ -31,46 +41,76 @@ IRQ = 0
 DRIVER = "nvidia"
 
 
-def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int) -> bytes:
-    """A 256-byte type-0 config space: ids, class 0x030200, revision 0, no BARs set."""
+def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int,
+                  pci_class: int = PCI_CLASS) -> bytes:
+    """A 256-byte type-0 config space: ids, the class, revision 0, no BARs set."""
     head = struct.pack("<HHHHB3sBBBB", vendor, device, 0x0006, 0x0000, 0x00,
-                       PCI_CLASS.to_bytes(3, "little"), 0, 0, 0, 0)
+                       pci_class.to_bytes(3, "little"), 0, 0, 0, 0)
     head += b"\0" * 24                          # BAR0..BAR5
     head += struct.pack("<IHHIB3sIBBBB", 0, sub_vendor, sub_device, 0, 0, b"\0" * 3, 0,
                         0, 1, 0, 0)             # no capability list, int line 0, pin INTA
     return head.ljust(256, b"\0")
 
 
-def attributes(gpu: dict) -> dict[str, File]:
-    """The attribute files of one GPU's PCI device directory, by name."""
-    pci = gpu["pci"]
-    vendor = pci.get("vendor_id") or 0x10DE
+def _attribute_files(vendor: int, device: int, sub_vendor: int, sub_device: int, pci_class: int,
+                     numa_node: int) -> dict[str, File]:
     attrs = {
-        "numa_node": f"{gpu.get('numa_node', 0)}", "vendor": f"0x{vendor:04x}",
-        "device": f"0x{pci.get('pci_device', 0):04x}", "class": f"0x{PCI_CLASS:06x}",
+        "numa_node": f"{numa_node}", "vendor": f"0x{vendor:04x}",
+        "device": f"0x{device:04x}", "class": f"0x{pci_class:06x}",
         "revision": "0x00", "irq": f"{IRQ}",
-        "subsystem_vendor": f"0x{pci.get('subsystem_vendor', 0):04x}",
-        "subsystem_device": f"0x{pci.get('subsystem_device', 0):04x}",
+        "subsystem_vendor": f"0x{sub_vendor:04x}",
+        "subsystem_device": f"0x{sub_device:04x}",
         "resource": "\n".join(["0x0000000000000000 0x0000000000000000 0x0000000000000000"]
                               * RESOURCE_ROWS),
     }
     out = {name: File(f"{value}\n".encode(), 0o444) for name, value in attrs.items()}
-    out["config"] = File(config_header(vendor, pci.get("pci_device", 0), pci.get("subsystem_vendor", 0),
-                                       pci.get("subsystem_device", 0)), 0o644)
+    out["config"] = File(config_header(vendor, device, sub_vendor, sub_device, pci_class), 0o644)
+    return out
+
+
+def attributes(gpu: dict) -> dict[str, File]:
+    """The attribute files of one GPU's PCI device directory, by name."""
+    pci = gpu["pci"]
+    return _attribute_files(pci.get("vendor_id") or 0x10DE, pci.get("pci_device", 0),
+                            pci.get("subsystem_vendor", 0), pci.get("subsystem_device", 0),
+                            PCI_CLASS, gpu.get("numa_node", 0))
+
+
+def hca_attributes(fn: hcapci.HcaFunction) -> dict[str, File]:
+    """The attribute files of one HCA's PCI device directory, by name (with its modalias)."""
+    out = _attribute_files(ibm.MLX_VENDOR, fn.device, ibm.MLX_VENDOR, ibm.MLX_SUBSYSTEM_DEVICE,
+                           hcapci.PCI_CLASS, fn.numa_node)
+    out["modalias"] = File(f"{ibm.modalias(fn.device)}\n".encode(), 0o444)
+    return out
+
+
+def _function_tree(sysfs: str, root: str, bdf: str, driver: str, files: dict[str, Entry]) -> dict[str, Entry]:
+    """A PCI function's device directory (``files`` in it) and its bus links under the sysfs
+    root ``sysfs``; every link relative, so the tree reads the same wherever it is mounted."""
+    devices, pci = names.SYS_VIEW_DEVICES, os.path.join(names.SYS_VIEW_BUS, "pci")
+    dev_dir = os.path.join(sysfs, devices, root, bdf)
+    out: dict[str, Entry] = {os.path.join(dev_dir, name): f for name, f in files.items()}
+    out[os.path.join(dev_dir, "driver")] = Link(f"../../../{pci}/drivers/{driver}")
+    out[os.path.join(sysfs, pci, "devices", bdf)] = Link(f"../../../{devices}/{root}/{bdf}")
+    out[os.path.join(sysfs, pci, "drivers", driver, bdf)] = Link(f"../../../../{devices}/{root}/{bdf}")
     return out
 
 
 def gpu_tree(sysfs: str, gpu: dict) -> dict[str, Entry]:
-    """One GPU's device directory and its bus links under the sysfs root ``sysfs``; every
-    link relative, so the tree reads the same wherever it is mounted."""
-    bdf, root = gpu["pci"]["bdf"], gpu["root_complex"]
-    devices, pci = names.SYS_VIEW_DEVICES, os.path.join(names.SYS_VIEW_BUS, "pci")
-    dev_dir = os.path.join(sysfs, devices, root, bdf)
-    out: dict[str, Entry] = {os.path.join(dev_dir, name): f for name, f in attributes(gpu).items()}
-    out[os.path.join(dev_dir, "driver")] = Link(f"../../../{pci}/drivers/{DRIVER}")
-    out[os.path.join(sysfs, pci, "devices", bdf)] = Link(f"../../../{devices}/{root}/{bdf}")
-    out[os.path.join(sysfs, pci, "drivers", DRIVER, bdf)] = Link(f"../../../../{devices}/{root}/{bdf}")
-    return out
+    """One GPU's device directory and its bus links under the sysfs root ``sysfs``."""
+    return _function_tree(sysfs, gpu["root_complex"], gpu["pci"]["bdf"], DRIVER, attributes(gpu))
+
+
+def hca_tree(sysfs: str, fn: hcapci.HcaFunction, hca: ibm.Hca) -> dict[str, Entry]:
+    """One HCA's device directory, its ``infiniband/mlx5_<n>`` child (the class attributes,
+    ``device`` linking back, as the kernel lays an RDMA device under its PCI function) and
+    its bus links under the sysfs root ``sysfs``."""
+    files: dict[str, Entry] = dict(hca_attributes(fn))
+    child = os.path.join("infiniband", hca.name)
+    for rel, text in hca_files(hca).items():
+        files[os.path.join(child, rel)] = File(f"{text}\n".encode() if text else b"", 0o444)
+    files[os.path.join(child, "device")] = Link("../../../" + fn.bdf)
+    return _function_tree(sysfs, fn.root_complex, fn.bdf, hcapci.DRIVER, files)
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
@@ -81,6 +121,10 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
         out.update(gpu_tree(ov.driver_sys, gpu))      # a driver root has its /sys
         # Keyed by the minor: a container's /dev/nvidia<minor> says it may see that GPU.
         out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu))
+    hcas = ibm.hcas(desired.state.get("infiniband") or {}, desired.state.get("node_name") or "")
+    for fn, hca in zip(hcapci.functions(desired.state), hcas):
+        out.update(hca_tree(ov.sys, fn, hca))
+        out.update(hca_tree(ov.sysview_hca(fn.index), fn, hca))
     shim = host.native.shim(names.FS_LIB_FILE)
     if shim is not None:
         out[os.path.join(host.overlay.preload_lib, names.FS_LIB_FILE)] = File(shim, 0o755)
