@@ -40,7 +40,8 @@ class UsageError(Exception):
 
 def one_line(message: object) -> str:
     """``message`` on one line whatever a path or value held: control characters escaped."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(str(message).split()))
+    # A newline in a path is shown escaped, not folded into a space: the path stays exact.
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(message).strip())
 
 
 def program(command: str, argv0: str | None = None) -> str:
