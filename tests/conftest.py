@@ -18,7 +18,7 @@ TESTS = os.path.join(REPO, "tests")
 # probe or a peer as a real process. slow: a whole image or fresh-venv build, a rerun of
 # other tests over a sanitizer build, a fuzz run, or a file that says it is slow itself.
 RUNTIME_FOLDERS = {"integration", "image"}
-PROCESS_FOLDERS = {"agent", "cuda", "demo", "ib", "image", "integration", "native", "setup"}
+PROCESS_FOLDERS = {"agent", "cuda", "demo", "docs", "ib", "image", "integration", "native", "setup"}
 SLOW_FOLDERS = {"image", "integration", "setup"}
 SLOW_SUFFIXES = ("_sanitized.py", "_fuzz.py")
 PROCESS_SUFFIX = "_process.py"

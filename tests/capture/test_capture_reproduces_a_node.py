@@ -2,7 +2,7 @@
 ``node-agent --once`` with the profile, then ``nvidia-smi -q -x`` over the mock, ours
 and NVIDIA's 550, against the capture, leaf by leaf (tests/capture/reports.py).
 
-Every leaf that still differs is printed, and must be one the note in the README
+Every leaf that still differs is printed, and must be one the note in docs/users/profiles.md
 explains (KNOWN_DIFFERENCES here, by element).
 """
 
@@ -17,7 +17,7 @@ import pytest
 from tests.capture.reports import capture_files, compared, leaves, older_words, tag
 from tests.native.staged import clean_env, nvml_build, ok, staged_node  # noqa: F401 (fixtures)
 
-#: What our report cannot say of a capture, by element, and why (README: "What a capture keeps").
+#: What our report cannot say of a capture, by element, and why (docs/users/profiles.md: "What it keeps nowhere").
 KNOWN_DIFFERENCES = {
     "power_smoothing": "the capturing user's NVML permissions (Insufficient Permissions), not the board's",
 }

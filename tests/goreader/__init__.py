@@ -24,7 +24,7 @@ BUILD_TIMEOUT_S = 300
 
 
 def go_missing() -> None:
-    reason = "GO NOT INSTALLED: `apt-get install golang-go` (the README's test packages) builds the Go reader"
+    reason = "GO NOT INSTALLED: `apt-get install golang-go` (the README's test packages, \"Run the tests\") builds the Go reader"
     if os.environ.get("MOKKA_REQUIRE_RUNTIME") == "1":
         pytest.fail(reason)
     pytest.skip("!" * 20 + " " + reason + " " + "!" * 20)

@@ -25,7 +25,7 @@ from tests.nri.workload import request
 from tests.waiting import wait_until
 
 MIB = 1024 * 1024
-#: The stated bound (README, "NRI plugin under load"): the plugin's resident set
+#: The stated bound (docs/operators/containerd.md, "Under load"): the plugin's resident set
 #: never exceeds this, whatever the runtime does.
 RSS_BOUND_KIB = 64 * 1024
 #: "Near baseline" after the connection closes: 300 MiB went through; a few MiB

@@ -1,5 +1,6 @@
 """The README's "Run the tests" and .ci/run agree: the packages to install first are
-exactly the ones CI installs, and CI runs the README's test command as written."""
+exactly the ones CI installs, CI runs the README's test command as written, and then builds
+the docs site strictly."""
 
 from __future__ import annotations
 
@@ -27,6 +28,17 @@ def test_ci_runs_the_readme_test_command_verbatim():
     command = readme.test_command()
     # Into a venv of its own: PEP 668 Pythons (Debian 12, Ubuntu 23.04 on) refuse the system's.
     assert command.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
-    assert command.endswith("python3 -m pytest -q") and "pip install -q -e '.[test]'" in command
+    # The docs extra beside the test extra: CI builds the site with it (below).
+    assert command.endswith("python3 -m pytest -q") and "pip install -q -e '.[test,docs]'" in command
     assert command + "\n" in ci_text().splitlines(keepends=True)
+
+
+def test_ci_builds_the_docs_site_strictly_into_a_scratch_dir_after_the_tests():
+    lines = ci_text().splitlines()
+    builds = [n for n, line in enumerate(lines) if "-m mkdocs build" in line]
+    assert len(builds) == 1, "one docs build in .ci/run"
+    build = lines[builds[0]]
+    assert "--strict" in build and '--site-dir "$site"' in build and "|| status=1" in build
+    assert 'site="$(mktemp -d)"' in lines[:builds[0]]
+    assert lines.index(readme.test_command()) < builds[0]
 

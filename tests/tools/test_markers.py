@@ -19,6 +19,8 @@ def test_folders_and_suffixes_give_the_markers():
     assert markers_of(os.path.join("native", "test_sanitized.py"), ()) == {"slow", "process"}
     assert markers_of(os.path.join("native", "test_fields.py"), ()) == {"process"}
     assert markers_of(os.path.join("smi", "test_ctl_process.py"), ()) == {"process"}
+    # The docs' runnable commands stage nodes with dist/mokka.
+    assert markers_of(os.path.join("docs", "test_runnable.py"), ()) == {"process"}
     assert markers_of(os.path.join("integration", "test_nri_plugin.py"), ()) == {"runtime", "slow", "process"}
     # A test elsewhere that asks for the real containerd is a runtime test too.
     assert markers_of(os.path.join("cuda", "test_c_program.py"), ("tmp_path", "runtime")) == {
