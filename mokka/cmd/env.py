@@ -7,7 +7,7 @@ import os
 import click
 
 from mokka.cmd.common import CommandError, common_options, program, run_click
-from mokka.core import names
+from mokka.node import staged_node_options
 
 
 @click.command(help="Print the variables that aim host tools (NVIDIA's nvidia-smi, pynvml, "
@@ -16,25 +16,16 @@ from mokka.core import names
                     "staged nvidia-smi and nvml-mock-ctl. The same variables a GPU container on "
                     "that node gets. Nothing changes on the host.\n\n"
                     "Example: eval \"$(mokka env --host-root /tmp/node)\"; nvidia-smi -L")
-@click.option("--host-root", envvar="MOKKA_HOST_ROOT", default="/", show_default=True,
-              help="Prefix of every host path (the --host-root the node agent staged under).")
-@click.option("--overlay-host-path", envvar="MOKKA_OVERLAY_HOST_PATH",
-              default=names.OVERLAY_HOST_PATH, show_default=True,
-              help="Where the overlay is staged on the host (before --host-root).")
+@staged_node_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of shell lines.")
 @common_options
 def command(host_root: str, overlay_host_path: str, as_json: bool, gates) -> None:
-    from mokka.node import NotStaged, staged_overlay
-    from mokka.node import env
-    from mokka.nri.nodeview import NodeViewBuilder
+    from mokka.node import NotStaged, env, staged_node_env
 
     try:
-        overlay = staged_overlay(host_root, overlay_host_path)
+        _, variables = staged_node_env(host_root, overlay_host_path, os.environ)
     except NotStaged as exc:
         raise CommandError(str(exc))
-    view = NodeViewBuilder(overlay_host_path=overlay.root, overlay_mount_path=overlay.root,
-                           cdi_spec_host_path="", inotify=False).build()
-    variables = env.node_env(overlay.root, os.environ, view)
     click.echo(env.json_text(variables) if as_json else env.shell_lines(variables), nl=False)
 
 

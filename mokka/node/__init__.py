@@ -31,3 +31,27 @@ def staged_overlay(host_root: str, overlay_host_path: str = names.OVERLAY_HOST_P
     if not os.path.isfile(overlay.profile):
         raise NotStaged(host_root, overlay)
     return overlay
+
+
+def staged_node_env(host_root: str, overlay_host_path: str, environ) -> tuple[Overlay, dict[str, str]]:
+    """The staged node's overlay and the variables that aim a caller with ``environ`` at it
+    (NotStaged when there is none): what ``env`` prints and ``status`` reads through."""
+    from mokka.node import env
+    from mokka.nri.nodeview import NodeViewBuilder
+
+    overlay = staged_overlay(host_root, overlay_host_path)
+    view = NodeViewBuilder(overlay_host_path=overlay.root, overlay_mount_path=overlay.root,
+                           cdi_spec_host_path="", inotify=False).build()
+    return overlay, env.node_env(overlay.root, environ, view)
+
+
+def staged_node_options(fn):
+    """--host-root and --overlay-host-path, as env and status take them."""
+    import click
+
+    fn = click.option("--overlay-host-path", envvar="MOKKA_OVERLAY_HOST_PATH",
+                      default=names.OVERLAY_HOST_PATH, show_default=True,
+                      help="Where the overlay is staged on the host (before --host-root).")(fn)
+    return click.option("--host-root", envvar="MOKKA_HOST_ROOT", default="/", show_default=True,
+                        help="Prefix of every host path (the --host-root the node agent "
+                             "staged under).")(fn)
