@@ -200,3 +200,27 @@ def test_a_mock_ib_of_no_tier_is_one_line_and_nothing_runs(h100_node):
     assert done.stderr.splitlines() == [
         "exec: MOCK_IB=on is no InfiniBand tier: give full, sysfs or off (unset: off)"]
 
+
+LSPCI = shutil.which("lspci")
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+@pytest.mark.parametrize("ib, preload, hcas", [
+    ("full", True, True),
+    ("full", False, True),
+    ("off", False, False),
+    ("off", True, True),     # libmockfs reads the staged sys/ tree, which holds every HCA
+], ids=["full", "full, kernel view", "off, kernel view", "off, through libmockfs"])
+def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
+    """lspci reads /sys/bus/pci/devices (libpci's sysfs method)."""
+    root, _ = h100_node
+    done = exec_with_ib(root, ib, "sh", "-c", ("" if preload else "env -u LD_PRELOAD ") + f"{LSPCI} -n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    gpus = [line for line in lines if " 10de:" in line]
+    nics = [line for line in lines if " 15b3:" in line]
+    assert gpus[:2] == ["1a:00.0 0302: 10de:2330", "1b:00.0 0302: 10de:2330"] and len(gpus) == 8
+    if hcas:
+        assert nics[:2] == ["1c:00.0 0207: 15b3:1021", "1d:00.0 0207: 15b3:1021"] and len(nics) == 8
+    else:
+        assert nics == []
