@@ -10,7 +10,9 @@ from mokka.core import names
 
 @click.command(help="Run COMMAND in a private mount namespace where it sees what a GPU-selected "
                     "container sees: the environment, /dev/nvidia*, the node's PCI devices and "
-                    "modules under /sys, /proc/driver and /proc/modules. Needs root (the mounts); "
+                    "modules under /sys, /proc/driver and /proc/modules. MOCK_IB=full or sysfs in "
+                    "the environment makes it an InfiniBand-selected one too (the IB variables, the "
+                    "HCAs' PCI functions under /sys); unset or off, it is not. Needs root (the mounts); "
                     "nothing changes on the host. The exit status is COMMAND's.",
                epilog=example("sudo mokka exec --host-root /tmp/node -- nvidia-smi -L"),
                # COMMAND's own options are its own: options end at the first argument.

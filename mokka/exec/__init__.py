@@ -10,7 +10,8 @@ In a private mount namespace of its own (nothing it mounts reaches the host's):
    writable), here over themselves at the overlay's host path;
 3. the staged proc hook in its ``HOOK OVERLAY /`` form, which mounts /proc/driver,
    /proc/modules and the /sys view (the node's PCI devices and modules) for the GPUs
-   whose /dev/nvidiaN it finds: all of them, after step 1;
+   whose /dev/nvidiaN it finds: all of them, after step 1; and the HCAs' PCI functions
+   when the caller's MOCK_IB is ``full`` or ``sysfs`` (``plan``), which it is given;
 4. exec of the command with the decision's environment (the exit status is the
    command's own: nothing of Mokka remains in the process).
 
@@ -47,12 +48,16 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def check(host_root: str, overlay_host_path: str, command: Sequence[str]) -> str:
+def check(host_root: str, overlay_host_path: str, command: Sequence[str],
+          environ: Mapping[str, str] = os.environ) -> str:
     """The overlay root to use, or ExecError saying what is missing: the command line
-    first, then the privilege (without it the staged tree may not even be visible, and
+    first (and a MOCK_IB that is none of the tiers), then the privilege (without it the staged tree may not even be visible, and
     "not staged" would send a user the wrong way), then the staged node."""
     if not command:
         raise ExecError(plan.NO_COMMAND)
+    problem = plan.ib_problem(environ)
+    if problem is not None:
+        raise ExecError(problem)
     if not plan.has_sys_admin(_read(PROC_STATUS)):
         raise ExecError(plan.NEEDS_ROOT)
     overlay = host_overlay(host_root, overlay_host_path)
@@ -65,7 +70,7 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
         environ: Mapping[str, str] = os.environ, stderr: TextIO = sys.stderr) -> NoReturn:
     """Set the namespace up and exec ``command``; returns only by raising ExecError or
     SystemExit (127/126 when the command cannot be run)."""
-    overlay_root = check(host_root, overlay_host_path, command)
+    overlay_root = check(host_root, overlay_host_path, command, environ)
     from mokka.nri.nodeview import NodeViewBuilder
     view = NodeViewBuilder(overlay_host_path=overlay_root, overlay_mount_path=overlay_root,
                            cdi_spec_host_path="", inotify=False).build()

@@ -6,6 +6,13 @@ path (the devices annotation: every GPU of the node), with the overlay's host
 path as its mount path: a program started this way sees the variables and
 paths a GPU-selected container sees, by the same rule, not a copy of it.
 
+InfiniBand is the caller's ``MOCK_IB``, as the plugin's tiers name it: ``full``
+or ``sysfs`` decides as for a pod that also has the InfiniBand annotation with
+the plugin at that tier (the IB variables, and the proc hook merges the HCAs'
+PCI functions into /sys); unset or ``off``, a GPU-only container's ``MOCK_IB=off``.
+The hook reads ``MOCK_IB`` from its own environment in this form, so it is given
+the command's.
+
 The rest is read from the text the kernel gives (/proc/self/mountinfo,
 /proc/self/status) by the I/O side and passed in here.
 """
@@ -16,6 +23,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Mapping
 
+from mokka.core import names
 from mokka.core.overlay import Overlay
 from mokka.nri import inject
 from mokka.nri.inject.model import Hook, Mount
@@ -31,6 +39,7 @@ NEEDS_ROOT = ("needs root (CAP_SYS_ADMIN) to mount the node's /dev, /sys and /pr
 NOT_STAGED = ("no staged node at {path}; stage one first: mokka node-agent --host-root {root} "
               "(or pass the --host-root / --overlay-host-path it staged under)")
 NO_COMMAND = "no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."
+BAD_IB = "MOCK_IB={value} is no InfiniBand tier: give full, sysfs or off (unset: off)"
 NO_HOOK = ("the proc hook is not staged at {path} (a node staged without the native build): "
            "/sys, /proc/driver and /proc/modules stay the host's")
 
@@ -49,22 +58,45 @@ class Setup:
     env: Mapping[str, str]
 
 
+#: The caller's MOCK_IB values that select InfiniBand: the plugin's tiers.
+IB_TIERS = names.IB_TIERS
+#: The values that leave it off (empty: as unset, for the shims and the hook alike).
+IB_OFF_VALUES = (None, "", names.IB_OFF)
+
+
+def ib_problem(environ: Mapping[str, str]) -> str | None:
+    """The one line saying the caller's MOCK_IB is none of the tiers, or None."""
+    value = environ.get(names.ENV_IB)
+    if value in IB_OFF_VALUES or value in IB_TIERS:
+        return None
+    return BAD_IB.format(value=value)
+
+
 def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView) -> Setup:
     """The setup for a command started with ``environ`` on the node staged at ``overlay_root``.
 
     ``view`` is the node view of that overlay as the NRI plugin builds it
     (``mokka.nri.nodeview``), with the overlay's host path as the mount path.
+    ``environ``'s MOCK_IB is one of the tiers, or unset or off (``ib_problem``).
     """
-    config = inject.Config(overlay_host_path=overlay_root, overlay_mount_path=overlay_root)
-    pod = inject.Pod(annotations={config.device_annotation: "true"})
+    tier = environ.get(names.ENV_IB)
+    infiniband = tier in IB_TIERS
+    config = inject.Config(overlay_host_path=overlay_root, overlay_mount_path=overlay_root,
+                           **({"infiniband_tier": tier} if infiniband else {}))
+    annotations = {config.device_annotation: "true"}
+    if infiniband:
+        annotations[config.infiniband_annotation] = "true"
+    pod = inject.Pod(annotations=annotations)
     container = inject.Container(env=tuple(f"{k}={v}" for k, v in environ.items()))
     decision = inject.adjust(config, pod, container, view)
     adjustment = decision.adjustment or inject.Adjustment()
     env = dict(environ)
     env.update(adjustment.env)
-    hooks = adjustment.hooks
-    return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts,
-                 hook=hooks[0] if hooks else None, env=env)
+    hook = adjustment.hooks[0] if adjustment.hooks else None
+    if hook is not None and names.ENV_IB in env:
+        # In its OVERLAY ROOTFS form the hook reads MOCK_IB from its own environment.
+        hook = hook._replace(env=(*hook.env, f"{names.ENV_IB}={env[names.ENV_IB]}"))
+    return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts, hook=hook, env=env)
 
 
 def hook_argv(hook: Hook) -> list[str]:

@@ -253,6 +253,10 @@ int json_process_env(const char *doc, size_t len, const char *name, char *out, s
     blank(&c);
     if (c.p < c.end && *c.p == ']')
         return 0;
+    /* The last entry of the name is the one the process gets (runc, like Go's os/exec,
+     * keeps the last of a repeated key): the walk goes to the end, then decodes that one. */
+    struct cursor last = c;
+    int matched = 0;
     for (;;) {
         blank(&c);
         if (c.p >= c.end)
@@ -265,8 +269,8 @@ int json_process_env(const char *doc, size_t len, const char *name, char *out, s
                 if (string(&c, NULL, 0) != 0)
                     return -1;
             } else if (strncmp(out, name, name_len) == 0 && out[name_len] == '=') {
-                memmove(out, out + name_len + 1, strlen(out + name_len + 1) + 1);
-                return 1;
+                last = at;
+                matched = 1;
             }
         } else if (value(&c, 1) != 0) {
             return -1;
@@ -276,8 +280,14 @@ int json_process_env(const char *doc, size_t len, const char *name, char *out, s
             return -1;
         char ch = *c.p++;
         if (ch == ']')
-            return 0;
+            break;
         if (ch != ',')
             return -1;
     }
+    if (!matched)
+        return 0;
+    if (string(&last, out, size) != 0)
+        return -1;
+    memmove(out, out + name_len + 1, strlen(out + name_len + 1) + 1);
+    return 1;
 }

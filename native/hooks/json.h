@@ -13,9 +13,10 @@ int json_string_member(const char *doc, size_t len, const char *key, char *out, 
 int json_nested_string(const char *doc, size_t len, const char *outer, const char *inner,
                        char *out, size_t size);
 
-/* The value of the first "NAME=value" string of config.json's process.env array whose
- * name is `name`: 1 found (decoded into out), 0 absent (or no such array), -1 malformed.
- * An entry too long for out is not that variable's. */
+/* The value of the last "NAME=value" string of config.json's process.env array whose
+ * name is `name` (the one the process gets): 1 found (decoded into out), 0 absent (or no
+ * such array), -1 malformed (the whole array is read). An entry too long for out is not
+ * that variable's. */
 int json_process_env(const char *doc, size_t len, const char *name, char *out, size_t size);
 
 #endif

@@ -89,3 +89,31 @@ def test_the_proc_hook_runs_in_its_overlay_and_root_form_when_staged():
     assert setup.hook.path == "/scratch/var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook"
     assert plan.hook_argv(setup.hook) == ["nvml-mock-proc-hook", "/scratch/var/lib/nvml-mock", "/"]
     assert plan.decide(ROOT, {}, view()).hook is None
+
+
+@pytest.mark.parametrize("caller", [{}, {"MOCK_IB": "off"}, {"MOCK_IB": ""}], ids=["unset", "off", "empty"])
+def test_infiniband_unset_or_off_is_a_gpu_only_containers_and_the_hook_is_told(caller):
+    setup = plan.decide(ROOT, caller, view(proc_hook_staged=True, hca_count=8))
+    assert setup.env["MOCK_IB"] == "off"
+    assert "MOCK_IB_ROOT" not in setup.env and "MOCK_IB_PING_SOCKET" not in setup.env
+    assert setup.hook.env == ("MOCK_IB=off",)
+    assert plan.ib_problem(caller) is None
+
+
+@pytest.mark.parametrize("tier", ["full", "sysfs"])
+def test_an_infiniband_tier_decides_as_the_annotated_pod_at_that_tier(tier):
+    setup = plan.decide(ROOT, {"MOCK_IB": tier, "PATH": "/bin"}, view(proc_hook_staged=True, hca_count=8))
+    assert setup.env["MOCK_IB"] == tier
+    assert setup.env["MOCK_IB_ROOT"] == "/scratch/var/lib/nvml-mock/ib"
+    assert setup.env["MOCK_IB_PING_SOCKET"] == "/scratch/var/lib/nvml-mock/run/mock-ib.sock"
+    assert setup.env["MOCK_NVML_CONFIG"] == "/scratch/var/lib/nvml-mock/driver/config/config.yaml"
+    # The hook's OVERLAY ROOTFS form reads MOCK_IB from its own environment.
+    assert setup.hook.env == (f"MOCK_IB={tier}",)
+    assert plan.hook_argv(setup.hook) == ["nvml-mock-proc-hook", "/scratch/var/lib/nvml-mock", "/"]
+    assert plan.ib_problem({"MOCK_IB": tier}) is None
+
+
+@pytest.mark.parametrize("value", ["on", "Full", "true", "full ", "of"])
+def test_a_mock_ib_of_no_tier_is_one_line(value):
+    assert plan.ib_problem({"MOCK_IB": value}) == (
+        f"MOCK_IB={value} is no InfiniBand tier: give full, sysfs or off (unset: off)")

@@ -141,3 +141,86 @@ def test_without_the_privilege_it_is_one_line(exec_node, drop):
                            "--", "true"], capture_output=True, text=True, env=env, cwd="/", timeout=60)
     assert done.returncode == 1
     assert done.stderr.splitlines() == [NEEDS_ROOT]
+
+
+# --- InfiniBand: MOCK_IB=full or sysfs is an InfiniBand-selected GPU container ---------------
+# On h100, mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7). What a Go or
+# static program reads is the kernel's /sys with the hook's view: `env -u LD_PRELOAD` reads
+# it so (libmockfs, preloaded into dynamically linked programs, reads the staged sys/ tree).
+KERNEL_VIEW = ("env -u LD_PRELOAD cat /sys/bus/pci/devices/0000:1c:00.0/class "
+               "/sys/bus/pci/devices/0000:1c:00.0/vendor /sys/bus/pci/devices/0000:1c:00.0/device "
+               "/sys/bus/pci/devices/0000:1a:00.0/class; "
+               "env -u LD_PRELOAD readlink -f /sys/bus/pci/devices/0000:1c:00.0/driver; "
+               "env -u LD_PRELOAD ls /sys/bus/pci/drivers/mlx5_core")
+
+
+@pytest.fixture(scope="module")
+def h100_node(tmp_path_factory):
+    with native_node(tmp_path_factory, "exec-h100", "h100") as staged:
+        yield staged
+
+
+def exec_with_ib(root: str, ib: str | None, *command: str):
+    """``mokka exec`` with the caller's MOCK_IB ``ib`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "MOCK_IB"}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    if ib is not None:
+        env["MOCK_IB"] = ib
+    return subprocess.run([sys.executable, "-m", "mokka", "exec", "--host-root", root, "--", *command],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("tier", ["full", "sysfs"])
+def test_an_infiniband_tier_gives_the_hcas_pci_functions_beside_the_gpus(h100_node, tier):
+    root, _ = h100_node
+    done = exec_with_ib(root, tier, "sh", "-c", "printenv MOCK_IB; " + KERNEL_VIEW)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:5] == [tier, "0x020700", "0x15b3", "0x1021", "0x030200"]
+    assert lines[5] == "/sys/bus/pci/drivers/mlx5_core"
+    assert lines[6:] == ["0000:1c:00.0", "0000:1d:00.0", "0000:4c:00.0", "0000:4d:00.0",
+                         "0000:8c:00.0", "0000:8d:00.0", "0000:cc:00.0", "0000:cd:00.0"]
+
+
+@pytest.mark.parametrize("ib", [None, "off"], ids=["unset", "off"])
+def test_infiniband_unset_or_off_leaves_the_hcas_out_of_the_kernels_view(h100_node, ib):
+    root, _ = h100_node
+    done = exec_with_ib(root, ib, "sh", "-c", "printenv MOCK_IB; "
+                        "env -u LD_PRELOAD test -e /sys/bus/pci/devices/0000:1c:00.0 && echo hca; "
+                        "env -u LD_PRELOAD test -e /sys/bus/pci/drivers/mlx5_core && echo driver; "
+                        "env -u LD_PRELOAD cat /sys/bus/pci/devices/0000:1a:00.0/class")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["off", "0x030200"]
+
+
+def test_a_mock_ib_of_no_tier_is_one_line_and_nothing_runs(h100_node):
+    root, _ = h100_node
+    done = exec_with_ib(root, "on", "sh", "-c", "echo ran")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        "exec: MOCK_IB=on is no InfiniBand tier: give full, sysfs or off (unset: off)"]
+
+
+LSPCI = shutil.which("lspci")
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+@pytest.mark.parametrize("ib, preload, hcas", [
+    ("full", True, True),
+    ("full", False, True),
+    ("off", False, False),
+    ("off", True, True),     # libmockfs reads the staged sys/ tree, which holds every HCA
+], ids=["full", "full, kernel view", "off, kernel view", "off, through libmockfs"])
+def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
+    """lspci reads /sys/bus/pci/devices (libpci's sysfs method)."""
+    root, _ = h100_node
+    done = exec_with_ib(root, ib, "sh", "-c", ("" if preload else "env -u LD_PRELOAD ") + f"{LSPCI} -n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    gpus = [line for line in lines if " 10de:" in line]
+    nics = [line for line in lines if " 15b3:" in line]
+    assert gpus[:2] == ["1a:00.0 0302: 10de:2330", "1b:00.0 0302: 10de:2330"] and len(gpus) == 8
+    if hcas:
+        assert nics[:2] == ["1c:00.0 0207: 15b3:1021", "1d:00.0 0207: 15b3:1021"] and len(nics) == 8
+    else:
+        assert nics == []

@@ -149,3 +149,44 @@ def test_the_agents_teardown_leaves_nothing_on_the_host(containerd, zipapp, read
     left = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs] if os.path.isdir(root) else []
     assert left == []
     assert not os.path.exists(overlay_root)
+
+
+# --- InfiniBand: an h100 GPU container that selects it reads its HCAs' PCI functions ---------
+# mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7); the image's busybox is
+# static, so it reads the kernel's /sys with the hook's view, as a Go program does.
+HCA_READ = ("echo \"$MOCK_IB\"; cat /sys/bus/pci/devices/0000:1c:00.0/class "
+            "/sys/bus/pci/devices/0000:1c:00.0/vendor /sys/bus/pci/devices/0000:1c:00.0/device "
+            "/sys/bus/pci/devices/0000:1a:00.0/class 2>&1; ls /sys/bus/pci/drivers/mlx5_core 2>&1")
+
+
+@pytest.fixture(scope="module")
+def h100_node(tmp_path_factory):
+    with native_node(tmp_path_factory, "sysview-h100", "h100") as staged:
+        yield staged
+
+
+@pytest.mark.parametrize("annotations, expected", [
+    ({names.ANNOTATION_DEVICES: "true", names.ANNOTATION_INFINIBAND: "true"},
+     ["full", "0x020700", "0x15b3", "0x1021", "0x030200",
+      "0000:1c:00.0", "0000:1d:00.0", "0000:4c:00.0", "0000:4d:00.0",
+      "0000:8c:00.0", "0000:8d:00.0", "0000:cc:00.0", "0000:cd:00.0"]),
+    ({names.ANNOTATION_DEVICES: "true"},
+     ["off", "cat: can't open '/sys/bus/pci/devices/0000:1c:00.0/class': No such file or directory",
+      "cat: can't open '/sys/bus/pci/devices/0000:1c:00.0/vendor': No such file or directory",
+      "cat: can't open '/sys/bus/pci/devices/0000:1c:00.0/device': No such file or directory",
+      "0x030200", "ls: /sys/bus/pci/drivers/mlx5_core: No such file or directory"]),
+], ids=["infiniband", "gpu only"])
+def test_an_infiniband_gpu_container_reads_its_hcas_class_beside_its_gpus(
+        containerd, zipapp, h100_node, reader_image, annotations, expected):
+    root, overlay = h100_node
+    containerd.import_image(reader_image, READER_IMAGE)
+    plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root).start()
+    try:
+        cri = containerd.client()
+        pod_id, cid, _ = make(cri, "hca", annotations, image=READER_IMAGE)
+        start_container(cri, cid)
+        done = exec_sync(cri, cid, ["sh", "-c", HCA_READ], timeout=20)
+        remove_pod(cri, pod_id)
+    finally:
+        plugin.stop()
+    assert done.stdout.splitlines() == expected, done

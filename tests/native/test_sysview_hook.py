@@ -346,3 +346,156 @@ show devices grep -x "195 nvidia" "$R/proc/devices"
     assert shown["hook"] == (0, "")
     assert shown["modules"][0] != 0
     assert shown["devices"] == (0, "195 nvidia")       # /proc/devices is given all the same
+
+
+# --- InfiniBand: the HCAs' PCI functions, merged into a GPU container that selects it -------
+# Two staged HCAs, as the node agent stages them (sysview/hca/<n>): mlx5_0 beside GPU 0 under
+# the kernel's root complex, mlx5_1 beside GPU 1 (which the container does not see: HCAs come
+# whole, GPU 1's is still the node's).
+HCA0 = "0000:1c:00.0"
+HCA1 = "0000:88:00.0"
+
+
+def stage_hca(overlay: str, index: int, root_complex: str, bdf: str) -> None:
+    hca = os.path.join(overlay, "sysview", "hca", str(index))
+    device = os.path.join(hca, "devices", root_complex, bdf)
+    for name, value in (("vendor", "0x15b3"), ("device", "0x1021"), ("class", "0x020700"),
+                        ("numa_node", "0")):
+        write(os.path.join(device, name), value + "\n")
+    os.symlink("../../../bus/pci/drivers/mlx5_core", os.path.join(device, "driver"))
+    os.makedirs(os.path.join(hca, "bus", "pci", "devices"))
+    os.symlink(f"../../../devices/{root_complex}/{bdf}", os.path.join(hca, "bus", "pci", "devices", bdf))
+    os.makedirs(os.path.join(hca, "bus", "pci", "drivers", "mlx5_core"))
+    os.symlink(f"../../../../devices/{root_complex}/{bdf}",
+               os.path.join(hca, "bus", "pci", "drivers", "mlx5_core", bdf))
+
+
+def with_env(scratch, env) -> None:
+    """config.json with ``env`` as process.env (a list, or raw JSON text for the array)."""
+    array = env if isinstance(env, str) else json.dumps(env)
+    write(os.path.join(scratch[2], "config.json"),
+          '{"root": {"path": "rootfs"}, "process": {"args": ["sh"], "env": %s, "cwd": "/"}}' % array)
+
+
+@pytest.fixture
+def hca_scratch(scratch):
+    stage_hca(scratch[0], 0, "pci0000:00", HCA0)
+    stage_hca(scratch[0], 1, "pci0000:86", HCA1)
+    return scratch
+
+
+HCA_VIEW = r"""
+show devices ls "$R/sys/bus/pci/devices"
+show vendor cat "$R/sys/bus/pci/devices/0000:1c:00.0/vendor"
+show class cat "$R/sys/bus/pci/devices/0000:1c:00.0/class"
+show device cat "$R/sys/bus/pci/devices/0000:1c:00.0/device"
+show driver readlink -f "$R/sys/bus/pci/devices/0000:1c:00.0/driver"
+show by-driver ls "$R/sys/bus/pci/drivers/mlx5_core"
+show second-class cat "$R/sys/bus/pci/devices/0000:88:00.0/class"
+show gpu-class cat "$R/sys/bus/pci/devices/0000:00:1e.0/class"
+show write sh -c "echo 0 > '$R/sys/bus/pci/devices/0000:1c:00.0/class'"
+"""
+
+
+@pytest.mark.parametrize("env", [
+    ["PATH=/bin", "MOCK_IB=full"],
+    ["MOCK_IB=sysfs"],
+    ["MOCK_IB=off", "PATH=/bin", "MOCK_IB=full"],   # runc keeps the last of a repeated key
+    ["MOCK_IB=" + "x" * 300, "MOCK_IB=full"],
+], ids=["full", "sysfs", "last of two", "after an overlong one"])
+def test_an_infiniband_gpu_container_sees_the_hcas_beside_its_gpu(hook, hca_scratch, env):
+    with_env(hca_scratch, env)
+    shown = run(hook, hca_scratch, 'mknod "$R/dev/nvidia0" c 195 0\nhook hook\n' + HCA_VIEW)
+    assert shown["hook"] == (0, "")
+    devices = shown["devices"][1].split()
+    assert {"0000:00:1e.0", "0000:1c:00.0", "0000:88:00.0"} <= set(devices)
+    assert "0000:86:00.0" not in devices                     # GPU 1 stays hidden
+    assert shown["vendor"] == (0, "0x15b3")
+    assert shown["class"] == (0, "0x020700")
+    assert shown["device"] == (0, "0x1021")
+    assert shown["driver"][1].endswith("/sys/bus/pci/drivers/mlx5_core")
+    assert shown["by-driver"] == (0, "0000:1c:00.0\n0000:88:00.0")
+    assert shown["second-class"] == (0, "0x020700")
+    assert shown["gpu-class"] == (0, "0x030200")
+    assert shown["write"][0] != 0 and "Read-only file system" in shown["write"][1]
+
+
+@pytest.mark.parametrize("env", [
+    ["MOCK_IB=off"],
+    [],
+    ["PATH=/bin"],
+    ["MOCK_IB="],
+    ["MOCK_IBX=full", "XMOCK_IB=full"],
+    ["MOCK_IB=full", "MOCK_IB=off"],
+], ids=["off", "no env", "unset", "empty", "other names", "last of two"])
+def test_a_gpu_container_not_selecting_infiniband_sees_no_hca(hook, hca_scratch, env):
+    with_env(hca_scratch, env)
+    shown = run(hook, hca_scratch, 'mknod "$R/dev/nvidia0" c 195 0\nhook hook\n' + HCA_VIEW)
+    assert shown["hook"] == (0, "")
+    devices = shown["devices"][1].split()
+    assert "0000:00:1e.0" in devices                         # the GPU view all the same
+    assert "0000:1c:00.0" not in devices and "0000:88:00.0" not in devices
+    assert shown["class"][0] != 0 and "No such file or directory" in shown["class"][1]
+    assert shown["by-driver"][0] != 0
+    assert shown["gpu-class"] == (0, "0x030200")
+
+
+@pytest.mark.parametrize("env", [["MOCK_IB=full"], ["MOCK_IB=off"]], ids=["full", "off"])
+def test_a_container_without_gpus_gets_no_mount_even_selecting_infiniband(hook, hca_scratch, env):
+    with_env(hca_scratch, env)
+    shown = run(hook, hca_scratch, r"""
+hook hook
+show types sh -c 'for d in devices bus module; do stat -f -c %T "$0/sys/$d"; done' "$R"
+show class cat "$R/sys/bus/pci/devices/0000:1c:00.0/class"
+show mounts sh -c 'grep -c " $0/sys/" /proc/self/mountinfo' "$R"
+""")
+    assert shown["hook"] == (0, "")
+    assert shown["types"] == (0, "sysfs\nsysfs\nsysfs")
+    assert shown["class"][0] != 0
+    assert shown["mounts"] == (1, "0")                       # nothing mounted under /sys
+
+
+@pytest.mark.parametrize("env", [
+    '["MOCK_IB=' + "f" * 300 + '"]',                          # longer than the hook reads
+    '["PATH=/bin" "MOCK_IB=full"]',                            # no comma before it
+    '["PATH=/bin", ["MOCK_IB=full"]]',                         # inside a nested array
+    '["MOCK_IB=full", 1 2]',                                   # malformed after the entry
+    '["MOCK_IB=off", 12, {"MOCK_IB": "full"}]',                # not strings: not entries
+    '{"MOCK_IB": "full"}',                                     # env not an array
+    '"MOCK_IB=full"',                                          # nor a string
+    '["MOCK_IB=full\\x"]',                                     # an invalid escape
+], ids=["overlong", "no comma", "nested", "malformed after", "non-strings", "object", "string", "bad escape"])
+def test_a_malformed_or_overlong_mock_ib_selects_nothing(hook, hca_scratch, env):
+    with_env(hca_scratch, env)
+    shown = run(hook, hca_scratch, 'mknod "$R/dev/nvidia0" c 195 0\nhook hook\n' + HCA_VIEW)
+    devices = shown["devices"][1].split()
+    assert "0000:1c:00.0" not in devices and "0000:88:00.0" not in devices
+    assert shown["class"][0] != 0
+
+
+def test_a_profile_without_hcas_gives_the_gpu_view_and_one_line(hook, scratch):
+    with_env(scratch, ["MOCK_IB=full"])
+    shown = run(hook, scratch, 'mknod "$R/dev/nvidia0" c 195 0\nhook hook\n' + HCA_VIEW)
+    assert shown["hook"][0] == 0
+    assert "InfiniBand is selected but" in shown["hook"][1] and "has no HCA view" in shown["hook"][1]
+    assert shown["hook"][1].count("\n") == 0
+    assert shown["gpu-class"] == (0, "0x030200")
+    assert shown["class"][0] != 0
+
+
+@pytest.mark.parametrize("ib, seen", [("full", True), ("off", False), (None, False)],
+                         ids=["full", "off", "unset"])
+def test_the_rootfs_form_reads_mock_ib_from_its_own_environment(hook, hca_scratch, ib, seen):
+    """`mokka exec`'s form: no config.json, so the hook's own environment decides."""
+    with_env(hca_scratch, ["MOCK_IB=full"])                  # not read in this form
+    env = "env -i" + (f" MOCK_IB={ib}" if ib else "") + " \"$(command -v chroot)\""
+    shown = run(hook, hca_scratch, r"""
+mknod "$R/dev/nvidia0" c 195 0
+mkdir "$R/overlay" "$R/bin" && mount --bind "$O" "$R/overlay" && cp "$H" "$R/bin/hook"
+show hook %s "$R" /bin/hook /overlay / </dev/null
+show class cat "$R/sys/bus/pci/devices/0000:1c:00.0/class"
+show gpu-class cat "$R/sys/bus/pci/devices/0000:00:1e.0/class"
+""" % env)
+    assert shown["hook"] == (0, "")
+    assert shown["gpu-class"] == (0, "0x030200")
+    assert (shown["class"] == (0, "0x020700")) is seen, shown["class"]
