@@ -21,7 +21,7 @@ def test_ci_installs_exactly_what_the_readme_says_to_install_first():
     (array,) = re.findall(r"^PACKAGES=\((.*)\)$", ci_text(), re.M)
     assert array.split() == readme.install_packages()
     assert readme.install_packages() == ["python3-venv", "gcc", "npm", "mmdebstrap",
-                                         "qemu-user-static", "util-linux", "golang-go"]
+                                         "qemu-user-static", "util-linux", "golang-go", "pciutils"]
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
