@@ -16,18 +16,18 @@ import pytest
 
 from tests.conftest import REPO
 
-BENCHES = ("agent_stage.py", "capture_fidelity.py", "cuda_driver.py", "metrics_cost.py", "mig_lifecycle.py",
-           "mig_list.py", "nri_burst.py", "nri_decision.py", "nri_latency.py", "nri_request_path.py",
-           "nri_runtime.py", "nvml_startup.py", "process_records.py", "profile_limits.py", "smi_startup.py",
-           "startup.py")
+BENCHES = ("agent_stage.py", "capture_fidelity.py", "cuda_driver.py", "first_command.py", "metrics_cost.py",
+           "mig_lifecycle.py", "mig_list.py", "nri_burst.py", "nri_decision.py", "nri_latency.py",
+           "nri_request_path.py", "nri_runtime.py", "nvml_startup.py", "process_records.py", "profile_limits.py",
+           "smi_startup.py", "startup.py")
 NEEDS_RUNTIME_CACHE = ("mig_lifecycle.py", "mig_list.py", "nri_runtime.py", "nvml_startup.py")
 NEEDS_C_COMPILER = ("cuda_driver.py", "mig_lifecycle.py", "nvml_startup.py")
 PLAIN_PYTHON = getattr(sys, "_base_executable", sys.executable)
 
 
-def run_bench(name: str, tmp_path, **env) -> subprocess.CompletedProcess:
+def run_bench(name: str, tmp_path, *args: str, **env) -> subprocess.CompletedProcess:
     minimal = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env}
-    return subprocess.run([PLAIN_PYTHON, "-S", os.path.join(REPO, "bench", name)], capture_output=True,
+    return subprocess.run([PLAIN_PYTHON, "-S", os.path.join(REPO, "bench", name), *args], capture_output=True,
                           text=True, env=minimal, cwd=tmp_path, timeout=120)
 
 
@@ -79,3 +79,13 @@ def test_a_bench_that_compiles_its_driver_names_the_missing_compiler(name, tmp_p
     no_compiler.mkdir()
     done = run_bench(name, tmp_path, MOKKA_BENCH_VENV=sys.prefix, PATH=str(no_compiler))
     assert one_line(done) == f"bench/{name}: needs a C compiler (cc on PATH): run apt-get install gcc"
+
+
+def test_the_first_command_bench_says_what_it_takes_and_refuses_a_bad_flag_in_one_line(tmp_path):
+    """Neither runs the command (each run builds a venv and the zipapp)."""
+    helped = run_bench("first_command.py", tmp_path, "--help", MOKKA_BENCH_VENV=sys.prefix)
+    assert helped.returncode == 0, helped.stderr
+    assert "--runs RUNS" in helped.stdout and "--timeout TIMEOUT" in helped.stdout
+    bad = run_bench("first_command.py", tmp_path, "--runs", "x", MOKKA_BENCH_VENV=sys.prefix)
+    assert one_line(bad) == (
+        "bench/first_command.py: argument --runs: invalid int value: 'x' (see 'bench/first_command.py --help')")
