@@ -200,10 +200,12 @@ def common_options(fn):
             gates = features.parse(feature_gates)
         except (log.LogConfigError, features.FeatureGateError) as exc:
             die(command, str(exc))
+        from mokka.engine.migplace import EngineMissing
+
         try:
             return fn(*args, gates=gates, **kwargs)
         except UsageError as exc:
             raise click.UsageError(str(exc), ctx) from None
-        except CommandError as exc:
+        except (CommandError, EngineMissing) as exc:    # EngineMissing: a source tree not built
             die(command, str(exc))
     return wrapper
