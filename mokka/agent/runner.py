@@ -20,12 +20,17 @@ from mokka.agent.server import ProbeServer
 SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
+def _refuse(agent: Agent, why: str) -> str:
+    """Leave before anything is written: free the root lock and remove what it made."""
+    if agent.root_lock is not None:
+        agent.root_lock.undo()
+    return why
+
+
 def once(agent: Agent) -> int | str:
     desired = agent.source.poll_once(agent.clock())
     if agent.source.rejected is not None:          # refused before anything is written
-        if agent.root_lock is not None:
-            agent.root_lock.undo()
-        return str(agent.source.rejected)
+        return _refuse(agent, str(agent.source.rejected))
     agent.prepare()
     result = agent.step(start_daemons=False, polled=desired)
     if result is None:
@@ -59,7 +64,9 @@ def serve(agent: Agent, health_addr: str, shutdown_timeout: float) -> int | str:
         try:
             server = ProbeServer(health_addr, agent.health).start()
         except (OSError, ValueError) as exc:
-            return f"cannot serve probes on {health_addr!r}: {exc}"
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return _refuse(agent, f"cannot serve probes on {health_addr!r}: {reason}; pass a free "
+                                  "--health-addr HOST:PORT, or --health-addr '' to serve none")
         agent.log.info("probes serving", addr=health_addr, port=server.port)
     agent.prepare()
     stop = threading.Event()

@@ -18,6 +18,7 @@ from inotify_simple import INotify, flags
 from mokka.agent import desired as ds
 from mokka.core import names
 from mokka.core import profile as prof
+from mokka.core import schema
 
 WATCH_MASK = (flags.CREATE | flags.DELETE | flags.MOVED_TO | flags.MOVED_FROM | flags.CLOSE_WRITE
               | flags.ATTRIB | flags.DELETE_SELF | flags.MOVE_SELF)
@@ -139,9 +140,11 @@ class FileSource:
         self._last_inputs = inputs
         self._accept()
         if desired.unknown_keys:
+            keys = list(desired.unknown_keys[:20])
+            near = {key: known for key in keys if (known := schema.nearest_key(key))}
             self.log.warning("profile keys Mokka does not know are ignored, as the Go loader "
-                             "ignores them", file=path, keys=list(desired.unknown_keys[:20]),
-                             count=len(desired.unknown_keys), generation=self.generation)
+                             "ignores them", file=path, keys=keys, count=len(desired.unknown_keys),
+                             generation=self.generation, **({"did_you_mean": near} if near else {}))
         return desired
 
     def _accept(self) -> None:

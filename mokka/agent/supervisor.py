@@ -54,8 +54,13 @@ def _child_setup() -> None:
 
 
 class ProcessChild:
+    """A process in a session of its own: a terminal's Ctrl-C (SIGINT to the agent's
+    process group) reaches only the agent, which stops the child itself, so a
+    shutdown is never mistaken for a crash and restarted."""
+
     def __init__(self, argv: list[str], env: dict | None = None):
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, preexec_fn=_child_setup)
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, preexec_fn=_child_setup,
+                                     start_new_session=True)
 
     @property
     def pid(self) -> int:

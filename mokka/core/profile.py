@@ -247,6 +247,7 @@ def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
         merged.append(merge_device(defaults, entry) if entry else
                       merge_device(defaults, {"index": idx}))
     _check_merged(where, merged, by_index, truncated=bool(system.get("num_devices")))
+    _check_printed(where, merged, unknown)
     return merged, unknown
 
 
@@ -354,6 +355,43 @@ def _check_merged(where: str, merged: list[dict], by_index: dict[int, dict],
                    "(system.num_devices)")
     for dev in merged:
         _check_memory(where, dev, f"devices[index={dev['index']}]")
+
+
+#: What nvidia-smi prints for every GPU. A profile may leave them out (a minimal one
+#: stages GPUs with neither); one whose unknown key is a near miss for a field no GPU
+#: then gets is refused: a typo, not a choice. (The UUID is derived when left out.)
+PRINTED_FIELDS = ("name", "memory.total_bytes")
+
+
+def _check_printed(where: str, merged: list[dict], unknown: list[str]) -> None:
+    for key in PRINTED_FIELDS:
+        lacking = [d["index"] for d in merged if _dig(d, key) in (None, "")]
+        typos = [(u, near) for u in unknown if (near := _meant(u))
+                 and (key == near[1] or key.startswith(near[1] + "."))]
+        if not lacking or not typos:
+            continue
+        typo, (known, _) = typos[0]
+        field = f"device_defaults.{key}" if len(lacking) == len(merged) else \
+            f"devices[index={lacking[0]}].{key}"
+        _fail(where, field, f"{typo} is not a profile key: did you mean {known}? As written "
+              f"{len(lacking)} of {len(merged)} GPUs have no {key}, which nvidia-smi prints; "
+              f"set {key} in device_defaults or in each entry of devices")
+
+
+def _meant(path: str) -> tuple[str, str] | None:
+    """(nearest known key, the GPU field it makes) for an unknown key in device_defaults or
+    a devices entry: ("total_bytes", "memory.total_bytes") for "devices[1].memory.totl_bytes"."""
+    parts = re.sub(r"\[\d+\]", "", path).split(".")
+    near = schema.nearest_key(path)
+    if near is None or parts[0] not in ("device_defaults", "devices") or len(parts) < 2:
+        return None
+    return near, ".".join(parts[1:-1] + [near])
+
+
+def _dig(dev: dict, dotted: str):
+    for part in dotted.split("."):
+        dev = dev.get(part) if isinstance(dev, dict) else None
+    return dev
 
 
 def copy_tree(value):

@@ -462,6 +462,27 @@ def check(doc, spec: Spec = PROFILE) -> list[str]:
     return unknown
 
 
+def nearest_key(path: str, spec: Spec = PROFILE) -> str | None:
+    """The known key nearest an unknown key's path, for "did you mean": "name" for
+    "device_defaults.nmae" or "devices[1].nmae"; None if none is close."""
+    import difflib
+
+    def mapping(spec):
+        while isinstance(spec, List):
+            spec = spec.item
+        return spec if isinstance(spec, Map) else None
+
+    *parents, key = re.sub(r"\[\d+\]", "", path).split(".")
+    for part in parents:
+        spec = mapping(spec)
+        spec = spec.fields.get(part) if spec is not None else None
+    spec = mapping(spec)
+    if spec is None:
+        return None
+    close = difflib.get_close_matches(key, list(spec.fields), n=1)
+    return close[0] if close else None
+
+
 def _check_keys(doc) -> None:
     """No key anywhere, known or not, may hold a control character: keys become the
     ``gpu.0.<key>`` lines of the companion the C library scans, one per line; and no

@@ -61,7 +61,8 @@ def configmap_dir(directory: str, files: dict[str, bytes], version: str) -> None
 
 class AgentProcess:
     def __init__(self, root: str, *args: str, log_dir: str, env: dict | None = None,
-                 cwd: str = REPO):
+                 cwd: str = REPO, new_session: bool = False):
+        """``new_session``: lead a process group of its own, as a shell's foreground job does."""
         self.root = root
         self.port = free_port()
         self.log_path = os.path.join(log_dir, f"agent-{time.monotonic_ns()}.log")
@@ -69,7 +70,7 @@ class AgentProcess:
         cmd = [sys.executable, "-m", "mokka", "node-agent", "--host-root", root,
                "--health-addr", f"127.0.0.1:{self.port}", "--log-format", "json", *args]
         self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **(env or {})}, start_new_session=new_session)
 
     def probe(self, path: str) -> tuple[int, dict]:
         return probe(self.port, path)

@@ -206,19 +206,19 @@ def test_a_failing_systemctl_fails_apply_naming_the_command_and_is_retried(host)
     assert runner.restarts() == [RESTART, RESTART]
 
 
-@pytest.mark.parametrize("prepare,why", [
-    (lambda root: (root / "usr/bin/containerd").unlink(),
+@pytest.mark.parametrize("prepare,level,why", [
+    (lambda root: (root / "usr/bin/containerd").unlink(), "info",
      "no containerd in {root}/usr/local/sbin:{root}/usr/local/bin:{root}/usr/sbin:{root}/usr/bin:"
      "{root}/sbin:{root}/bin (the host's PATH under --host-root {root}): no container runtime, or "
      "another one (CRI-O, or the containerd k3s and rke2 embed); container runtime left alone"),
-    (lambda root: executable(str(root / "usr/bin/nvidia-ctk")),
+    (lambda root: executable(str(root / "usr/bin/nvidia-ctk")), "warn",
      "/usr/bin/nvidia-ctk is not a link Mokka made"),
     (lambda root: (root / "etc/nvidia-container-runtime").mkdir(parents=True)
-     or (root / "etc/nvidia-container-runtime/config.toml").write_text("x"),
+     or (root / "etc/nvidia-container-runtime/config.toml").write_text("x"), "warn",
      "/etc/nvidia-container-runtime/config.toml is not a link Mokka made"),
-], ids=["no containerd on PATH (CRI-O, k3s, rke2)", "a packaged nvidia-ctk",
-        "a packaged runtime config"])
-def test_leave_alone_writes_nothing_restarts_nothing_and_says_why_once(host, prepare, why):
+], ids=["no containerd on PATH (a bare host, CRI-O, k3s, rke2) is information",
+        "a packaged nvidia-ctk is a warning", "a packaged runtime config is a warning"])
+def test_leave_alone_writes_nothing_restarts_nothing_and_says_why_once(host, prepare, level, why):
     prepare(host)
     before = tree(host)
     setup, runner, log = make(host)
@@ -227,7 +227,7 @@ def test_leave_alone_writes_nothing_restarts_nothing_and_says_why_once(host, pre
     setup.revoke()
     assert tree(host) == before
     assert runner.calls == []
-    assert log.said(why.format(root=host)) == 1
+    assert [lvl for lvl, msg, _ in log.lines if why.format(root=host) in msg] == [level]
 
 
 # --- the toolkit path, with a stand-in nvidia-ctk --------------------------------

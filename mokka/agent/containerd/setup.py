@@ -57,18 +57,22 @@ class ContainerdSetup:
         return under(self.root, path)
 
     # --- decisions on the host's state ---------------------------------------
-    def leave_alone(self) -> str | None:
-        """Why this node's runtime is not Mokka's to set up, or None."""
+    def leave_alone(self) -> tuple[str, str] | None:
+        """(log level, why) this node's runtime is not Mokka's to set up, or None.
+
+        No containerd at all is information: a bare host (the quick start) or another
+        runtime, nothing to fix. Another installer's toolkit files are a warning.
+        """
         binary = names.CONTAINERD_BINARY
         searched = [self.host(d) for d in self.path_dirs]
         if not any(os.access(os.path.join(d, binary), os.X_OK) for d in searched):
-            return (f"no {binary} in {':'.join(searched)} ({searched_path(self.root)}): no container "
-                    "runtime, or another one (CRI-O, or the containerd k3s and rke2 embed); "
-                    "container runtime left alone")
+            return "info", (f"no {binary} in {':'.join(searched)} ({searched_path(self.root)}): no "
+                            "container runtime, or another one (CRI-O, or the containerd k3s and rke2 "
+                            "embed); container runtime left alone")
         foreign = self.toolkit.foreign()
         if foreign is not None:
-            return (f"{foreign} is not a link Mokka made: another installer prepared the node "
-                    "for the NVIDIA Container Toolkit; container runtime left alone")
+            return "warning", (f"{foreign} is not a link Mokka made: another installer prepared the "
+                               "node for the NVIDIA Container Toolkit; container runtime left alone")
         return None
 
     def original_config(self) -> str | None:
@@ -117,10 +121,11 @@ class ContainerdSetup:
 
     # --- Apply / Revoke -------------------------------------------------------
     def apply(self) -> None:
-        reason = self.leave_alone()
-        if reason is not None:
+        left_alone = self.leave_alone()
+        if left_alone is not None:
+            level, reason = left_alone
             if reason != self._left_alone:
-                self.log.warning(reason)
+                getattr(self.log, level)(reason)
                 self._left_alone = reason
             return
         self._left_alone = None
