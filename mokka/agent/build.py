@@ -38,7 +38,7 @@ from mokka.agent.source import FileSource
 from mokka.core import kmsg
 from mokka.core import log as mlog
 from mokka.core import names
-from mokka.core.overlay import host_overlay, under
+from mokka.core.overlay import Overlay, host_overlay, under
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ class AgentConfig:
     node_name: str = ""
     host_root: str = "/"
     overlay_host_path: str = names.OVERLAY_HOST_PATH
+    #: The host root as the container runtime resolves paths (None: host_root): in a pod the
+    #: agent sees the node under /host while containerd sees it at /.
+    runtime_host_root: str | None = None
     health_addr: str = names.AGENT_HEALTH_ADDR
     staging_lock_path: str = names.STAGING_LOCK_PATH
     resync_interval: float = 60.0
@@ -70,12 +73,18 @@ class AgentConfig:
     ib_relay_peers: tuple[str, ...] = ()
 
 
+def runtime_overlay(cfg: AgentConfig) -> Overlay:
+    """The staging root as the container runtime names it (what the CDI specs write)."""
+    root = cfg.host_root if cfg.runtime_host_root is None else cfg.runtime_host_root
+    return host_overlay(root, cfg.overlay_host_path)
+
+
 def build_host(cfg: AgentConfig, log) -> Host:
     overlay = host_overlay(cfg.host_root, cfg.overlay_host_path)
     manifest = Manifest(os.path.join(overlay.root, MANIFEST_FILE), log)
     return Host(root=cfg.host_root, overlay=overlay, fs=HostFS(manifest, log),
                 cdi_dir=under(cfg.host_root, cfg.cdi_spec_dir), log=log,
-                native=load_native(cfg))
+                native=load_native(cfg), runtime_overlay=runtime_overlay(cfg))
 
 
 def load_native(cfg: AgentConfig) -> native.NativeFiles:

@@ -27,6 +27,11 @@ ENV = "MOKKA_AGENT_"
 @click.option("--overlay-host-path", envvar=ENV + "OVERLAY_HOST_PATH",
               default=names.OVERLAY_HOST_PATH, show_default=True,
               help="Staging root on the host. Env MOKKA_AGENT_OVERLAY_HOST_PATH.")
+@click.option("--runtime-host-root", envvar=ENV + "RUNTIME_HOST_ROOT", default=None, metavar="PATH",
+              help="Where the container runtime finds the host root: the CDI specs' host paths and "
+                   "the proc hook's path are rooted there (the chart: /, while the agent's own "
+                   "view is --host-root /host). Default: --host-root. "
+                   "Env MOKKA_AGENT_RUNTIME_HOST_ROOT.")
 @click.option("--health-addr", envvar=ENV + "HEALTH_ADDR", default=names.AGENT_HEALTH_ADDR,
               show_default=True, help="/healthz /readyz /stagedz /metrics address; empty disables. "
                                       "Env MOKKA_AGENT_HEALTH_ADDR.")
@@ -174,6 +179,8 @@ def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
         check_mig_layout(kwargs["profile"], kwargs["mig_layout"])
     # Absolute: mount points are compared with /proc/self/mountinfo, which has no relative paths.
     kwargs["host_root"] = os.path.abspath(kwargs["host_root"] or "/")
+    if kwargs["runtime_host_root"] is not None:
+        kwargs["runtime_host_root"] = os.path.abspath(kwargs["runtime_host_root"] or "/")
     return AgentConfig(health_addr=health_addr, **kwargs)
 
 
@@ -193,11 +200,12 @@ def check_mig_layout(profile: str, layout: str) -> None:
 
 def effective(cfg, once: bool, teardown: bool) -> dict:
     """The configuration as JSON values, with the host paths it resolves to."""
-    from mokka.agent.build import node_name, root_lock
+    from mokka.agent.build import node_name, root_lock, runtime_overlay
     from mokka.core.overlay import host_overlay, under
     return {"mode": "teardown" if teardown else "once" if once else "serve", **printconfig.plain(cfg),
             "resolved": {"node_name": node_name(cfg),
                          "overlay": host_overlay(cfg.host_root, cfg.overlay_host_path).root,
+                         "runtime_overlay": runtime_overlay(cfg).root,
                          "staging_lock": under(cfg.host_root, cfg.staging_lock_path),
                          "root_lock": root_lock(cfg).path,
                          "cdi_spec_dir": under(cfg.host_root, cfg.cdi_spec_dir),

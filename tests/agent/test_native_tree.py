@@ -73,3 +73,21 @@ def test_the_proc_hook_is_staged_executable_only_when_built(tmp_path, native, st
     path = str(tmp_path / "var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook")
     assert (tree.get(path) == File(HOOK, 0o755)) is staged
     assert staged or not [p for p in tree if "/libexec/" in p]
+
+
+def test_specs_name_the_nodes_paths_when_the_agent_sees_the_node_under_a_mount(tmp_path):
+    # The chart's agent sees the node under /host; containerd reads the specs on the node.
+    native = NativeFiles(nvml_library=LIB, proc_hook=HOOK)
+    seen = host(tmp_path, native)
+    pod = Host(root=seen.root, overlay=seen.overlay, fs=None, cdi_dir=seen.cdi_dir, log=None,
+               native=native, runtime_overlay=host_overlay("/", "/var/lib/nvml-mock"))
+    tree = cri.tree(desired("t4"), pod)
+    for file in ("nvidia.yaml", "nvml-mock-nri.yaml", "nvml-mock-management.yaml"):
+        text = tree[os.path.join(str(tmp_path / "var/run/cdi"), file)].data.decode()
+        assert str(tmp_path) not in text, file
+        spec = yaml.safe_load(text)
+        (hook,) = spec["containerEdits"]["hooks"]
+        assert hook["path"] == "/var/lib/nvml-mock/driver/usr/libexec/nvml-mock/nvml-mock-proc-hook"
+        assert hook["args"][1] == "/var/lib/nvml-mock"
+    toolkit = yaml.safe_load(tree[os.path.join(str(tmp_path / "var/run/cdi"), "nvidia.yaml")].data)
+    assert toolkit["containerEdits"]["deviceNodes"][0]["hostPath"] == "/var/lib/nvml-mock/driver/dev/nvidiactl"

@@ -19,12 +19,13 @@ COMMANDS = {
     "node-agent": "--host-root", "nri-plugin": "--socket-path", "render-cdi": "CDI specs",
     "profiles": "List the built-in GPU profiles", "compile": "the mock NVML library reads",
     "nvidia-smi": "NVIDIA System Management Interface", "check-fabric": "NVLink fabric state",
-    "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "{set,reset,status,xid}",
-    "exec": "private mount namespace",
+    "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "raise an Xid on one GPU",
+    "exec": "private mount namespace", "env": "Print the variables that aim host tools",
+    "status": "Show the node staged under --host-root",
 }
 LINKS = {"nri-plugin": "Usage: nri-plugin", "nvidia-smi": "NVIDIA System Management Interface",
          "check-fabric": "Usage: check-fabric", "mock-ib": "Usage: mock-ib",
-         "fabricmanager": "Stand in for nv-fabricmanager", "ctl": "{set,reset,status,xid}"}
+         "fabricmanager": "Stand in for nv-fabricmanager", "ctl": "raise an Xid on one GPU"}
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,16 @@ class Host:
     cdi_dir: str              # --cdi-spec-dir, already under root
     log: object
     native: NativeFiles = NativeFiles()   # the mock NVML library, NVIDIA's nvidia-smi
+    #: The staging root as the container runtime names it (--runtime-host-root); None: overlay.
+    runtime_overlay: Overlay | None = None
 
     def path(self, host_path: str) -> str:
         return under(self.root, host_path)
+
+    @property
+    def runtime_view(self) -> Overlay:
+        """The overlay whose paths the runtime resolves: what specs and hooks name."""
+        return self.runtime_overlay or self.overlay
 
 
 class Readiness:

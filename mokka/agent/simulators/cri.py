@@ -26,17 +26,20 @@ def toolkit_options(host: Host) -> dict:
     # The toolkit spec mounts config.yaml's directory alone (at /etc/nvml-mock), so the
     # fabricmanager state dir is not beside it there: the spec mounts it and names it,
     # while the fabricmanager daemon has it (Apply runs after the daemons start).
-    fabric = host.overlay.fabric_state
+    # Checked where the agent sees it, named where the runtime finds it.
+    fabric = host.runtime_view.fabric_state if os.path.isdir(host.overlay.fabric_state) else None
     return {"nvml_library_staged": host.native.nvml_library is not None,
             "cuda_library_staged": host.native.cuda_library is not None,
             "proc_hook_staged": host.native.proc_hook is not None,
-            "fabricmanager_state_dir": fabric if os.path.isdir(fabric) else None}
+            "fabricmanager_state_dir": fabric}
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
-    specs = dict(cdi.specs(desired.state, host.overlay, **toolkit_options(host)))
+    # The specs' host paths are read by the runtime, not by the agent: in a pod they are the
+    # node's paths (--runtime-host-root), not the agent's /host view of them.
+    specs = dict(cdi.specs(desired.state, host.runtime_view, **toolkit_options(host)))
     specs[names.CDI_SPEC_MANAGEMENT_FILE] = cdi.management_spec(
-        desired.state, host.overlay, proc_hook_staged=host.native.proc_hook is not None)
+        desired.state, host.runtime_view, proc_hook_staged=host.native.proc_hook is not None)
     return {os.path.join(host.cdi_dir, file): File(cdi.to_yaml(spec).encode())
             for file, spec in specs.items()}
 
