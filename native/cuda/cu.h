@@ -136,7 +136,7 @@ int cu_stream_ok(CUstream s);
 /* --- handles.c: opaque handles this library handed out ----------------------------------- */
 
 enum cu_kind { CU_KIND_CONTEXT = 1, CU_KIND_STREAM, CU_KIND_EVENT, CU_KIND_MODULE, CU_KIND_FUNCTION,
-               CU_KIND_LIBRARY, CU_KIND_KERNEL };
+               CU_KIND_LIBRARY, CU_KIND_KERNEL, CU_KIND_LINK };
 
 /* Under cu_lock. add: 0 on success, -1 out of memory. */
 int cu_handle_add(const void *h, enum cu_kind kind);

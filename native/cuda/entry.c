@@ -198,7 +198,7 @@ static const struct entry ENTRIES[] = {
     L(cuEventDestroy, 2000, cuEventDestroy),
     L(cuEventDestroy, 4000, cuEventDestroy_v2),
     L(cuEventElapsedTime, 2000, cuEventElapsedTime),
-    /* modules, libraries, functions, launches */
+    /* modules, the linker, libraries, functions, launches */
     L(cuModuleLoad, 2000, cuModuleLoad),
     L(cuModuleLoadData, 2000, cuModuleLoadData),
     L(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx),
@@ -207,6 +207,14 @@ static const struct entry ENTRIES[] = {
     L(cuModuleGetFunction, 2000, cuModuleGetFunction),
     L(cuModuleGetGlobal, 3020, cuModuleGetGlobal_v2),
     L(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode),
+    L(cuLinkCreate, 5050, cuLinkCreate),
+    L(cuLinkCreate, 6050, cuLinkCreate_v2),
+    L(cuLinkAddData, 5050, cuLinkAddData),
+    L(cuLinkAddData, 6050, cuLinkAddData_v2),
+    L(cuLinkAddFile, 5050, cuLinkAddFile),
+    L(cuLinkAddFile, 6050, cuLinkAddFile_v2),
+    L(cuLinkComplete, 5050, cuLinkComplete),
+    L(cuLinkDestroy, 5050, cuLinkDestroy),
     L(cuLibraryLoadData, 12000, cuLibraryLoadData),
     L(cuLibraryLoadFromFile, 12000, cuLibraryLoadFromFile),
     L(cuLibraryUnload, 12000, cuLibraryUnload),

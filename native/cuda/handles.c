@@ -1,5 +1,5 @@
 /* The opaque handles this library handed out (contexts, streams, events,
- * modules, functions, libraries, kernels), so a call can check one without
+ * modules, functions, libraries, kernels, link states), so a call can check one without
  * reading through it: an open-addressing set keyed by the pointer, grown by
  * doubling, under cu_lock. */
 #define _GNU_SOURCE

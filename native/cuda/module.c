@@ -35,7 +35,8 @@ struct CUmod_st {
 };
 
 struct CUlib_st {
-    struct CUmod_st mod;
+    int first;                         /* unused: keeps mod off the library's own address, since */
+    struct CUmod_st mod;               /* the library and its module are two handles of two kinds */
 };
 
 /* --- modules ---------------------------------------------------------------------------- */

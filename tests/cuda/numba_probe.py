@@ -3,6 +3,8 @@
     numba_probe.py [MiB]   every device numba lists (name, UUID, compute capability,
                            multiprocessors, PCI ids), then `cuda.to_device(a).copy_to_host()`
                            of MiB mebibytes on device 0 (0: none)
+    numba_probe.py kernel  a `@cuda.jit` kernel doubling an array on device 0 (compiled through
+                           NVRTC, linked through the driver), launched, synchronized, copied back
 """
 
 from __future__ import annotations
@@ -15,7 +17,27 @@ import pynvml
 from numba import cuda
 
 
+def kernel() -> dict:
+    @cuda.jit
+    def double(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= 2
+
+    a = np.arange(4096, dtype=np.float32)
+    d = cuda.to_device(a)
+    double[16, 256](d)
+    out = {"launched": True}
+    cuda.synchronize()
+    out["synchronized"] = True
+    out["unchanged"] = bool(np.array_equal(d.copy_to_host(), a))
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["kernel"]:
+        print(json.dumps(kernel()))
+        return 0
     mib = int(argv[0]) if argv else 0
     out = {"available": cuda.is_available(), "devices": [], "nvml": []}
     if out["available"]:

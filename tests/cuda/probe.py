@@ -10,6 +10,8 @@ in one process; print what they saw as JSON.
     probe.py nvml               NVML's compute processes and memory used of every GPU
     probe.py memory             the memory, stream, event, module and launch calls, each
                                 result as the CUresult it returned
+    probe.py link               the JIT linker calls (cuLink*) and libraries, each result
+                                as the CUresult it returned
     probe.py fork               cuInit, then a forked child's cuInit and cuDeviceGetCount
 
 Errors are printed as CUresult numbers, never raised: the test compares them.
@@ -220,6 +222,64 @@ def memory() -> dict:
     return r
 
 
+PTX = b".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry vector_add()\n{\n\tret;\n}\n\0"
+
+
+def link() -> dict:
+    """The linker as numba-cuda (through cuda.core) drives it, its argument checks, and a library's kernel."""
+    import ctypes
+    import tempfile
+    J, I = cu.CUjit_option, cu.CUjitInputType
+    r = {"before_init": code(cu.cuLinkCreate(0, None, None))}
+    value(cu.cuInit(0))
+    r["no_context"] = code(cu.cuLinkCreate(0, None, None))
+    dev, ctx = context(0)
+    info, error = bytearray(b"x" * 64), bytearray(b"x" * 64)
+    state = value(cu.cuLinkCreate(4, [J.CU_JIT_INFO_LOG_BUFFER, J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                      J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES],
+                                  [info, 64, error, 64]))
+    r["logs"] = [info[0], error[0], info[1]]
+    r["add_data"] = code(cu.cuLinkAddData(state, I.CU_JIT_INPUT_PTX, PTX, len(PTX), b"a.ptx", 0, None, None))
+    r["add_nothing"] = code(cu.cuLinkAddData(state, I.CU_JIT_INPUT_PTX, None, 0, b"b.ptx", 0, None, None))
+    with tempfile.NamedTemporaryFile(suffix=".ptx") as f:
+        f.write(PTX)
+        f.flush()
+        r["add_file"] = code(cu.cuLinkAddFile(state, I.CU_JIT_INPUT_PTX, f.name.encode(), 0, None, None))
+    r["add_missing_file"] = code(cu.cuLinkAddFile(state, I.CU_JIT_INPUT_PTX, b"/nonexistent/c.ptx", 0, None, None))
+    cubin, size = value(cu.cuLinkComplete(state))
+    r["cubin"] = [int(cubin) != 0, int(size), ctypes.string_at(int(cubin), 4) == b"\x7fELF"]
+    module = value(cu.cuModuleLoadData(int(cubin)))
+    fn = value(cu.cuModuleGetFunction(module, b"vector_add"))
+    r["launch"] = code(cu.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, None, 0))
+    value(cu.cuModuleUnload(module))
+    r["destroy"] = code(cu.cuLinkDestroy(state))
+    r["destroyed"] = [code(cu.cuLinkAddData(state, I.CU_JIT_INPUT_PTX, PTX, len(PTX), b"a.ptx", 0, None, None)),
+                      code(cu.cuLinkComplete(state)), code(cu.cuLinkDestroy(state))]
+    r["null_state"] = code(cu.cuLinkComplete(cu.CUlinkState(0)))
+    # NULL out-pointers and arrays, and the size and time options written back, at the C level.
+    lib = ctypes.CDLL("libcuda.so.1")
+    raw = ctypes.c_void_p()
+    r["null_out"] = [lib.cuLinkCreate_v2(0, None, None, None),
+                     lib.cuLinkCreate_v2(2, None, None, ctypes.byref(raw))]
+    ilog, elog, took = ctypes.create_string_buffer(b"x" * 15), ctypes.create_string_buffer(b"x" * 15), ctypes.c_float(7.5)
+    options = (ctypes.c_int * 5)(3, 4, 5, 6, 2)     # INFO_LOG_BUFFER, its size, ERROR_LOG_BUFFER, its size, WALL_TIME
+    values = (ctypes.c_void_p * 5)(ctypes.addressof(ilog), 16, ctypes.addressof(elog), 16, ctypes.addressof(took))
+    r["raw_create"] = lib.cuLinkCreate_v2(5, options, values, ctypes.byref(raw))
+    r["raw_add"] = lib.cuLinkAddData_v2(raw, 1, PTX, len(PTX), None, 0, None, None)   # CU_JIT_INPUT_PTX
+    out, out_size = ctypes.c_void_p(), ctypes.c_size_t()
+    r["raw_null_cubin"] = lib.cuLinkComplete(raw, None, ctypes.byref(out_size))
+    r["raw_complete"] = lib.cuLinkComplete(raw, ctypes.byref(out), ctypes.byref(out_size))
+    r["raw_outputs"] = [values[1] or 0, values[3] or 0, took.value, ilog.raw[:2].decode(), elog.raw[:2].decode()]
+    r["raw_destroy"] = [lib.cuLinkDestroy(raw), lib.cuLinkDestroy(raw)]
+    # A library and its module are two handles: its kernel is found.
+    library = value(cu.cuLibraryLoadData(b"\x7fELF not a real cubin", None, None, 0, None, None, 0))
+    r["library_kernel"] = code(cu.cuLibraryGetKernel(library, b"vector_add"))
+    r["library_module"] = code(cu.cuLibraryGetModule(library))
+    r["library_unload"] = code(cu.cuLibraryUnload(library))
+    r["release"] = code(cu.cuDevicePrimaryCtxRelease(dev))
+    return r
+
+
 def _rss() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -248,7 +308,7 @@ def main(argv: list[str]) -> int:
     if command == "hold":
         hold([int(d) for d in args[0].split(",")], int(args[1]))
         return 0
-    result = {"devices": devices, "memory": memory, "fork": fork, "nvml": lambda: {"nvml": nvml_view()},
+    result = {"devices": devices, "memory": memory, "link": link, "fork": fork, "nvml": lambda: {"nvml": nvml_view()},
               "meminfo": lambda: meminfo(int(args[0]))}[command]()
     print(json.dumps(result))
     return 0

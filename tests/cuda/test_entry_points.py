@@ -34,6 +34,12 @@ RESOLVES = [
     ("cuCtxPopCurrent", 4000, 0, "cuCtxPopCurrent_v2"),
     ("cuModuleGetLoadingMode", 11070, 0, "cuModuleGetLoadingMode"),
     ("cuLibraryLoadData", 12000, 0, "cuLibraryLoadData"),
+    ("cuLinkCreate", 5050, 0, "cuLinkCreate"),
+    ("cuLinkCreate", 6050, 0, "cuLinkCreate_v2"),
+    ("cuLinkAddData", 6050, 0, "cuLinkAddData_v2"),
+    ("cuLinkAddFile", 6050, 0, "cuLinkAddFile_v2"),
+    ("cuLinkComplete", 5050, 0, "cuLinkComplete"),
+    ("cuLinkDestroy", 5050, 0, "cuLinkDestroy"),
     ("cuMemGetInfo", 3020, 0, "cuMemGetInfo_v2"),
     ("cuMemAlloc", 3020, 0, "cuMemAlloc_v2"),
     ("cuMemFree", 3020, 0, "cuMemFree_v2"),
@@ -71,6 +77,7 @@ MISSES = [
     ("cuMemAlloc_v2", 3020, 0, SYMBOL_NOT_FOUND),                 # a base name is asked, never a form
     ("cuMemAlloc", 2000, 0, VERSION_NOT_SUFFICIENT),              # the 32-bit form is not offered
     ("cuLibraryLoadData", 11080, 0, VERSION_NOT_SUFFICIENT),
+    ("cuLinkCreate", 5000, 0, VERSION_NOT_SUFFICIENT),
 ]
 
 SCRIPT = r"""

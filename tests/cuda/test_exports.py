@@ -53,6 +53,7 @@ def test_exports_the_driver_api_and_nothing_else(libraries, arch):
             "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuDeviceTotalMem_v2", "cuMemAlloc_v2", "cuMemFree_v2",
             "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2_ptds", "cuMemGetInfo_v2",
             "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxCreate_v2", "cuLaunchKernel",
+            "cuLinkCreate_v2", "cuLinkAddData_v2", "cuLinkAddFile_v2", "cuLinkComplete", "cuLinkDestroy",
             "cuGetErrorString", "cuGetExportTable"} <= ours
     assert not read_elf(libraries[arch]).has_version_definitions()
 

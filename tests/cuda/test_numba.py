@@ -2,7 +2,7 @@
 built-in profile: the libraries found the overlay's way (LD_LIBRARY_PATH at its lib64, as
 the NRI plugin sets it), no MOCK_NVML_CONFIG. CUDA's devices are NVML's; the board values
 are the facts table's; 100 MB round-trip through `to_device`; the visibility variables
-narrow CUDA as the rules say."""
+narrow CUDA as the rules say; a `@cuda.jit` kernel launches (and nothing executes)."""
 
 from __future__ import annotations
 
@@ -66,3 +66,12 @@ def test_visibility_narrows_what_numba_sees(staged_node, env, want):
     seen = run(staged_node("h100", nvidia_smi=False), "numba_probe.py", **env)
     assert seen["available"] == bool(want)
     assert [d["uuid"] for d in seen["devices"]] == want
+
+
+def test_a_numba_kernel_launches_and_nothing_executes(staged_node):
+    """A `@cuda.jit` kernel doubling an array: numba-cuda compiles it through NVRTC (PyPI's
+    nvidia-cuda-nvrtc-cu12, found on its own), links it through the driver's cuLink* calls
+    and launches it; the launch and `cuda.synchronize()` succeed, but nothing executes, so
+    the array copied back is the one sent."""
+    seen = run(staged_node("h100", nvidia_smi=False), "numba_probe.py", "kernel")
+    assert seen == {"launched": True, "synchronized": True, "unchanged": True}
