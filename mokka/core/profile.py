@@ -366,9 +366,11 @@ PRINTED_FIELDS = ("name", "memory.total_bytes")
 def _check_printed(where: str, merged: list[dict], unknown: list[str]) -> None:
     for key in PRINTED_FIELDS:
         lacking = [d["index"] for d in merged if _dig(d, key) in (None, "")]
+        if not lacking:                 # the usual case: no near-miss search at all
+            continue
         typos = [(u, near) for u in unknown if (near := _meant(u))
                  and (key == near[1] or key.startswith(near[1] + "."))]
-        if not lacking or not typos:
+        if not typos:
             continue
         typo, (known, _) = typos[0]
         field = f"device_defaults.{key}" if len(lacking) == len(merged) else \

@@ -31,6 +31,7 @@ Pure: the callers write (``atomic_write``), always together with the YAML.
 
 from __future__ import annotations
 
+import re
 import zlib
 
 from mokka.core import names
@@ -71,6 +72,16 @@ def _scalar(value) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def value_of(companion: bytes, key: str) -> str | None:
+    """``key``'s value in a companion's bytes, a string as ``_scalar`` wrote it, or None."""
+    prefix = key.encode() + b" "
+    for line in companion.splitlines():
+        if line.startswith(prefix):
+            raw = line[len(prefix):].decode(errors="replace")
+            return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), raw)
+    return None
 
 
 class _Budget:

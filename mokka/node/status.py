@@ -20,7 +20,6 @@ disk, read and never changed:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -90,13 +89,9 @@ class StatusError(Exception):
 
 def companion_facts(text: bytes) -> tuple[str, str]:
     """(profile source, digest) of the staged state's companion bytes."""
-    source = ""
-    for line in text.splitlines():
-        if line.startswith(b"profile_source "):
-            raw = line[len(b"profile_source "):].decode(errors="replace")
-            source = raw.replace("\\n", "\n").replace("\\r", "\r").replace("\\\\", "\\")
-            break
-    return source, "sha256:" + hashlib.sha256(text).hexdigest()
+    from mokka.core import profile as prof
+    from mokka.engine import flatstate
+    return flatstate.value_of(text, "profile_source") or "", prof.digest(text)
 
 
 def _overrides(path: str) -> dict:

@@ -129,3 +129,12 @@ def test_an_overrides_document_at_its_line_bound_is_written():
 def test_keys_are_one_printable_token_and_values_hold_no_nul(doc):
     with pytest.raises(flatstate.CompanionError):
         flatstate.overrides_companion(doc, b"doc")
+
+
+def test_a_string_value_reads_back_as_it_was_written():
+    from mokka.engine import flatstate
+    text = flatstate.render(flatstate.KIND_STATE, "sha256:" + "0" * 64,
+                            {"profile_source": "/tmp/a\\nb\nc\rd.yaml", "x": 1})
+    assert b"profile_source /tmp/a\\\\nb\\nc\\rd.yaml\n" in text
+    assert flatstate.value_of(text, "profile_source") == "/tmp/a\\nb\nc\rd.yaml"
+    assert flatstate.value_of(text, "profile") is None
