@@ -21,6 +21,7 @@ PROMISED_LINES = {
     "users/go-and-sys.md": ["0x030200", "550.163.01", "0x020700", "no HCA"],
     "users/nvml.md": ["8 580.65.06"],
     "users/host-tools.md": ["8 NVIDIA H100 80GB HBM3", "8 GPUs"],
+    "users/kwok.md": ["  name: kwok-gpu-0", "  name: kwok-gpu-1", "    nvidia.com/mig-3g.40gb: '8'"],
     "users/ctl.md": ["1, 85, 450.00 W, 90 %", "nvidia-smi exit status 15"],
     "users/mig.md": ["|   0  MIG 1g.10gb         19       13          6:1     |",
                      "Disabled MIG Mode for GPU 00000000:1A:00.0"],
