@@ -189,6 +189,15 @@ HOSTILE_CASES = [
      "devices[0].dynamic_metrics.", "'a\\x00b' may not contain a NUL"),
 ]
 CASES += HOSTILE_CASES
+# What every nvidia-smi prints, missing from every GPU once device_defaults is merged.
+CASES += [
+    ("a name of blanks", mutate("device_defaults.name", "  "), "devices[index=0].name",
+     "GPU 0 has no name (2 of 2 GPUs have none), which nvidia-smi prints; set "
+     "device_defaults.name, or name in each entry of devices"),
+    ("no memory block", mutate("device_defaults.memory", ...), "devices[index=0].memory.total_bytes",
+     "GPU 0 has no memory.total_bytes (2 of 2 GPUs have none), which nvidia-smi prints; set "
+     "device_defaults.memory.total_bytes, or memory.total_bytes in each entry of devices"),
+]
 
 # Valid profiles the Go loader takes: accepted here too (a positive control per form).
 VALID = [
