@@ -424,6 +424,10 @@ CDI_CRI_ANNOTATION_PREFIX = "cdi.k8s.io/"
 TOOLKIT_CDI_ANNOTATION = "nvidia.cdi.k8s.io"
 TOOLKIT_CDI_ANNOTATION_POD = "nvidia.cdi.k8s.io/pod"
 TOOLKIT_CDI_ANNOTATION_CONTAINER_PREFIX = "nvidia.cdi.k8s.io/container."
+#: The node label (value "true") a node carries to run the chart's DaemonSets: Mokka
+#: restarts a node's containerd and binds the mock at /run/nvidia/driver, so it runs only
+#: where a user opted in.
+NODE_OPT_IN_LABEL = "nvml-mock.nvidia.com/enabled"
 
 # --- CDI ---------------------------------------------------------------------
 
