@@ -4,7 +4,9 @@ The environment, the overlay's binds and the proc hook come from the NRI
 decision itself (``mokka.nri.inject.adjust``) for a container on the management
 path (the devices annotation: every GPU of the node), with the overlay's host
 path as its mount path: a program started this way sees the variables and
-paths a GPU-selected container sees, by the same rule, not a copy of it.
+paths a GPU-selected container sees, by the same rule, not a copy of it. So,
+where the proc hook is staged, neither libmockfs nor MOCK_PCI_ROOT: every
+program, dynamically linked or not, reads the PCI tree the hook gives /sys.
 
 InfiniBand is the caller's ``MOCK_IB``, as the plugin's tiers name it: ``full``
 or ``sysfs`` decides as for a pod that also has the InfiniBand annotation with

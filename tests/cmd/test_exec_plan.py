@@ -55,20 +55,29 @@ def test_dev_itself_and_look_alike_paths_are_not_submounts():
 def view(**kw) -> NodeView:
     return NodeView(
         dev_nodes=(Device("/dev/nvidia0", "c", 195, 0), Device("/dev/nvidiactl", "c", 195, 255)),
-        staged_shims=frozenset({f"{ROOT}/driver/usr/local/lib/libmockfs.so.1"}), **kw)
+        staged_shims=frozenset({f"{ROOT}/driver/usr/local/lib/libibmocksys.so.1",
+                                f"{ROOT}/driver/usr/local/lib/libmockfs.so.1"}), **kw)
 
 
 def test_the_command_gets_a_gpu_containers_environment_at_the_overlays_host_path():
     setup = plan.decide(ROOT, {"HOME": "/root", "PATH": "/usr/bin:/bin"}, view(proc_hook_staged=True))
     env = setup.env
     assert env["MOCK_NVML_CONFIG"] == "/scratch/var/lib/nvml-mock/driver/config/config.yaml"
-    assert env["MOCK_PCI_ROOT"] == "/scratch/var/lib/nvml-mock"
     assert env["PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/bin:/usr/bin:/bin"
     assert env["LD_LIBRARY_PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/lib64"
-    assert env["LD_PRELOAD"] == "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libmockfs.so.1"
+    # The hook gives /sys the PCI tree: no libmockfs pointing at the node's whole one.
+    assert env["LD_PRELOAD"] == "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libibmocksys.so.1"
+    assert "MOCK_PCI_ROOT" not in env
     assert env["MOCK_IB"] == "off"
     assert env["HOME"] == "/root"
     assert setup.dev_lower == "/scratch/var/lib/nvml-mock/driver/dev"
+
+
+def test_without_a_staged_hook_libmockfs_shows_the_staged_pci_tree():
+    env = plan.decide(ROOT, {"PATH": "/bin"}, view()).env
+    assert env["MOCK_PCI_ROOT"] == "/scratch/var/lib/nvml-mock"
+    assert env["LD_PRELOAD"] == ("/scratch/var/lib/nvml-mock/driver/usr/local/lib/libibmocksys.so.1:"
+                                 "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libmockfs.so.1")
 
 
 def test_a_value_the_caller_sets_wins_as_a_containers_own_does():
