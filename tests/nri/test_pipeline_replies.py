@@ -4,9 +4,8 @@ bytes, the same count on /metrics and the same warnings, first decided and
 then remembered.
 
 The literals were produced by the code before the request path was made
-faster (issue 34), and moved once since on purpose: an InfiniBand-only
-container no longer preloads libmockfs, which without MOCK_PCI_ROOT did
-nothing (issue 35). A reply is pinned by its length and SHA-256 (the bytes
+faster (issue 34); the InfiniBand-only case's with its reply preloading no
+libmockfs, which does nothing without MOCK_PCI_ROOT (issue 35). A reply is pinned by its length and SHA-256 (the bytes
 themselves are 0-3 KB each); ``tests/nri/test_convert.py`` pins the encoding.
 """
 
