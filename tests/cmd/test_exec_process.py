@@ -143,10 +143,57 @@ def test_without_the_privilege_it_is_one_line(exec_node, drop):
     assert done.stderr.splitlines() == [NEEDS_ROOT]
 
 
+# --- NVIDIA_VISIBLE_DEVICES: the caller's GPUs, as a container allocated them ------------------
+# t4's GPUs 0-3 sit at 3b:00.0, 86:00.0, af:00.0 and d8:00.0 (10de:1eb8).
+LIST_NVIDIA = ("import os; d = '/sys/bus/pci/devices'; "
+               "print(sorted(e for e in os.listdir(d) if open(f'{d}/{e}/vendor').read() == '0x10de\\n'))")
+
+
+UUID = "GPU-00000074-0000-0000-0000-00000000000"
+
+
+@pytest.mark.skipif(shutil.which("lspci") is None, reason="no lspci here (pciutils): it is what this test runs")
+@pytest.mark.parametrize("visible, lspci, listed, smi, nodes", [
+    ("2", ["af:00.0 0302: 10de:1eb8"], "['0000:af:00.0']", [f"GPU 0: NVIDIA T4 (UUID: {UUID}2)"], ["nvidia2"]),
+    (f"{UUID}1,3", ["86:00.0 0302: 10de:1eb8", "d8:00.0 0302: 10de:1eb8"], "['0000:86:00.0', '0000:d8:00.0']",
+     [f"GPU 0: NVIDIA T4 (UUID: {UUID}1)", f"GPU 1: NVIDIA T4 (UUID: {UUID}3)"], ["nvidia1", "nvidia3"]),
+], ids=["an index", "a uuid and an index"])
+def test_dynamically_linked_readers_see_only_the_selected_gpus(exec_node, visible, lspci, listed, smi, nodes):
+    """lspci and Python (through libc, where a preload would reach) list the selected GPUs'
+    PCI devices and no other; NVIDIA's table agrees, and the other nodes are not in /dev."""
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", f"lspci -n; {sys.executable} -c \"{LIST_NVIDIA}\"; "
+                                        "nvidia-smi -L; ls /dev; printenv LD_PRELOAD MOCK_PCI_ROOT",
+                      env={"NVIDIA_VISIBLE_DEVICES": visible})
+    assert done.returncode == 1, done.stderr        # printenv: MOCK_PCI_ROOT is unset
+    out = done.stdout.splitlines()
+    assert [line for line in out if " 10de:" in line] == lspci
+    assert listed in out
+    assert [line for line in out if line.startswith("GPU ")] == smi
+    assert [line for line in out if line.startswith("nvidia") and line[6:].isdigit()] == nodes
+    assert "libmockfs" not in done.stdout
+
+
+def test_visible_devices_naming_no_gpu_of_the_node_is_one_line_and_nothing_runs(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", "echo ran", env={"NVIDIA_VISIBLE_DEVICES": "1,4"})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        "exec: NVIDIA_VISIBLE_DEVICES=1,4: '4' is no GPU of this node (indices 0, 1, 2, 3); "
+        "give all, or a comma list of its GPU indices or UUIDs"]
+
+
+def test_the_go_reader_sees_the_selected_gpu_alone(exec_node, go_reader):
+    root, _ = exec_node
+    done = mokka_exec(root, go_reader, env={"NVIDIA_VISIBLE_DEVICES": "1"})
+    assert done.returncode == 0, done.stderr
+    goreader.sees_gpus(goreader.parse(done.stdout), [1])
+
+
 # --- InfiniBand: MOCK_IB=full or sysfs is an InfiniBand-selected GPU container ---------------
-# On h100, mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7). What a Go or
-# static program reads is the kernel's /sys with the hook's view: `env -u LD_PRELOAD` reads
-# it so (libmockfs, preloaded into dynamically linked programs, reads the staged sys/ tree).
+# On h100, mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7). Every program,
+# static or dynamically linked, reads the kernel's /sys with the hook's view (no libmockfs is
+# preloaded where the hook is staged); `env -u LD_PRELOAD` makes sure of it for these.
 KERNEL_VIEW = ("env -u LD_PRELOAD cat /sys/bus/pci/devices/0000:1c:00.0/class "
                "/sys/bus/pci/devices/0000:1c:00.0/vendor /sys/bus/pci/devices/0000:1c:00.0/device "
                "/sys/bus/pci/devices/0000:1a:00.0/class; "
@@ -209,10 +256,11 @@ LSPCI = shutil.which("lspci")
     ("full", True, True),
     ("full", False, True),
     ("off", False, False),
-    ("off", True, True),     # libmockfs reads the staged sys/ tree, which holds every HCA
-], ids=["full", "full, kernel view", "off, kernel view", "off, through libmockfs"])
+    ("off", True, False),    # the command's own LD_PRELOAD: the hook's view all the same
+], ids=["full", "full, no preload", "off, no preload", "off"])
 def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
-    """lspci reads /sys/bus/pci/devices (libpci's sysfs method)."""
+    """lspci (dynamically linked) reads /sys/bus/pci/devices (libpci's sysfs method): the
+    hook's view, with the HCAs only when the caller's MOCK_IB selects InfiniBand."""
     root, _ = h100_node
     done = exec_with_ib(root, ib, "sh", "-c", ("" if preload else "env -u LD_PRELOAD ") + f"{LSPCI} -n")
     assert done.returncode == 0, done.stderr
