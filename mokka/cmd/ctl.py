@@ -1,7 +1,7 @@
 """``mokka ctl``: change a running node's GPUs without a redeploy.
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
-    ctl reset [GPU]            drop GPU's overrides, or every override
+    ctl reset [GPU]            drop GPU's overrides, or every override, and leave the drain state
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
     ctl status                 the visible GPUs and what is set on them, as JSON
@@ -199,12 +199,25 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         return 0
     if opts.gpu is None:
         dropped = ovr.clear(directory)
-        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped")
+        left = [t for t in targets if _undrain(lib, t)]
+        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
+              + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
-    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}")
+    left = "; drain state left" if _undrain(lib, target) else ""
+    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
     return 0
+
+
+def _undrain(lib, target: Target) -> bool:
+    """A reset takes the GPU out of the drain state too (mokka.smi.drain.undrain)."""
+    from mokka.engine import nvml
+    from mokka.smi import drain
+    try:
+        return drain.undrain(lib, target.index)
+    except nvml.NvmlError as exc:
+        raise Fail(f"{_named(target)}: cannot leave the drain state: {exc}")
 
 
 def _named(target: Target) -> str:

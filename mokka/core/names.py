@@ -315,6 +315,15 @@ MIG_CAP_MODE = 0o444
 #: agent removes it, and every file there whose name starts with it or with "." and it
 #: (a lock, a temp file), when the node boots and at teardown.
 MIG_STATE_FILE = "mig.nvml"
+#: A drained GPU (nvmlDeviceModifyDrainState, ``nvidia-smi drain -m 1``): the file
+#: ``drain-gpu<physical index>.nvml`` beside config.yaml, written by the mock library,
+#: holding DRAIN_STATE_HEADER and the line ``uuid <the GPU's UUID>``; absent: not
+#: draining. Removed when the GPU leaves the drain state or is reset, and by the agent
+#: with the partition state (a reboot loses both).
+DRAIN_STATE_PREFIX = "drain-gpu"
+DRAIN_STATE_SUFFIX = ".nvml"
+DRAIN_STATE_HEADER = "# mokka-nvml drain 1"
+DRAIN_STATE_MAX_BYTES = 256
 
 
 def gpu_node_name(index: int) -> str:

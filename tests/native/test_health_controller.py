@@ -153,3 +153,94 @@ def test_a_recovery_action_ctl_does_not_know_is_one_line_and_sets_nothing(nvml_l
     assert done.stderr == ("ctl: recovery_action=reboot: expected one of none, gpu_reset, node_reboot, "
                            "drain_p2p, drain_and_reset\n")
     assert fields(nvml_lib, mig_node)[1] == [0, 0, 0]
+
+
+# --- drain states --------------------------------------------------------------------
+
+DRAIN = """
+import json, sys, pynvml as n
+n.nvmlInit()
+pcis = [n.nvmlDeviceGetPciInfo(n.nvmlDeviceGetHandleByIndex(i)) for i in range(n.nvmlDeviceGetCount())]
+if len(sys.argv) > 1:
+    try:
+        n.nvmlDeviceModifyDrainState(pcis[int(sys.argv[1])], int(sys.argv[2]))
+        print(json.dumps("ok"))
+    except n.NVMLError as exc:
+        print(json.dumps(exc.value))
+else:
+    print(json.dumps([n.nvmlDeviceQueryDrainState(p) for p in pcis]))
+"""
+IN_USE = 19                                       # NVML_ERROR_IN_USE: persistence mode is on
+
+
+def drain(lib: str, env: dict, *args: str):
+    proc = python(lib, env, DRAIN, *args)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return json.loads(out)
+
+
+def persistence_off(env: dict, gpu: int) -> None:
+    """What ``nvidia-smi -pm 0`` leaves: the GPU's persistence mode disabled (an override)."""
+    from mokka.engine import overrides
+    overrides.update(os.path.join(os.path.dirname(env[names.ENV_NVML_CONFIG]), "overrides"), gpu,
+                     {"persistence_mode": "disabled"})
+
+
+@pytest.fixture
+def h100(tmp_path) -> dict:
+    return mn.board(str(tmp_path), "h100")
+
+
+def test_a_drained_gpu_reads_drained_in_every_process_until_a_reset(nvml_lib, h100):
+    assert drain(nvml_lib, h100, "1", "1") == IN_USE                    # persistence mode must be off
+    persistence_off(h100, 1)
+    done = mn.nvidia_smi(nvml_lib, h100, "drain", "-p", "0000:1B:00.0", "-m", "1")      # NVIDIA's 550
+    assert (done.returncode, done.stdout) == (0, "Successfully set GPU 00000000:1B:00.0 drain state to: "
+                                                 "draining.\n")
+    assert drain(nvml_lib, h100) == [0, 1, 0, 0, 0, 0, 0, 0]
+    ours = subprocess.run([sys.executable, "-m", "mokka", "nvidia-smi", "drain", "-p", "0000:1B:00.0", "-q"],
+                          env=clean_env(nvml_lib, h100), capture_output=True, text=True, timeout=60)
+    assert (ours.returncode, ours.stdout) == (0, "The current drain state of GPU 00000000:1B:00.0 is: "
+                                                 "draining.\n")
+    reset = ctl(nvml_lib, h100, "reset", "1")
+    assert (reset.returncode, reset.stdout) == (
+        0, "GPU 1 (GPU-01000100-0000-0000-0000-000000000001): overrides dropped; drain state left\n")
+    assert drain(nvml_lib, h100) == [0] * 8
+
+    persistence_off(h100, 1)
+    assert drain(nvml_lib, h100, "1", "1") == "ok"
+    assert drain(nvml_lib, h100) == [0, 1, 0, 0, 0, 0, 0, 0]
+    done = mn.nvidia_smi(nvml_lib, h100, "-r", "-i", "1")
+    assert done.returncode == 0, done.stdout
+    assert drain(nvml_lib, h100) == [0] * 8
+
+
+def test_a_drain_file_a_workload_planted_reads_as_not_draining(nvml_lib, h100):
+    persistence_off(h100, 1)
+    assert drain(nvml_lib, h100, "1", "1") == "ok"
+    config = os.path.dirname(h100[names.ENV_NVML_CONFIG])
+    with open(os.path.join(config, "drain-gpu1.nvml")) as f:
+        real = f.read()
+    assert real == "# mokka-nvml drain 1\nuuid GPU-01000100-0000-0000-0000-000000000001\n"
+    with open(os.path.join(config, "drain-gpu2.nvml"), "w") as f:       # another GPU's UUID
+        f.write(real)
+    os.symlink("drain-gpu1.nvml", os.path.join(config, "drain-gpu3.nvml"))   # a link: never followed
+    os.mkfifo(os.path.join(config, "drain-gpu4.nvml"))                       # a FIFO: never waited on
+    with open(os.path.join(config, "drain-gpu5.nvml"), "w") as f:           # GPU 5's, then more
+        f.write(real.replace("0001\n", "0005\n") + "x" * 4096)
+    assert drain(nvml_lib, h100) == [0, 1, 0, 0, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("args", [
+    (), ("-h",), ("-x",), ("-p",), ("-q",), ("-m", "1"), ("-p", "0000:1B:00.0"),
+    ("-p", "0000:1B:00.0", "-q"), ("--pciid", "0000:1b:00.0", "--query"), ("-p", "00000000:1B:00.0", "-q"),
+    ("-p", "0000:1B:00.0", "-m", "x"), ("-p", "0000:1B:00.0", "-m", "2"), ("-p", "0000:1B:00.0", "-m", "1"),
+    ("-p", "0000:1B:00.0", "-q", "extra"), ("-p", "0000:99:00.0", "-q"), ("-p", "0000:99:00.0", "-m", "1"),
+    ("-p", "0000:1B:00.0", "-r"), ("-d",),
+], ids=lambda args: " ".join(args) or "none")
+def test_our_drain_subcommand_prints_what_nvidia_550_prints(nvml_lib, h100, args):
+    theirs = mn.nvidia_smi(nvml_lib, h100, "drain", *args)
+    ours = subprocess.run([sys.executable, "-m", "mokka", "nvidia-smi", "drain", *args],
+                          env=clean_env(nvml_lib, h100), capture_output=True, text=True, timeout=60)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
