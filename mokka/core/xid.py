@@ -154,9 +154,15 @@ def kernel_pci(bus_id: str) -> str:
 
 def kmsg_line(inj: Injection, node_name: str) -> str:
     """The driver's Xid line, then ``node=NAME``: kind nodes share one kernel log and the
-    profiles give every node the same bus ids, so the node name says whose Xid it is."""
+    profiles give every node the same bus ids, so the node name says whose Xid it is. An
+    Xid attributed to a MIG instance names it after the address as NVRM prints it
+    (``PCI:0000:01:00 GPU-I:05 GPU-CI:00``; the GPU instance alone when no compute
+    instance is named)."""
     text = XID_TEXT.get(inj.code, DEFAULT_TEXT)
-    return (f"NVRM: Xid (PCI:{kernel_pci(inj.bus_id)}): {inj.code}, pid='<unknown>', name=<unknown>, "
+    where = kernel_pci(inj.bus_id)
+    if inj.gi is not None:
+        where += f" GPU-I:{inj.gi:02d}" + (f" GPU-CI:{inj.ci:02d}" if inj.ci is not None else "")
+    return (f"NVRM: Xid (PCI:{where}): {inj.code}, pid='<unknown>', name=<unknown>, "
             f"{text} node={node_name}")
 
 

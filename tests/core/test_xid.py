@@ -69,6 +69,15 @@ def test_rendered_document_parses_back():
                                                    "event.len 1", "last_seq 1"]
 
 
+def test_a_mig_devices_kernel_line_names_its_instances_as_nvrm_does():
+    inj = xid.Injection(3, "GPU-3", "00000000:8B:00.0", 79, 5, 0)
+    assert xid.kmsg_line(inj, "kind-worker") == (
+        "NVRM: Xid (PCI:0000:8b:00 GPU-I:05 GPU-CI:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus. node=kind-worker")
+    gi_only = xid.Injection(3, "GPU-3", "00000000:8B:00.0", 94, 12)
+    assert xid.kmsg_line(gi_only, "kind-worker").startswith("NVRM: Xid (PCI:0000:8b:00 GPU-I:12): 94, ")
+
+
 def test_a_mig_devices_event_keeps_its_instance_ids_through_the_document():
     from mokka.core import yamlio
     whole = xid.Injection(0, "GPU-0", "0000:1A:00.0", 48)
