@@ -148,6 +148,19 @@ def test_the_recovery_action_ctl_sets_reads_back_everywhere_until_a_reset(nvml_l
     assert our_report_rows(nvml_lib, mig_node, "1")[3] == "GPU Recovery Action : None"
 
 
+def test_both_nvidia_smis_query_the_reset_status_the_recovery_action_sets(nvml_lib, mig_node):
+    for gpu, action in (("1", "gpu_reset"), ("2", "drain_and_reset"), ("3", "node_reboot")):
+        assert ctl(nvml_lib, mig_node, "set", gpu, f"recovery_action={action}").returncode == 0
+    query = ["--query-gpu=index,reset_status.reset_required,reset_status.drain_and_reset_recommended",
+             "--format=csv,noheader"]
+    ours = subprocess.run([sys.executable, "-m", "mokka", "nvidia-smi", *query], env=clean_env(nvml_lib, mig_node),
+                          capture_output=True, text=True, timeout=60)
+    theirs = mn.nvidia_smi(nvml_lib, mig_node, *query)
+    expected = ["0, No, No", "1, Yes, No", "2, No, Yes", "3, No, No"]
+    assert ours.stdout.splitlines()[:4] == expected, ours.stderr
+    assert theirs.stdout.splitlines()[:4] == expected, theirs.stderr
+
+
 def test_a_recovery_action_ctl_does_not_know_is_one_line_and_sets_nothing(nvml_lib, mig_node):
     done = ctl(nvml_lib, mig_node, "set", "1", "recovery_action=reboot")
     assert (done.returncode, done.stdout) == (1, "")
