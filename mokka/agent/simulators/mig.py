@@ -86,14 +86,16 @@ def declaration(desired: Desired) -> str:
 
 def drop_partition_state(ov: Overlay) -> None:
     """The library's partition state and every file it keeps beside it (a lock, a temp),
-    whatever a workload put at those names (a directory, a link: removed, not followed)."""
+    and its drain states (a reboot loses them too), whatever a workload put at those
+    names (a directory, a link: removed, not followed)."""
     try:
         config = os.open(ov.driver_config, fsutil.DIR_NOFOLLOW)
     except OSError:
         return
     try:
         for name in os.listdir(config):
-            if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE)):
+            if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE,
+                                names.DRAIN_STATE_PREFIX, "." + names.DRAIN_STATE_PREFIX)):
                 fsutil.remove_at(config, name)
     finally:
         os.close(config)
