@@ -18,7 +18,8 @@ PAGE_TIMEOUT_S = 300
 
 #: Lines a page says its commands print, checked beside their exit status.
 PROMISED_LINES = {
-    "users/go-and-sys.md": ["0x030200", "550.163.01", "0x020700", "no HCA"],
+    "users/go-and-sys.md": ["0x030200", "550.163.01", "0x020700", "no HCA",
+                            "           +-02.0-[84-86]----00.0-[85-86]----00.0-[86]----00.0"],
     "users/nvml.md": ["8 580.65.06"],
     "users/host-tools.md": ["8 NVIDIA H100 80GB HBM3", "8 GPUs"],
     "users/ctl.md": ["1, 85, 450.00 W, 90 %", "nvidia-smi exit status 15"],
