@@ -67,14 +67,17 @@ PCI_SYSFS_DIR = "sys"
 #: container, as the whole overlay is): overlayfs lowers the proc hook
 #: (native/hooks/sysview.c) merges over the container's own /sys/devices, /sys/bus and
 #: /sys/module, so the kernel's entries stay and the node's GPUs and modules are added.
-#:   sysview/gpu/<minor>/devices/<root complex>/<bus id>/...   (the GPU's device directory)
-#:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
+#:   sysview/gpu/<minor>/devices/<root complex>/<bridges>/<bus id>/...   (the GPU's device
+#:       directory, nested in those of the PCIe bridges mokka.core.pcitopo places above it)
+#:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bridges>/<bus id>
+#:       (and the same link for each of its bridges)
 #:   sysview/module/<name>/{version,refcnt,initstate,coresize,holders/}
 #:   sysview/proc-modules: the lines /proc/modules gains (one per module, the kernel's format)
 #:   sysview/proc-devices: the char device lines the driver's modules register, which the
 #:                         "Character devices:" section of /proc/devices gains
-#:   sysview/hca/<n>/devices/<root complex>/<bus id>/...   (HCA mlx5_<n>'s PCI function)
-#:   sysview/hca/<n>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
+#:   sysview/hca/<n>/devices/<root complex>/<bridges>/<bus id>/...   (HCA mlx5_<n>'s PCI
+#:       function, on its GPU's switch)
+#:   sysview/hca/<n>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bridges>/<bus id>
 #: A GPU is keyed by its minor number: the container's /dev/nvidia<minor> says it may see it.
 #: An HCA by its index (mlx5_<n>), 0 up without a gap: the hook merges them all into a GPU
 #: container whose environment selects InfiniBand (ENV_IB set, and not IB_OFF).

@@ -53,7 +53,7 @@ def test_the_go_reader_sees_every_staged_gpu_and_the_kernels_own_entries(exec_no
     assert done.returncode == 0, done.stderr
     report = goreader.parse(done.stdout)
     goreader.sees_gpus(report, range(4))
-    assert goreader.kernel_entries(report) == goreader.host_pci_entries()
+    assert goreader.kernel_entries(report, range(4)) == goreader.host_pci_entries_beside(range(4))
 
 
 def test_cat_reads_the_drivers_version_where_the_driver_writes_it(exec_node):
@@ -272,3 +272,62 @@ def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
         assert nics[:2] == ["1c:00.0 0207: 15b3:1021", "1d:00.0 0207: 15b3:1021"] and len(nics) == 8
     else:
         assert nics == []
+
+
+#: t4's PCI tree as `lspci -t` draws it: each GPU behind a root port and a switch's two ports.
+T4_TREE = [
+    "-[0000:00]-+-01.0-[39-3b]----00.0-[3a-3b]----00.0-[3b]----00.0",
+    "           +-02.0-[84-86]----00.0-[85-86]----00.0-[86]----00.0",
+    "           +-03.0-[ad-af]----00.0-[ae-af]----00.0-[af]----00.0",
+    "           \\-04.0-[d6-d8]----00.0-[d7-d8]----00.0-[d8]----00.0"]
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+def test_lspci_draws_each_gpu_under_its_bridges(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, LSPCI, "-tv")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.partition("  NVIDIA Corporation ")[0] for line in lines] == T4_TREE
+    assert all(line.endswith("[Tesla T4]") for line in lines), lines
+    done = mokka_exec(root, "sh", "-c", f"{LSPCI} -s 00:02.0; {LSPCI} -s 84:00.0 -v")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == \
+        "00:02.0 PCI bridge: Intel Corporation Sky Lake-E PCI Express Root Port A"
+    assert "\tBus: primary=84, secondary=85, subordinate=86, sec-latency=0" in done.stdout.splitlines()
+    assert "\tKernel driver in use: pcieport" in done.stdout.splitlines()
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+def test_lspci_in_the_kernels_view_draws_the_gpus_under_their_bridges_beside_the_hosts(exec_node):
+    """Without libmockfs lspci reads the kernel's /sys with the node's tree merged in: each GPU's
+    branch is there whatever else the host has on its root bus."""
+    root, _ = exec_node
+    done = mokka_exec(root, "env", "-u", "LD_PRELOAD", LSPCI, "-t")
+    assert done.returncode == 0, done.stderr
+    for branch in T4_TREE:
+        assert branch[13:] in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+def test_lspci_draws_each_hca_on_its_gpus_switch(h100_node):
+    root, _ = h100_node
+    done = exec_with_ib(root, "full", LSPCI, "-t")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "-+-[0000:00]-+-01.0-[18-1c]----00.0-[19-1c]--+-00.0-[1a]----00.0",
+        " |           |                               \\-01.0-[1c]----00.0",
+        " |           +-02.0-[16-1d]----00.0-[17-1d]--+-00.0-[1b]----00.0",
+        " |           |                               \\-01.0-[1d]----00.0",
+        " |           +-03.0-[48-4c]----00.0-[49-4c]--+-00.0-[4a]----00.0",
+        " |           |                               \\-01.0-[4c]----00.0",
+        " |           \\-04.0-[46-4d]----00.0-[47-4d]--+-00.0-[4b]----00.0",
+        " |                                           \\-01.0-[4d]----00.0",
+        " \\-[0000:80]-+-01.0-[88-8c]----00.0-[89-8c]--+-00.0-[8a]----00.0",
+        "             |                               \\-01.0-[8c]----00.0",
+        "             +-02.0-[86-8d]----00.0-[87-8d]--+-00.0-[8b]----00.0",
+        "             |                               \\-01.0-[8d]----00.0",
+        "             +-03.0-[c8-cc]----00.0-[c9-cc]--+-00.0-[ca]----00.0",
+        "             |                               \\-01.0-[cc]----00.0",
+        "             \\-04.0-[c6-cd]----00.0-[c7-cd]--+-00.0-[cb]----00.0",
+        "                                             \\-01.0-[cd]----00.0"]

@@ -81,8 +81,9 @@ def test_the_devices_annotation_shows_every_gpu_and_the_kernels_own_entries(cont
     start_plugin()
     report = read_node(containerd.client(), "annotated", {names.ANNOTATION_DEVICES: "true"})
     goreader.sees_gpus(report, range(4))
-    # Added to the kernel's tree, not instead of it.
-    assert goreader.kernel_entries(report) == goreader.host_pci_entries()
+    # Added to the kernel's tree, not instead of it (where a staged bridge stands at one of
+    # the host's addresses, the staged one is read).
+    assert goreader.kernel_entries(report, range(4)) == goreader.host_pci_entries_beside(range(4))
 
 
 def test_a_device_plugin_allocation_of_one_gpu_shows_that_gpu_only(containerd, start_plugin, sys_node):
