@@ -6,6 +6,7 @@ is one line, and nothing of the host changes (its mount table, the staged tree).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -284,12 +285,14 @@ T4_TREE = [
 
 @pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
 def test_lspci_draws_each_gpu_under_its_bridges(exec_node):
+    """lspci reads the kernel's /sys with the node's tree merged in (no libmockfs under exec):
+    each GPU's branch is there whatever else the host has on its root bus."""
     root, _ = exec_node
     done = mokka_exec(root, LSPCI, "-tv")
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert [line.partition("  NVIDIA Corporation ")[0] for line in lines] == T4_TREE
-    assert all(line.endswith("[Tesla T4]") for line in lines), lines
+    drawn = [line.partition("  NVIDIA Corporation ")[0] for line in done.stdout.splitlines()
+             if line.endswith("[Tesla T4]")]
+    assert branches(drawn) == branches(T4_TREE)
     done = mokka_exec(root, "sh", "-c", f"{LSPCI} -s 00:02.0; {LSPCI} -s 84:00.0 -v")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == \
@@ -298,15 +301,13 @@ def test_lspci_draws_each_gpu_under_its_bridges(exec_node):
     assert "\tKernel driver in use: pcieport" in done.stdout.splitlines()
 
 
-@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
-def test_lspci_in_the_kernels_view_draws_the_gpus_under_their_bridges_beside_the_hosts(exec_node):
-    """Without libmockfs lspci reads the kernel's /sys with the node's tree merged in: each GPU's
-    branch is there whatever else the host has on its root bus."""
-    root, _ = exec_node
-    done = mokka_exec(root, "env", "-u", "LD_PRELOAD", LSPCI, "-t")
-    assert done.returncode == 0, done.stderr
-    for branch in T4_TREE:
-        assert branch[13:] in done.stdout, done.stdout
+_BRANCH = re.compile(r"[0-9a-f]{2}\.[0-7]-\[.*")
+
+
+def branches(lines: list[str]) -> list[str]:
+    """The bridge branches `lspci -t` draws, without the drawing to their left (which
+    depends on what else the host has on the same bus)."""
+    return [m.group(0) for m in map(_BRANCH.search, lines) if m]
 
 
 @pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
@@ -314,7 +315,7 @@ def test_lspci_draws_each_hca_on_its_gpus_switch(h100_node):
     root, _ = h100_node
     done = exec_with_ib(root, "full", LSPCI, "-t")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
+    assert branches(done.stdout.splitlines()) == branches([
         "-+-[0000:00]-+-01.0-[18-1c]----00.0-[19-1c]--+-00.0-[1a]----00.0",
         " |           |                               \\-01.0-[1c]----00.0",
         " |           +-02.0-[16-1d]----00.0-[17-1d]--+-00.0-[1b]----00.0",
@@ -330,4 +331,4 @@ def test_lspci_draws_each_hca_on_its_gpus_switch(h100_node):
         "             +-03.0-[c8-cc]----00.0-[c9-cc]--+-00.0-[ca]----00.0",
         "             |                               \\-01.0-[cc]----00.0",
         "             \\-04.0-[c6-cd]----00.0-[c7-cd]--+-00.0-[cb]----00.0",
-        "                                             \\-01.0-[cd]----00.0"]
+        "                                             \\-01.0-[cd]----00.0"])
