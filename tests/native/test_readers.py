@@ -1,0 +1,127 @@
+"""The readers DCGM asks of a GPU beyond the common ones (issue 36), read through pynvml on
+staged h100 and a100 nodes: PCIe speed and bus, performance states and their clock ranges,
+thermal settings, the dynamic P-state domains, detailed ECC counts, the InfoROM, NVLink error
+counters, and the driver's sample buffer over a window. Readers a real board of the profile
+refuses stay NOT_SUPPORTED, each with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from mokka.core import names
+from tests.native.conftest import run_probe
+from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
+
+NOT_SUPPORTED = ["err", 3]
+INVALID_ARGUMENT = ["err", 2]
+NOT_FOUND = ["err", 6]
+#: tests/corpus/dynamic_cases.PINNED_CLOCK, the second every staged process reads, in µs.
+NOW_US = 1700000000 * 1000000
+
+#: Per profile: what each reader answers for GPU 0, from the built-in profile.
+EXPECTED = {
+    "h100": {
+        "PcieSpeed": 32000,                     # Gen5: 32 GT/s a lane
+        "PcieLinkMaxSpeed": 5,                  # NVML_PCIE_LINK_MAX_SPEED_32000MBPS
+        # graphics and SM from the lowest supported clock to the maximum; memory: one clock
+        "MinMaxClockOfPState": {"graphics": [345, 1980], "sm": [345, 1980], "memory": [2619, 2619],
+                                "video": NOT_SUPPORTED},
+        # the GPU's own sensor: controller GPU_INTERNAL, 0 C to the shutdown threshold, target GPU
+        "ThermalSettings": {"count": 1, "sensors": [[1, 0, 92, 34, 1]]},
+        "InforomConfigurationChecksum": 3942094224,
+    },
+    "a100": {
+        "PcieSpeed": 16000,                     # Gen4
+        "PcieLinkMaxSpeed": 4,                  # NVML_PCIE_LINK_MAX_SPEED_16000MBPS
+        "MinMaxClockOfPState": {"graphics": [210, 1410], "sm": [210, 1410], "memory": [1215, 1215],
+                                "video": NOT_SUPPORTED},
+        "ThermalSettings": {"count": 1, "sensors": [[1, 0, 92, 33, 1]]},
+        "InforomConfigurationChecksum": 1901255167,
+    },
+}
+
+#: Both boards alike.
+COMMON = {
+    "BusType": 2,                               # NVML_BUS_TYPE_PCIE
+    "SupportedPerformanceStates": [0],          # P0 alone: the board never leaves it
+    "MinMaxClockOfP8": NOT_SUPPORTED,           # not one of its states
+    "ValidateInforom": None,
+    "DetailedEccErrors": {"l1Cache": 0, "l2Cache": 0, "deviceMemory": 0, "registerFile": 0},
+    # GPU, frame buffer, video, bus: present, busy as the utilization readings at the second
+    "DynamicPstatesInfo": [[1, 17, 0, 0], [1, 8, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]] + [[0, 0, 0, 0]] * 4,
+    "UtilizationRates": {"gpu": 17, "memory": 8},
+    "NvLinkErrorCounter": [0, 0, 0, 0, 0],      # replay, recovery, flit CRC, data CRC, data ECC
+    "NvLinkErrorCounterNoLink": INVALID_ARGUMENT,
+    "ResetNvLinkErrorCounters": None,
+}
+
+#: What a real board of these profiles refuses, so the mock refuses it too.
+REFUSED = {
+    # A100 and H100 have no NVENC engine (their MIG profiles list 0 encoders).
+    "EncoderCapacity": NOT_SUPPORTED,
+    # Single-GPU boards: nvml.h says bridge chips are on multi-GPU products only.
+    "BridgeChipInfo": NOT_SUPPORTED,
+    # nvml.h deprecates the NVLink utilization counters and their control for the
+    # NVML_FI_DEV_NVLINK_THROUGHPUT_* field values; Ampere's and later drivers refuse them.
+    "GetNvLinkUtilizationControl": NOT_SUPPORTED,
+    "SetNvLinkUtilizationControl": NOT_SUPPORTED,
+    "GetNvLinkUtilizationCounter": NOT_SUPPORTED,
+    "ResetNvLinkUtilizationCounter": NOT_SUPPORTED,
+    "FreezeNvLinkUtilizationCounter": NOT_SUPPORTED,
+}
+
+
+@pytest.fixture(scope="module", params=["h100", "a100"])
+def node(request, staged_node):
+    return request.param, staged_node(request.param)
+
+
+def probe(node, *args):
+    _, staged = node
+    seen, stderr = run_probe(staged.overlay.lib, staged.env(**{names.ENV_NVML_CONFIG: staged.config}),
+                             *args, probe=_PROBE)
+    return seen
+
+
+_PROBE = __file__.replace("test_readers.py", "readers_probe.py")
+
+
+def test_each_reader_answers_the_profile(node):
+    seen = probe(node, "readers", "0")
+    for name, value in {**EXPECTED[node[0]], **COMMON, **REFUSED}.items():
+        assert seen[name] == value, name
+
+
+def test_samples_cover_the_last_minute_a_second_apart(node):
+    value_type, samples = probe(node, "samples", "0", "1", "0")    # NVML_GPU_UTILIZATION_SAMPLES
+    assert value_type == 1                                          # NVML_VALUE_TYPE_UNSIGNED_INT
+    assert [t for t, _ in samples] == [NOW_US - s * 1000000 for s in range(59, -1, -1)]
+    assert samples[-1][1] == 17                                     # the reading of this second
+
+
+def test_samples_after_the_last_seen_are_the_moving_readings_of_their_seconds(node):
+    _, util = probe(node, "samples", "0", "1", str(NOW_US - 3000000))
+    _, memory = probe(node, "samples", "0", "2", str(NOW_US - 3000000 + 1))
+    _, power = probe(node, "samples", "0", "0", str(NOW_US - 2000000))
+    _, clocks = probe(node, "samples", "0", "5", str(NOW_US - 1000000))
+    start = NOW_US - 2000000
+    assert util == [[start, 13], [start + 1000000, 23], [NOW_US, 17]]
+    assert memory == [[start, 19], [start + 1000000, 18], [NOW_US, 8]]
+    assert power == [[start + 1000000, POWER[node[0]]], [NOW_US, POWER[node[0]]]]
+    assert clocks == [[NOW_US, {"h100": 345, "a100": 210}[node[0]]]]
+
+
+#: The boards' draw: their power block does not move.
+POWER = {"h100": 120000, "a100": 72000}
+
+
+def test_no_sample_is_newer_than_the_last_seen_one(node):
+    assert probe(node, "samples", "0", "1", str(NOW_US)) == NOT_FOUND
+
+
+def test_a_board_without_a_module_power_reading_has_no_such_samples(node):
+    assert probe(node, "samples", "0", "7", "0") == NOT_SUPPORTED  # NVML_MODULE_POWER_SAMPLES: Grace boards
+
+
+def test_no_process_utilization_without_a_cuda_process(node):
+    assert probe(node, "processes", "0") == NOT_FOUND
