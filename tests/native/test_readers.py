@@ -125,3 +125,32 @@ def test_a_board_without_a_module_power_reading_has_no_such_samples(node):
 
 def test_no_process_utilization_without_a_cuda_process(node):
     assert probe(node, "processes", "0") == NOT_FOUND
+
+
+def sample_blocks(text: str) -> dict:
+    """NVIDIA's nvidia-smi -q: each "... Samples" block of the first GPU, as its lines' values."""
+    blocks, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("GPU ") and blocks:
+            break
+        if line.strip().endswith("Samples") and ":" not in line:
+            current = blocks.setdefault(line.strip(), [])
+        elif current is not None and line.startswith(" " * 8) and ":" in line:
+            current.append(line.split(":", 1)[1].strip())
+        else:
+            current = None
+    return blocks
+
+
+def test_nvidia_smi_shows_the_minute_of_samples(node):
+    profile, staged = node
+    done = staged.run(["-q", "-d", "UTILIZATION,POWER,CLOCK", "-i", "0"])
+    assert done.returncode == 0, done.stderr
+    blocks = sample_blocks(done.stdout)
+    # duration, count, max, min, avg: the utilization moves between the profile's 10 and 45 %
+    assert blocks["GPU Utilization Samples"] == ["59.00 sec", "60", "45 %", "10 %", "26 %"]
+    assert blocks["Memory Utilization Samples"] == ["59.00 sec", "60", "25 %", "5 %", "15 %"]
+    watts = {"h100": "120.00 W", "a100": "72.00 W"}[profile]
+    assert blocks["Power Samples"] == ["59.00 sec", "60", watts, watts, watts]
+    mhz = {"h100": "345 MHz", "a100": "210 MHz"}[profile]
+    assert blocks["SM Clock Samples"] == ["59.00 sec", "60", mhz, mhz, mhz]
