@@ -3,6 +3,7 @@
  * Each reads from 0 C to the limit nvidia-smi shows for it: the shutdown threshold for the
  * GPU, the memory's maximum for the memory. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <string.h>
 
 #include "api.h"
@@ -17,14 +18,20 @@ static const struct sensor SENSORS[] = {
     {NVML_THERMAL_TARGET_MEMORY, K_THERMAL_TEMPERATURE_MEMORY_C, K_THERMAL_MEMORY_MAX_C},
 };
 
+/* v within an int (the state is written by whoever can write driver/config). */
+static int as_int(long long v)
+{
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
+
 /* 1 and the sensor's reading when the state has both its temperature and its limit. */
 static int read_sensor(const struct mock_gpu *g, const struct sensor *s, int *current, int *max)
 {
     long long c, m;
     if (!gpu_i64(g, s->current, &c) || !gpu_i64(g, s->max, &m))
         return 0;
-    *current = (int)c;
-    *max = (int)m;
+    *current = as_int(c);
+    *max = as_int(m);
     return 1;
 }
 
