@@ -35,7 +35,8 @@ EXPECTED = {
         "PcieLinkMaxSpeed": 4,                  # NVML_PCIE_LINK_MAX_SPEED_16000MBPS
         "MinMaxClockOfPState": {"graphics": [210, 1410], "sm": [210, 1410], "memory": [1215, 1215],
                                 "video": NOT_SUPPORTED},
-        "ThermalSettings": {"count": 1, "sensors": [[1, 0, 92, 33, 1]]},
+        # and the HBM's: 0 C to its maximum, target memory
+        "ThermalSettings": {"count": 2, "sensors": [[1, 0, 92, 33, 1], [1, 0, 95, 31, 2]]},
         "InforomConfigurationChecksum": 1901255167,
     },
 }
