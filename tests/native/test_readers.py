@@ -10,6 +10,7 @@ import pytest
 
 from mokka.core import names
 from tests.native.conftest import run_probe
+from tests.native.mig_nodes import board
 from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
 
 NOT_SUPPORTED = ["err", 3]
@@ -155,3 +156,15 @@ def test_nvidia_smi_shows_the_minute_of_samples(node):
     assert blocks["Power Samples"] == ["59.00 sec", "60", watts, watts, watts]
     mhz = {"h100": "345 MHz", "a100": "210 MHz"}[profile]
     assert blocks["SM Clock Samples"] == ["59.00 sec", "60", mhz, mhz, mhz]
+
+
+def test_a_mig_enabled_gpu_has_no_utilization_samples_or_process_utilization(nvml_lib, tmp_path):
+    """nvml.h: on a MIG-enabled GPU the utilization samples and process utilization are not
+    supported; its power still is."""
+    env = {**board(str(tmp_path), "h100", mig="enabled"), names.ENV_NVML_CLOCK: str(NOW_US // 1000000)}
+    seen = run_probe(nvml_lib, env, "samples", "0", "1", "0", probe=_PROBE)[0]
+    assert seen == NOT_SUPPORTED                                     # NVML_GPU_UTILIZATION_SAMPLES
+    _, power = run_probe(nvml_lib, env, "samples", "0", "0", str(NOW_US - 1000000), probe=_PROBE)[0]
+    assert power == [[NOW_US, 120000]]
+    assert run_probe(nvml_lib, env, "processes", "0", probe=_PROBE)[0] == NOT_SUPPORTED
+    assert run_probe(nvml_lib, env, "readers", "0", probe=_PROBE)[0]["DynamicPstatesInfo"] == NOT_SUPPORTED
