@@ -1,5 +1,6 @@
-"""nvmlDeviceGetProcessUtilization lists the GPU's live CUDA processes, sharing the GPU's
-utilization of the second evenly among them (the state knows no process's own)."""
+"""nvmlDeviceGetProcessUtilization and nvmlDeviceGetProcessesUtilizationInfo list the GPU's
+live CUDA processes, sharing the GPU's utilization of the second evenly among them (the state
+knows no process's own)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ def h100(tmp_path):
 
 
 def utilization(lib, env, gpu: int):
-    return run_probe(lib, env, "processes", str(gpu), probe=READERS)[0]
+    """What both calls list, as the older one's samples (the newer adds JPEG and OFA: 0 here)."""
+    old = run_probe(lib, env, "processes", str(gpu), probe=READERS)[0]
+    new = run_probe(lib, env, "processes-info", str(gpu), probe=READERS)[0]
+    if old[:1] == ["err"]:
+        assert new == old
+    else:
+        assert new == [row + [0, 0] for row in old]
+    return old
 
 
 def test_a_cuda_process_has_the_gpus_utilization(cuda_lib, h100, holders):

@@ -6,6 +6,8 @@ readers DCGM asks of a GPU answer, through pynvml.
                                                       [[timestamp, value], ...]]
     readers_probe.py processes INDEX                  nvmlDeviceGetProcessUtilization(0):
                                                       [[pid, timestamp, sm, mem, enc, dec], ...]
+    readers_probe.py processes-info INDEX             nvmlDeviceGetProcessesUtilizationInfo(0): the
+                                                      same, then jpeg, ofa
 
 Prints one JSON document; an NVML error is ["err", code].
 """
@@ -102,6 +104,13 @@ def processes(h):
     return [[p.pid, p.timeStamp, p.smUtil, p.memUtil, p.encUtil, p.decUtil] for p in got]
 
 
+def processes_info(h):
+    got = call(n.nvmlDeviceGetProcessesUtilizationInfo, h, 0)
+    if got and got[0] == "err":
+        return got
+    return [[p.pid, p.timeStamp, p.smUtil, p.memUtil, p.encUtil, p.decUtil, p.jpgUtil, p.ofaUtil] for p in got]
+
+
 def main(argv: list[str]) -> None:
     n.nvmlInit()
     h = n.nvmlDeviceGetHandleByIndex(int(argv[1]))
@@ -109,8 +118,10 @@ def main(argv: list[str]) -> None:
         out = readers(h)
     elif argv[0] == "samples":
         out = samples(h, int(argv[2]), int(argv[3]))
-    else:
+    elif argv[0] == "processes":
         out = processes(h)
+    else:
+        out = processes_info(h)
     print(json.dumps(out))
 
 

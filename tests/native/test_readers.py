@@ -127,6 +127,7 @@ def test_a_board_without_a_module_power_reading_has_no_such_samples(node):
 
 def test_no_process_utilization_without_a_cuda_process(node):
     assert probe(node, "processes", "0") == NOT_FOUND
+    assert probe(node, "processes-info", "0") == NOT_FOUND
 
 
 def sample_blocks(text: str) -> dict:
@@ -167,4 +168,5 @@ def test_a_mig_enabled_gpu_has_no_utilization_samples_or_process_utilization(nvm
     _, power = run_probe(nvml_lib, env, "samples", "0", "0", str(NOW_US - 1000000), probe=_PROBE)[0]
     assert power == [[NOW_US, 120000]]
     assert run_probe(nvml_lib, env, "processes", "0", probe=_PROBE)[0] == NOT_SUPPORTED
+    assert run_probe(nvml_lib, env, "processes-info", "0", probe=_PROBE)[0] == NOT_SUPPORTED
     assert run_probe(nvml_lib, env, "readers", "0", probe=_PROBE)[0]["DynamicPstatesInfo"] == NOT_SUPPORTED
