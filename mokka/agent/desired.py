@@ -1,9 +1,9 @@
 """Raw documents -> the desired node state every simulator stages from (pure).
 
 The staged ``config.yaml`` is the parsed profile with ``system.num_devices``
-set to the GPU count (the profile's, or ``--gpu-count``), written out again as plain block YAML (never an edit of
-the user's text, so flow style, JSON, anchors and merge keys stage as they
-compile). We compile THAT text, so config.nvml's profile digest is the digest
+set to the GPU count (the profile's, or ``--gpu-count``), written out again as
+plain block YAML (never an edit of the user's text, so flow style, JSON, anchors
+and merge keys stage as they compile). We compile THAT text, so config.nvml's profile digest is the digest
 of the staged file, which the mock NVML library checks.
 """
 
