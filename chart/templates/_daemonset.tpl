@@ -93,6 +93,9 @@ spec:
             {{- if .Values.nodeAgent.allowRealDriver }}
             - --allow-real-driver
             {{- end }}
+            {{- if ne (toString .Values.gpu.count) "" }}
+            - --gpu-count={{ .Values.gpu.count }}
+            {{- end }}
             {{- with .Values.gpu.mig.layout }}
             - --mig-layout={{ . }}
             {{- end }}
@@ -126,10 +129,6 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: spec.nodeName
-            {{- with toString .Values.gpu.count }}
-            - name: MOKKA_AGENT_GPU_COUNT
-              value: {{ . | quote }}
-            {{- end }}
           # A refusal to start (a real NVIDIA driver on the node) is the container's last
           # words: kubectl describe pod shows them as the last state's message.
           terminationMessagePolicy: FallbackToLogsOnError

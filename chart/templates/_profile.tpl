@@ -16,9 +16,8 @@ or, when a value changes it, that profile parsed, changed and written out again.
 {{- fail (printf "gpu.profile %q is not a built-in profile: use a100, h100, b200, gb200, gb300, l40s or t4, or give the whole profile in gpu.customConfig" $g.profile) -}}
 {{- end -}}
 {{- end -}}
-{{- $count := toString $g.count -}}
 {{- $tier := toString .Values.infiniband.mockTier -}}
-{{- if not (or (ne $count "") $g.failureInjection.enabled $g.dynamicMetrics.enabled (eq $tier "off")) -}}
+{{- if not (or $g.failureInjection.enabled $g.dynamicMetrics.enabled (eq $tier "off")) -}}
 {{- $base -}}
 {{- else -}}
 {{- $doc := fromYaml $base -}}
@@ -26,11 +25,6 @@ or, when a value changes it, that profile parsed, changed and written out again.
 {{- fail (printf "%s is not a YAML mapping: %s" $from (get $doc "Error")) -}}
 {{- end -}}
 {{- $defaults := default (dict) (get $doc "device_defaults") -}}
-{{- if ne $count "" -}}
-{{- $system := default (dict) (get $doc "system") -}}
-{{- $_ := set $system "num_devices" (int $g.count) -}}
-{{- $_ := set $doc "system" $system -}}
-{{- end -}}
 {{- if $g.failureInjection.enabled -}}
 {{- $fi := $g.failureInjection -}}
 {{- $failure := dict "mode" $fi.mode -}}

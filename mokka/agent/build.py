@@ -56,6 +56,7 @@ class AgentConfig:
     resync_interval: float = 60.0
     shutdown_timeout: float = 30.0
     imex_channels: int = 0
+    gpu_count: int = 0                # 0: the profile's count; else system.num_devices
     mig_layout: str = ""              # boot every GPU with MIG on and this layout of the profile
     cdi_spec_dir: str = names.CDI_SPEC_DIR
     nvidia_smi: str | None = None     # NVIDIA's binary to stage instead of the Python shim
@@ -138,9 +139,12 @@ def build_agent(cfg: AgentConfig, log=None, clock=time.monotonic,
                     simulators=[s.name for s in sims],
                     notices=lambda: {s.name: n for s in sims if (n := getattr(s, "notice", lambda: None)())})
     lock = StagingLock(under(cfg.host_root, cfg.staging_lock_path))
+    # Only a name the user gave makes the GPUs this node's own: a host name fallback
+    # would change every UUID of a node that was never named.
     source = FileSource(cfg.profile, cfg.topology, node_name(cfg), log,
                         resync_interval=cfg.resync_interval, imex_channels=cfg.imex_channels,
-                        mig_layout=cfg.mig_layout)
+                        mig_layout=cfg.mig_layout, identity_node=cfg.node_name,
+                        gpu_count=cfg.gpu_count)
     return Agent(source=source, reconciler=Reconciler(sims, health, lock, log, clock),
                  health=health, fs=host.fs, lock=lock, log=log, clock=clock, root_lock=held,
                  runtime_dirs=tuple(host.overlay.join(d) for d in names.NODE_CONFIG_DIRS))

@@ -1,9 +1,9 @@
 """Raw documents -> the desired node state every simulator stages from (pure).
 
 The staged ``config.yaml`` is the parsed profile with ``system.num_devices``
-set to the GPU count, written out again as plain block YAML (never an edit of
-the user's text, so flow style, JSON, anchors and merge keys stage as they
-compile). We compile THAT text, so config.nvml's profile digest is the digest
+set to the GPU count (the profile's, or ``--gpu-count``), written out again as
+plain block YAML (never an edit of the user's text, so flow style, JSON, anchors
+and merge keys stage as they compile). We compile THAT text, so config.nvml's profile digest is the digest
 of the staged file, which the mock NVML library checks.
 """
 
@@ -93,21 +93,24 @@ def parse_topology(text: bytes | None, where: str) -> dict | None:
 
 def build(generation: int, profile_source: str, profile_path: str, profile_text: bytes,
           topology_text: bytes | None = None, topology_path: str = "",
-          node_name: str = "", imex_channels: int = 0, mig_layout: str = "") -> Desired:
-    """Compile one desired state; every rejection is a DesiredError naming the file."""
+          node_name: str = "", imex_channels: int = 0, mig_layout: str = "",
+          identity_node: str = "", gpu_count: int = 0) -> Desired:
+    """Compile one desired state; every rejection is a DesiredError naming the file.
+    ``gpu_count`` (0: the profile's) stages that many GPUs; ``identity_node`` gives them
+    that node's identities (mokka.core.identity)."""
     try:
         first = prof.parse(profile_text, source=profile_source, path=profile_path)
         problem = mig_layout_problem(first.doc, mig_layout) if mig_layout else None
         if problem:
             raise DesiredError(profile_path, problem)
-        staged = staged_text(first.doc, first.count, mig_layout)
+        staged = staged_text(first.doc, gpu_count or first.count, mig_layout)
         profile = prof.parse(staged, source=profile_source, path=profile_path)
     except prof.ProfileError as exc:
         reason = f"{exc.field}: {exc.message}" if exc.field else exc.message
         raise DesiredError(profile_path, reason) from None
     doc = parse_topology(topology_text, topology_path)
     try:
-        state = comp.compile_profile(profile, doc, node_name)
+        state = comp.compile_profile(profile, doc, node_name, identity_node)
         state_nvml = flatstate.state_companion(state)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # A profile the schema let through that compile cannot take is our bug, but the

@@ -42,13 +42,15 @@ def watch_dirs(path: str) -> set[str]:
 class FileSource:
     def __init__(self, profile: str, topology: str | None, node_name: str, log,
                  resync_interval: float = 60.0, imex_channels: int = 0, mig_layout: str = "",
-                 debounce: float = 0.1, max_delay: float = 1.0):
+                 debounce: float = 0.1, max_delay: float = 1.0, identity_node: str = "",
+                 gpu_count: int = 0):
         self.profile = profile or names.DEFAULT_PROFILE
         self.builtin = not prof.is_path(self.profile)     # a built-in is fixed: not watched
         self.topology = topology or None
         self.node_name, self.log = node_name, log
         self.resync_interval, self.imex_channels = resync_interval, imex_channels
         self.mig_layout = mig_layout
+        self.identity_node, self.gpu_count = identity_node, gpu_count
         self.debounce, self.max_delay = debounce, max_delay
         self.generation = 0
         self.rejected: ds.DesiredError | None = None
@@ -133,7 +135,8 @@ class FileSource:
         try:
             desired = ds.build(self.generation + 1, self.profile, path, text, topo_text,
                                self.topology or "", self.node_name, self.imex_channels,
-                               self.mig_layout)
+                               self.mig_layout, identity_node=self.identity_node,
+                               gpu_count=self.gpu_count)
         except ds.DesiredError as exc:
             return self._reject(inputs, exc)
         self.generation += 1

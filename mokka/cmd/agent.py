@@ -21,7 +21,9 @@ ENV = "MOKKA_AGENT_"
 @click.option("--topology", envvar=ENV + "TOPOLOGY", default=None,
               help="ComputeDomain topology document (watched; absent = none). Env MOKKA_AGENT_TOPOLOGY.")
 @click.option("--node-name", envvar="NODE_NAME", default="",
-              help="This node's name (empty: the host name). Env NODE_NAME.")
+              help="This node's name (empty: the host name). Given, the GPUs' UUIDs, serials, "
+                   "board ids and NVLink cluster UUID are this node's own (unless the profile "
+                   "says system.identity: fixed). Env NODE_NAME.")
 @click.option("--host-root", envvar=ENV + "HOST_ROOT", default="/", show_default=True,
               help="Prefix of every host path. Env MOKKA_AGENT_HOST_ROOT.")
 @click.option("--overlay-host-path", envvar=ENV + "OVERLAY_HOST_PATH",
@@ -47,6 +49,10 @@ ENV = "MOKKA_AGENT_"
 @click.option("--imex-channels", envvar=ENV + "IMEX_CHANNELS", type=click.IntRange(min=0), default=0,
               help=f"Stage N IMEX channels (0: {names.IMEX_CHANNEL_COUNT} on fabric profiles only). "
                    "Env MOKKA_AGENT_IMEX_CHANNELS.")
+@click.option("--gpu-count", envvar=ENV + "GPU_COUNT", type=click.IntRange(1, names.MAX_GPUS),
+              default=None, metavar="N",
+              help=f"Stage N GPUs (1-{names.MAX_GPUS}) of any profile: its system.num_devices "
+                   "(default: the profile's count). Env MOKKA_AGENT_GPU_COUNT.")
 @click.option("--mig-layout", envvar=ENV + "MIG_LAYOUT", default="", metavar="NAME",
               help="Boot every GPU with MIG on and this layout of the profile's mig.layouts "
                    "(e.g. all-balanced; empty: the profile's own MIG settings). "
@@ -182,6 +188,7 @@ def agent_config(once: bool, teardown: bool, health_addr: str, kwargs: dict):
                     parse_addr(addr)
         except ValueError as exc:
             raise CommandError(str(exc))
+    kwargs["gpu_count"] = kwargs["gpu_count"] or 0
     kwargs["ib_relay_peers"] = tuple(p.strip() for p in kwargs["ib_relay_peers"].split(",")
                                      if p.strip())
     if kwargs["mig_layout"]:

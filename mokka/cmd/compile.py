@@ -20,7 +20,9 @@ from mokka.core import names
               help="A built-in profile name or the path of a profile file.")
 @click.option("--topology", envvar="MOKKA_TOPOLOGY", default=None,
               help="A ComputeDomain topology document to apply for --node-name.")
-@click.option("--node-name", envvar="NODE_NAME", default="", help="This node's Kubernetes name.")
+@click.option("--node-name", envvar="NODE_NAME", default="",
+              help="This node's Kubernetes name: the GPUs get its identities, as the node agent "
+                   "gives them (UUIDs, serials, board ids, NVLink cluster UUID). Env NODE_NAME.")
 @click.option("--companion", "companion_of", envvar="MOKKA_COMPILE_COMPANION", default=None,
               metavar="FILE.yaml",
               help="Write FILE.nvml (and state.json beside a profile) instead of printing. "
@@ -36,7 +38,7 @@ def command(profile: str, topology: str | None, node_name: str, companion_of: st
     from mokka.core.profile import ProfileError, load
 
     try:
-        state = comp.compile_profile(load(profile), doc, node_name)
+        state = comp.compile_profile(load(profile), doc, node_name, node_name)
     except ProfileError as exc:
         raise CommandError(str(exc))
     click.echo(comp.dumps(state), nl=False)
@@ -89,7 +91,8 @@ def _companion(kind: str, path: str, text: bytes, doc, topology_doc: dict | None
             raise CommandError(f"{path}: an overrides document is a mapping of GPU fields")
         return flatstate.overrides_companion(doc, text)
     try:
-        state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name)
+        state = comp.compile_profile(parse(text, source=path, path=path), topology_doc, node_name,
+                                     node_name)
     except ProfileError as exc:
         raise CommandError(str(exc))
     return flatstate.state_companion(state)

@@ -20,10 +20,14 @@ from mokka.core import names
 @click.option("--overlay-host-path", envvar="MOKKA_OVERLAY_HOST_PATH",
               default=names.OVERLAY_HOST_PATH, show_default=True,
               help="Where the overlay is staged on the host (before --host-root).")
+@click.option("--node-name", envvar="NODE_NAME", default="",
+              help="The node the specs are for: its GPUs' UUIDs name the devices, as the node "
+                   "agent names them (empty: the profile's UUIDs). Env NODE_NAME.")
 @click.option("--out", "out_dir", envvar="MOKKA_CDI_OUT", default=None,
               help="Write nvidia.yaml and nvml-mock-nri.yaml into this directory instead.")
 @common_options
-def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str | None, gates) -> None:
+def command(profile: str, host_root: str, overlay_host_path: str, node_name: str, out_dir: str | None,
+            gates) -> None:
     from mokka.core import cdi
     from mokka.core.compile import compile_profile
     from mokka.core.fsutil import atomic_write
@@ -31,7 +35,7 @@ def command(profile: str, host_root: str, overlay_host_path: str, out_dir: str |
     from mokka.core.profile import ProfileError, load
 
     try:
-        state = compile_profile(load(profile))
+        state = compile_profile(load(profile), None, node_name, node_name)
     except ProfileError as exc:
         raise CommandError(str(exc))
     from mokka.engine import native

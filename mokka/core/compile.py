@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 
 from mokka import __version__
-from mokka.core import cudaboard, kernelmodules, mig, names
+from mokka.core import cudaboard, identity, kernelmodules, mig, names
 from mokka.core.profile import Profile, copy_tree, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
@@ -39,7 +39,10 @@ IB_DEFAULTS = {
 
 
 def compile_profile(profile: Profile, topology_doc: dict | None = None,
-                    node_name: str = "") -> dict:
+                    node_name: str = "", identity_node: str = "") -> dict:
+    """``node_name`` places the node in ``topology_doc``; ``identity_node`` (the name a
+    user gave the node: the agent's --node-name) gives the GPUs that node's identities
+    (mokka.core.identity; "": the profile's own)."""
     doc = profile.doc
     system = doc.get("system") or {}
     gpus = [copy_tree(d) for d in profile.devices]
@@ -53,6 +56,8 @@ def compile_profile(profile: Profile, topology_doc: dict | None = None,
         if isinstance(gpu.get("mig"), dict):
             gpu["mig"] = _mig(gpu["mig"])
         gpu["cuda"] = cudaboard.fill(gpu)
+    if identity.per_node(system, identity_node):
+        identity.apply(gpus, identity_node)     # before a topology document's cluster UUID
     mig_tables = share_mig_tables(gpus)
     state = {
         "schema_version": names.STATE_SCHEMA_VERSION,

@@ -612,6 +612,12 @@ FEATURE_GATES = {
 DEFAULT_PROFILE = "gb300"
 BUILTIN_PROFILES = ("a100", "h100", "b200", "gb200", "gb300", "l40s", "t4")
 STATE_SCHEMA_VERSION = 1
+#: ``system.identity``: a GPU's UUID, serial, board id and NVLink cluster UUID are derived
+#: from the node name the profile is compiled for (per-node), or stand as the profile
+#: writes them (fixed: a capture replayed on its own node).
+IDENTITY_PER_NODE = "per-node"
+IDENTITY_FIXED = "fixed"
+IDENTITY_MODES = (IDENTITY_PER_NODE, IDENTITY_FIXED)
 
 # --- Bounds on what a profile (or any YAML document Mokka reads) may cost ----
 

@@ -421,6 +421,7 @@ PROFILE = Map({
                    "nvml_version": Str(numbers=True, max_len=32),
                    **ints("cuda_version_major cuda_version_minor", maximum=999),
                    "num_devices": Int(maximum=names.MAX_GPUS),
+                   "identity": Str(choices=names.IDENTITY_MODES, noun="identity"),
                    # The kernel modules the node loads besides nvidia, nvidia_uvm and
                    # nvidia_modeset (mokka.core.kernelmodules).
                    "kernel_modules": List(Str(choices=kernelmodules.DECLARABLE, noun="kernel module",

@@ -26,8 +26,9 @@ domains:
 
 
 def expected(path: str, data: bytes, topology: bytes | None = None, node: str = "") -> ds.Desired:
-    """What the agent stages; with no --node-name it names the node as the host is named."""
-    return ds.build(0, path, path, data, topology, "", node or os.uname().nodename)
+    """What the agent stages; with no --node-name it names the node as the host is named
+    (and the GPUs keep the profile's identities)."""
+    return ds.build(0, path, path, data, topology, "", node or os.uname().nodename, identity_node=node)
 
 
 def gpu_nodes(root: str) -> list[str]:

@@ -121,15 +121,15 @@ def test_two_pools_render_two_node_selected_daemonsets(render, tmp_path):
         assert volumes["profile"]["configMap"]["name"] == cm
     assert profile_of(configmaps["nvml-mock-h100-config"])["device_defaults"]["name"] == \
         "NVIDIA H100 80GB HBM3"
-    assert profile_of(configmaps["nvml-mock-h100-config"])["system"]["num_devices"] == 4
+    assert "num_devices" not in profile_of(configmaps["nvml-mock-h100-config"])["system"]
     assert profile_of(configmaps["nvml-mock-t4-config"])["device_defaults"]["name"] == "NVIDIA T4"
     with open(os.path.join(CHART, "profiles", "t4.yaml")) as f:
         assert configmaps["nvml-mock-t4-config"]["data"]["config.yaml"] == f.read()
     h100_agent = print_config(agent_of(h100))
     assert h100_agent["mig_layout"] == "all-balanced"
     assert print_config(agent_of(t4))["mig_layout"] == ""
-    assert {"name": "MOKKA_AGENT_GPU_COUNT", "value": "4"} in agent_of(h100)["env"]
-    assert not any(e["name"] == "MOKKA_AGENT_GPU_COUNT" for e in agent_of(t4)["env"])
+    assert h100_agent["gpu_count"] == 4
+    assert print_config(agent_of(t4))["gpu_count"] == 0          # 0: the profile's own count
     # Both pods carry the NRI sidecar.
     for ds in (h100, t4):
         names_ = [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
@@ -148,8 +148,10 @@ def test_a_pool_takes_what_it_does_not_set_from_gpu(render, tmp_path):
     right = profile_of(configmaps["nvml-mock-right-config"])
     assert left["device_defaults"]["name"] == right["device_defaults"]["name"] == \
         "NVIDIA A100-SXM4-40GB"
-    assert (left["system"]["num_devices"], right["system"]["num_devices"]) == (2, 1)
-    assert print_config(agent_of(daemonsets["nvml-mock-left"]))["mig_layout"] == "all-1g.10gb"
+    left_agent = print_config(agent_of(daemonsets["nvml-mock-left"]))
+    right_agent = print_config(agent_of(daemonsets["nvml-mock-right"]))
+    assert (left_agent["gpu_count"], right_agent["gpu_count"]) == (2, 1)
+    assert left_agent["mig_layout"] == "all-1g.10gb"
     assert print_config(agent_of(daemonsets["nvml-mock-right"]))["mig_layout"] == ""
 
 

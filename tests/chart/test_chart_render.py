@@ -267,6 +267,19 @@ def test_the_mig_layout_reaches_the_agent(render, sets, want):
     assert any(a.startswith("--mig-layout") for a in agent["args"]) is bool(want)
 
 
+@pytest.mark.parametrize("sets, want", [
+    ([], 0), (["gpu.count=3"], 3), (["gpu.profile=t4", "gpu.count=64"], 64),
+], ids=["the profile's count by default", "3", "t4 64"])
+def test_the_gpu_count_reaches_the_agent_and_leaves_the_profile_as_it_is(render, sets, want):
+    r = render(*sets)
+    agent = r.container("node-agent")
+    assert print_config(agent)["gpu_count"] == want
+    assert any(a.startswith("--gpu-count") for a in agent["args"]) is bool(want)
+    profile = "t4" if "gpu.profile=t4" in sets else "gb300"
+    with open(os.path.join(ROOT, "mokka", "core", "profiles", f"{profile}.yaml")) as f:
+        assert r.configmap("-config")["data"]["config.yaml"] == f.read()
+
+
 @pytest.mark.parametrize("enabled, want", [("true", True), ("false", False)])
 def test_fabricmanager_enabled_reaches_the_agent(render, enabled, want):
     r = render(f"fabricmanager.enabled={enabled}")
@@ -318,7 +331,7 @@ def compile_profile(path: str) -> dict:
 
 @pytest.mark.parametrize("profile", ["gb300", "t4"])
 def test_values_folded_into_the_profile_compile_as_the_same_edit_in_python(render, tmp_path, profile):
-    r = render(f"gpu.profile={profile}", "gpu.count=2", "gpu.failureInjection.enabled=true",
+    r = render(f"gpu.profile={profile}", "gpu.failureInjection.enabled=true",
                "gpu.failureInjection.mode=ecc_uncorrectable", "gpu.failureInjection.probability=0.25",
                "gpu.failureInjection.after_calls=10", "gpu.dynamicMetrics.enabled=true",
                "gpu.dynamicMetrics.seed=7", "gpu.dynamicMetrics.temperature.base_c=40",
@@ -327,7 +340,6 @@ def test_values_folded_into_the_profile_compile_as_the_same_edit_in_python(rende
     rendered.write_text(r.configmap("-config")["data"]["config.yaml"])
     with open(os.path.join(ROOT, "mokka", "core", "profiles", f"{profile}.yaml")) as f:
         doc = yaml.safe_load(f)
-    doc["system"]["num_devices"] = 2
     dd = doc["device_defaults"]
     dd["failure"] = {"mode": "ecc_uncorrectable", "probability": 0.25, "after_calls": 10}
     dd["dynamic_metrics"] = {
@@ -343,7 +355,6 @@ def test_values_folded_into_the_profile_compile_as_the_same_edit_in_python(rende
     for state in (got, want):
         del state["profile"]              # where the file was read from, and its digest
     assert got == want
-    assert got["gpu_count"] == 2 and len(got["gpus"]) == 2
     assert got["gpus"][1]["failure"] == {"mode": "ecc_uncorrectable", "probability": 0.25,
                                          "after_calls": 10}
     assert got["gpus"][0]["dynamic_metrics"]["temperature"]["base_c"] == 40
@@ -351,7 +362,7 @@ def test_values_folded_into_the_profile_compile_as_the_same_edit_in_python(rende
     assert got["gpus"][0]["dynamic_metrics"]["seed"] == 7
 
 
-def test_custom_config_wins_and_count_trims_it(render, tmp_path):
+def test_custom_config_wins_and_the_count_reaches_the_agent_for_it(render, tmp_path):
     with open(os.path.join(ROOT, "mokka", "core", "profiles", "h100.yaml")) as f:
         custom = f.read()
     values = tmp_path / "values.yaml"
@@ -359,11 +370,8 @@ def test_custom_config_wins_and_count_trims_it(render, tmp_path):
     r = render(values=str(values))
     assert r.configmap("-config")["data"]["config.yaml"] == custom
     r = render("gpu.count=3", values=str(values))
-    trimmed = tmp_path / "c.yaml"
-    trimmed.write_text(r.configmap("-config")["data"]["config.yaml"])
-    state = compile_profile(str(trimmed))
-    assert state["gpu_count"] == 3
-    assert state["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert r.configmap("-config")["data"]["config.yaml"] == custom
+    assert print_config(r.container("node-agent"))["gpu_count"] == 3
 
 
 def test_helm_package(helm, tmp_path):

@@ -53,7 +53,8 @@ def test_a_profile_swap_reloads_mock_ib_and_keeps_the_open_port(tmp_path):
             f"mlx5_{i}".encode().ljust(20, b"\0") for i in range(4))
 
         configmap_dir(cm, {"profile.yaml": b}, "v2")
-        agent.wait_staged(ds.build(0, profile, profile, b, None, "", "node-a").digest)
+        agent.wait_staged(ds.build(0, profile, profile, b, None, "", "node-a",
+                                   identity_node="node-a").digest)
 
         # Staged comes before the daemons' Reload in a pass: wait for the new answer.
         wait_until(lambda: node_desc(client, A100_MLX5_1) == (0, b"node-a mlx5_1"),

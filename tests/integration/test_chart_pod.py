@@ -39,10 +39,12 @@ PROFILE = "gb300"
 GPUS = 8
 
 
-def render(helm: str, *sets: str) -> list[dict]:
+def render(helm: str, *sets: str, files: tuple[str, ...] = ()) -> list[dict]:
     argv = [helm, "template", "nvml-mock", CHART, "--namespace", "mokka", "--kube-version", "1.31.0"]
     for s in sets:
         argv += ["--set", s]
+    for s in files:
+        argv += ["--set-file", s]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
@@ -146,7 +148,7 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
     try:
         pod.wait_ready(timeout=120)
         # The agent staged the node: the driver root, the state, the library.
-        state = state_of(os.path.join(overlay, "driver", "config", names.PROFILE_FILE))
+        state = state_of(os.path.join(overlay, "driver", "config", names.PROFILE_FILE), NODE)
         assert len(state["gpus"]) == GPUS
         # /stagedz says so; the plugin's /readyz says it registered.
         with urllib.request.urlopen(f"http://127.0.0.1:{agent_port}/stagedz", timeout=5) as resp:
@@ -199,15 +201,17 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         remove_pod(cri, pod_id)
 
         if mode == "raw":
-            # helm upgrade --set gpu.count=2: the ConfigMap changes, and the pod template
-            # only by the agent's MOKKA_AGENT_GPU_COUNT (a cluster rolls the pods); the
-            # kubelet swaps the mounted files and the running agent's watch restages the
-            # node with 2 GPUs from the ConfigMap alone.
-            upgraded = render(helm, *sets, "gpu.count=2")
+            # helm upgrade with a custom profile of 2 GPUs: the ConfigMap changes, the pod
+            # template does not (no rollout); the kubelet swaps the mounted files and the
+            # agent's watch restages the node with 2 GPUs.
+            with open(os.path.join(ROOT, "mokka", "core", "profiles",
+                                   names.DEFAULT_PROFILE + ".yaml")) as f:
+                custom = yaml.safe_load(f)
+            custom["system"]["num_devices"] = 2
+            custom_file = tmp_path / "two-gpus.yaml"
+            custom_file.write_text(yaml.safe_dump(custom))
+            upgraded = render(helm, *sets, files=(f"gpu.customConfig={custom_file}",))
             (new_ds,) = [d for d in upgraded if d["kind"] == "DaemonSet"]
-            new_agent = new_ds["spec"]["template"]["spec"]["containers"][0]
-            assert {"name": "MOKKA_AGENT_GPU_COUNT", "value": "2"} in new_agent["env"]
-            new_agent["env"].remove({"name": "MOKKA_AGENT_GPU_COUNT", "value": "2"})
             assert new_ds["spec"]["template"] == template
             new_maps = {d["metadata"]["name"]: d["data"] for d in upgraded if d["kind"] == "ConfigMap"}
             assert new_maps["nvml-mock-config"] != configmaps["nvml-mock-config"]
