@@ -47,8 +47,16 @@ def apply(gpus: list[dict], node_name: str) -> None:
         # NVLink domain one cluster UUID.
         gpu["board_id"] = int(_hash(node_name, "board", str(gpu["board_id"]))[:8], 16) or 1
         fabric = gpu.get("fabric")
-        if isinstance(fabric, dict) and _is_cluster(fabric.get("cluster_uuid")):
-            fabric["cluster_uuid"] = _uuid_text(_hash(node_name, "cluster", fabric["cluster_uuid"]))
+        if isinstance(fabric, dict):
+            fabric["cluster_uuid"] = cluster_uuid(node_name, fabric.get("cluster_uuid"))
+
+
+def cluster_uuid(node_name: str, profile_value):
+    """The NVLink cluster UUID a node's GPUs report for the profile's (normalized) value:
+    the node's own, or the value as it is where it names no cluster (the zero UUID)."""
+    if not _is_cluster(profile_value):
+        return profile_value
+    return _uuid_text(_hash(node_name, "cluster", profile_value))
 
 
 def _hash(node_name: str, where, value: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 from mokka.core import profile as profiles
@@ -53,7 +54,7 @@ def shape(pool: Pool, strategy: str, **host) -> kwok.Shape:
     except gfd.LabelError as exc:
         raise PoolError(f"profile {loaded.source}: {exc}") from None
     labels = {**pool.labels, **of.extra_labels}
-    return kwok.Shape(of.gpu_labels, of.gpu_resources, labels, of.arch, of.cpu, of.memory, of.pods)
+    return dataclasses.replace(of, extra_labels=labels)
 
 
 def node_names(prefix: str, pool: Pool, count: int) -> list[str]:

@@ -29,9 +29,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from mokka.core.compile import normalize_cluster_uuid
+
 MIG_STRATEGIES = ("none", "single", "mixed")
 PREFIX = "nvidia.com/"
 GPU_RESOURCE = PREFIX + "gpu"
+CLIQUE_LABEL = PREFIX + "gpu.clique"
 #: The PCI class every Mokka GPU has (pcibus.PCI_CLASS: a 3D controller).
 GPU_MODE = "compute"
 #: Fabric states in which a GPU counts as attached (the profile's ``fabric.state``).
@@ -166,7 +169,7 @@ def _clique(gpus: list[dict]) -> dict[str, str]:
         fabric = gpu.get("fabric") or {}
         if not fabric or str(fabric.get("state", "auto")).lower() not in ATTACHED_STATES:
             continue
-        ids.add((str(fabric.get("cluster_uuid") or ""), str(fabric.get("clique_id", ""))))
+        ids.add((normalize_cluster_uuid(fabric.get("cluster_uuid")), str(int(fabric.get("clique_id") or 0))))
     if len(ids) != 1:
         return {}
     cluster, clique = ids.pop()

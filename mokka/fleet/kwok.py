@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mokka.core import identity
 from mokka.fleet import gfd
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -33,6 +34,9 @@ class Shape:
     gpu_labels: dict
     gpu_resources: dict
     extra_labels: dict = field(default_factory=dict)
+    #: Whether each node's GPUs take its name's identities (mokka.core.identity), as a
+    #: node-agent given that node name stages them: the NVLink cluster UUID in gpu.clique.
+    per_node: bool = False
     arch: str = "amd64"
     cpu: str = "32"
     memory: str = "256Gi"
@@ -52,7 +56,15 @@ def check_name(name: str) -> str | None:
 def shape(system: dict, gpus: list[dict], layout: list[str] | None, strategy: str, **host) -> Shape:
     labels = gfd.labels(system, gpus, layout, strategy)
     return Shape(gpu_labels=labels, gpu_resources=gfd.resources(labels, len(gpus), layout, strategy),
-                 **host)
+                 per_node=identity.per_node(system, "-"), **host)
+
+
+def _node_gpu_labels(name: str, of: Shape) -> dict:
+    clique = of.gpu_labels.get(gfd.CLIQUE_LABEL)
+    if not of.per_node or not clique:
+        return of.gpu_labels
+    cluster, _, clique_id = clique.rpartition(".")
+    return {**of.gpu_labels, gfd.CLIQUE_LABEL: f"{identity.cluster_uuid(name, cluster)}.{clique_id}"}
 
 
 def node(name: str, of: Shape) -> dict:
@@ -60,7 +72,7 @@ def node(name: str, of: Shape) -> dict:
     labels = {"beta.kubernetes.io/arch": of.arch, "beta.kubernetes.io/os": "linux",
               "kubernetes.io/arch": of.arch, "kubernetes.io/hostname": name,
               "kubernetes.io/os": "linux", "type": "kwok", NFD_NVIDIA_LABEL: "true",
-              **of.extra_labels, **of.gpu_labels}
+              **of.extra_labels, **_node_gpu_labels(name, of)}
     resources = {"cpu": of.cpu, "memory": of.memory, "pods": of.pods, **of.gpu_resources}
     return {
         "apiVersion": "v1",

@@ -3,6 +3,7 @@ NVIDIA's device plugin advertises them, pools from the chart's values, one line 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -149,3 +150,23 @@ def test_bad_pools_are_one_line(capsys, tmp_path, values, line):
     path.write_text(values)
     status, lines = refused(capsys, "--values", str(path))
     assert (status, lines) == (1, [f"kwok-nodes: {path}: {line}"])
+
+
+def test_each_node_is_its_own_nvlink_domain_as_a_named_agent_stages_it(capsysbinary):
+    """gpu.clique carries the cluster UUID a node-agent given that node's name stages
+    (mokka.core.identity): distinct per node, and the profile's own with identity: fixed."""
+    nodes = run(capsysbinary, "--profile", "h100", "--count", "2")
+    assert [n["metadata"]["labels"]["nvidia.com/gpu.clique"] for n in nodes] == [
+        "7312307d-5383-a971-2488-6de64dd66fb8.0", "1e1f87ed-bc8d-e681-86c0-67f9e8456762.0"]
+
+
+def test_a_fixed_identity_profile_keeps_its_cluster(capsysbinary, tmp_path):
+    import mokka.core.profiles as builtin
+    with open(os.path.join(os.path.dirname(builtin.__file__), "h100.yaml")) as f:
+        doc = yaml.safe_load(f)
+    doc["system"]["identity"] = "fixed"
+    path = tmp_path / "h100-fixed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    nodes = run(capsysbinary, "--profile", str(path), "--count", "2")
+    assert {n["metadata"]["labels"]["nvidia.com/gpu.clique"] for n in nodes} == {
+        "00000000-0000-0000-0000-000000000001.0"}
