@@ -175,6 +175,15 @@ MIG_STATE_MAX_BYTES = 256 * 1024
 #: starves behind many processes changing MIG at once (each holds it about a millisecond).
 MIG_LOCK_WAIT_MS = 10000
 
+#: settings.nvml (SETTINGS_STATE_FILE), what NVML's setters set on the node's GPUs (power
+#: limit, persistence and compute mode, application and locked clocks, ECC mode), as the mock
+#: library writes it (native/nvml/engine/settings_file.c): a companion with no YAML twin, of
+#: kind "settings", changed under the config directory's flock (MIG_LOCK_WAIT_MS) beside
+#: mig.nvml. A GPU reset drops the GPU's lines but its ECC mode (the pending one becomes current).
+SETTINGS_STATE_KIND = "settings"
+#: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
+SETTINGS_STATE_MAX_BYTES = 64 * 1024
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
@@ -307,6 +316,10 @@ MIG_CAP_MODE = 0o444
 #: agent removes it, and every file there whose name starts with it or with "." and it
 #: (a lock, a temp file), when the node boots and at teardown.
 MIG_STATE_FILE = "mig.nvml"
+#: The node-wide settings of NVML's setters, kept by the mock library beside mig.nvml and
+#: removed with it (the same prefixes) when the node boots and at teardown: a reboot
+#: loses them as it does on a real node.
+SETTINGS_STATE_FILE = "settings.nvml"
 
 
 def gpu_node_name(index: int) -> str:

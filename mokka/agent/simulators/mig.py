@@ -84,16 +84,22 @@ def declaration(desired: Desired) -> str:
                        for g in desired.state["gpus"]], sort_keys=True)
 
 
-def drop_partition_state(ov: Overlay) -> None:
-    """The library's partition state and every file it keeps beside it (a lock, a temp),
-    whatever a workload put at those names (a directory, a link: removed, not followed)."""
+#: The library's runtime documents: the partitions and what NVML's setters set. A booting
+#: node (and teardown) starts without them, as a reboot loses them on a real node.
+RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE)
+
+
+def drop_runtime_documents(ov: Overlay) -> None:
+    """The library's runtime documents (the partitions, the setters' settings) and every
+    file it keeps beside them (a lock, a temp), whatever a workload put at those names (a
+    directory, a link: removed, not followed)."""
     try:
         config = os.open(ov.driver_config, fsutil.DIR_NOFOLLOW)
     except OSError:
         return
     try:
         for name in os.listdir(config):
-            if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE)):
+            if name.startswith(RUNTIME_DOCUMENTS + tuple("." + d for d in RUNTIME_DOCUMENTS)):
                 fsutil.remove_at(config, name)
     finally:
         os.close(config)
@@ -121,7 +127,7 @@ class Mig:
             declared = declaration(desired)
             if declared != self._declared:
                 # A booting node, or GPUs that changed: partitions of the old ones are gone.
-                drop_partition_state(self.host.overlay)
+                drop_runtime_documents(self.host.overlay)
                 self._declared = declared
             self.host.fs.converge(OWNER, driver_tree(self.host.overlay))
 
@@ -143,7 +149,7 @@ class Mig:
         with self._mu:
             self.host.fs.remove_owner(PARTITIONS)
             self.host.fs.remove_owner(OWNER)
-            drop_partition_state(self.host.overlay)
+            drop_runtime_documents(self.host.overlay)
             self._declared = None
 
     def ready(self) -> tuple[bool, str]:

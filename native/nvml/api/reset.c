@@ -8,7 +8,9 @@
  * documents of other GPUs and the one for every GPU stay as they are.
  *
  * It also does to the GPU's MIG partitions what a reset does on the real driver
- * (mig.c): a pending MIG mode becomes the current one, and no instance survives.
+ * (mig.c): a pending MIG mode becomes the current one, and no instance survives;
+ * and to what NVML's setters set (../engine/settings.c): they go back to the board's,
+ * but a pending ECC mode, which becomes the current one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,6 +65,8 @@ nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices)
         nvmlReturn_t ret = reset_one(n, phys[i]);
         if (ret == NVML_SUCCESS)
             ret = mig_reset(n, phys[i]);
+        if (ret == NVML_SUCCESS)
+            ret = settings_reset(n, phys[i]);
         if (ret != NVML_SUCCESS)
             return ret;
     }

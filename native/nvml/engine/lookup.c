@@ -1,5 +1,7 @@
 /* One GPU's values through the layers (see engine.h):
- * overrides gpu<p>: K > overrides all: K > derived (moving readings, fabric) > state gpu.<p>.K.
+ * overrides gpu<p>: K > overrides all: K > settings (NVML's setters, node-wide) >
+ * derived (moving readings, fabric) > state gpu.<p>.K. A current graphics or SM clock
+ * found in any layer runs within the locked clocks (settings.c).
  *
  * Overrides merge as mokka/engine/overrides.deep_merge writes them: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
@@ -59,14 +61,24 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
     const char *val = NULL;
-    char moving[32];
+    char moving[32], set[32];
     int where = layer_lookup(overrides_gpu(l, g->phys), "", key, &val);
     if (where == MISS)
         where = layer_lookup(overrides_all(l), "", key, &val);
+    if (where == MISS && settings_value(g, key, set, sizeof set)) {
+        val = set;
+        where = FOUND;
+    }
     if (where == MISS && (val = derived(g, key, moving, sizeof moving)) != NULL)
         where = FOUND;
     if (where == MISS)
         where = layer_lookup(&g->node->state, g->base, key, &val);
+    char capped[32];
+    unsigned long long mhz;
+    if (where == FOUND && sscanf(val, "%llu", &mhz) == 1 && settings_locked(g, key, mhz) != mhz) {
+        snprintf(capped, sizeof capped, "%llu", settings_locked(g, key, mhz));
+        val = capped;
+    }
     int result = 0;
     if (where == FOUND) {
         size_t len = strlen(val);
