@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "mokka_private.h"
 
 /* The checks every setter makes: the handle, then the caller. */
 static nvmlReturn_t target(nvmlDevice_t device, const struct mock_gpu **g)
@@ -230,4 +231,16 @@ nvmlReturn_t DECLDIR nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
     nvmlReturn_t ret = target(device, &g);
     struct clock_pair c = {NVML_CLOCK_LIMIT_ID_UNLIMITED, NVML_CLOCK_LIMIT_ID_UNLIMITED};
     return ret != NVML_SUCCESS ? ret : change(g, set_locked, &c);
+}
+
+/* --- Mokka's own: what `mokka ctl reset` clears --------------------------------------------- */
+
+nvmlReturn_t nvmlMokkaResetDeviceSettings(unsigned int physicalIndex)
+{
+    const struct mock_node *n = mock_node();
+    if (!n)
+        return NVML_ERROR_UNINITIALIZED;
+    if (physicalIndex >= n->count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return settings_reset(n, physicalIndex);
 }

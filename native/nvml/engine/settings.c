@@ -257,7 +257,7 @@ static const char *const COMPUTE_WORDS[NVML_COMPUTEMODE_COUNT] = {
 static int is_setting(const char *key)
 {
     static const char *const keys[] = {K_POWER_ENFORCED_LIMIT_MW, K_PERSISTENCE_MODE, K_COMPUTE_MODE,
-                                       K_CLOCKS_GRAPHICS_APP, K_CLOCKS_SM_APP, K_CLOCKS_MEMORY_APP,
+                                       K_CLOCKS_GRAPHICS_APP, K_CLOCKS_MEMORY_APP,
                                        K_ECC_MODE_CURRENT, K_ECC_MODE_PENDING};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(key, keys[i]) == 0)
@@ -278,7 +278,7 @@ int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t 
         n = snprintf(out, size, "%s", s.persistence ? "Enabled" : "Disabled");
     else if (strcmp(key, K_COMPUTE_MODE) == 0 && s.compute_mode >= 0)
         n = snprintf(out, size, "%s", COMPUTE_WORDS[s.compute_mode]);
-    else if ((strcmp(key, K_CLOCKS_GRAPHICS_APP) == 0 || strcmp(key, K_CLOCKS_SM_APP) == 0) && s.app_graphics_mhz)
+    else if (strcmp(key, K_CLOCKS_GRAPHICS_APP) == 0 && s.app_graphics_mhz)
         n = snprintf(out, size, "%u", s.app_graphics_mhz);
     else if (strcmp(key, K_CLOCKS_MEMORY_APP) == 0 && s.app_memory_mhz)
         n = snprintf(out, size, "%u", s.app_memory_mhz);
