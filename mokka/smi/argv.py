@@ -51,6 +51,8 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -rac, --reset-applications-clocks  Reset the application clocks to their default.
     -lgc, --lock-gpu-clocks=    Lock the GPU clocks to a range: MIN_MHZ,MAX_MHZ (or tdp, unlimited)
     -rgc, --reset-gpu-clocks    Unlock the GPU clocks.
+    -lmc, --lock-memory-clocks= Lock the memory clocks to a range: MIN_MHZ,MAX_MHZ
+    -rmc, --reset-memory-clocks Unlock the memory clocks.
     -pl,  --power-limit=        Set the power limit in watts.
     -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
     mig                         MIG management: -lgip, -lgipp, -cgi, -C, -dgi, -lgi, -lcip,

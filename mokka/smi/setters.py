@@ -1,5 +1,5 @@
 """nvidia-smi's device modifications: ``-pl``, ``-pm``, ``-c``, ``-lgc``/``-rgc``,
-``-ac``/``-rac``, ``-e``, each a call of NVML's setter through the library, so the
+``-lmc``/``-rmc``, ``-ac``/``-rac``, ``-e``, each a call of NVML's setter through the library, so the
 change is the node's (settings.nvml, kept by the library) and every process reads it.
 
 Texts and exit statuses as NVIDIA's nvidia-smi 550 prints them over the same library
@@ -31,6 +31,8 @@ PERSISTENCE_WARNING = ("\nWarning: persistence mode is disabled on device {}. Se
 BAD_LOCKED = ("Specified clocks \"{}\" are not valid. Please format input as 'gpuClkMin,gpuClkMax' or 'gpuClkVal' "
               "e.g. '--lock-gpu-clocks=1500,1500', '--lock-gpu-clocks=1500', or "
               "'--lock-gpu-clocks=tdp,unlimited'\n" + EARLY)
+BAD_MEMORY_LOCKED = ("Specified clocks \"{}\" are not valid. Please format input as 'memClkMin,memClkMax' or "
+                     "'memClkVal' e.g. --lock-memory-clocks=5100,5100 or --lock-memory-clocks=5100\n" + EARLY)
 BAD_APPLICATIONS = ('Specified clocks "{}" are not valid. Please format input as memClk,smClk e.g. '
                     "--applications-clocks=2000,300\n" + EARLY)
 EXIT_INVALID, EXIT_UNKNOWN = 2, 255
@@ -39,11 +41,12 @@ EXIT_INVALID, EXIT_UNKNOWN = 2, 255
 OPTIONS = {
     "-pl": "power", "--power-limit": "power", "-pm": "persistence", "--persistence-mode": "persistence",
     "-c": "compute", "--compute-mode": "compute", "-lgc": "lock", "--lock-gpu-clocks": "lock",
-    "-rgc": "unlock", "--reset-gpu-clocks": "unlock", "-ac": "applications", "--applications-clocks": "applications",
+    "-rgc": "unlock", "--reset-gpu-clocks": "unlock", "-lmc": "lock-memory", "--lock-memory-clocks": "lock-memory",
+    "-rmc": "unlock-memory", "--reset-memory-clocks": "unlock-memory", "-ac": "applications", "--applications-clocks": "applications",
     "-rac": "reset-applications", "--reset-applications-clocks": "reset-applications",
     "-e": "ecc", "--ecc-config": "ecc",
 }
-TAKES_VALUE = frozenset({"power", "persistence", "compute", "lock", "applications", "ecc"})
+TAKES_VALUE = frozenset({"power", "persistence", "compute", "lock", "lock-memory", "applications", "ecc"})
 #: nvmlComputeMode_t by the number and the word nvidia-smi takes.
 COMPUTE_MODES = {"DEFAULT": 0, "EXCLUSIVE_THREAD": 1, "PROHIBITED": 2, "EXCLUSIVE_PROCESS": 3}
 ENABLE_WORDS = {"0": 0, "DISABLED": 0, "1": 1, "ENABLED": 1}
@@ -218,6 +221,20 @@ def lock(lib, gpus, flag, value, out) -> int:
     return 0
 
 
+def lock_memory(lib, gpus, flag, value, out) -> int:
+    parts = value.split(",")
+    parts = parts * 2 if len(parts) == 1 else parts
+    if len(parts) != 2 or not all(p.isdigit() and len(p) <= 9 for p in parts):
+        raise _ended(BAD_MEMORY_LOCKED.format(value), EXIT_INVALID)     # the whole value, unlike -lgc
+    lo, hi = int(parts[0]), int(parts[1])
+    combination = f"memClkMin {lo}, memClkMax {hi}"
+    for gpu in gpus:
+        code = lib.ask("nvmlDeviceSetMemoryLockedClocks", gpu.handle, C.c_uint(lo), C.c_uint(hi))
+        _clock_result(lib, gpu, code, combination, f'Memory clocks set to "({combination})" for GPU {{}}', out)
+    print(ALL_DONE, file=out)
+    return 0
+
+
 def applications(lib, gpus, flag, value, out) -> int:
     parts = value.split(",")
     if len(parts) != 2 or not all(p.isdigit() and len(p) <= 9 for p in parts):
@@ -242,4 +259,5 @@ def _reset_clocks(function: str):
 
 ACTIONS = {"power": power, "persistence": persistence, "compute": compute, "ecc": ecc, "lock": lock,
            "applications": applications, "unlock": _reset_clocks("nvmlDeviceResetGpuLockedClocks"),
+           "lock-memory": lock_memory, "unlock-memory": _reset_clocks("nvmlDeviceResetMemoryLockedClocks"),
            "reset-applications": _reset_clocks("nvmlDeviceResetApplicationsClocks")}

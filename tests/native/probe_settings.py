@@ -38,6 +38,9 @@ def read(h) -> dict:
         "graphics": call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_GRAPHICS),
         "sm": call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
         "ecc": call(n.nvmlDeviceGetEccMode, h),
+        "memory": call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
+        "draw": call(n.nvmlDeviceGetPowerUsage, h),
+        "reasons": call(n.nvmlDeviceGetCurrentClocksEventReasons, h),
     }
 
 

@@ -3,7 +3,8 @@ other process reads (the node's settings.nvml, written by the library alone), he
 the board's bounds, refused to a caller that is not root, and undone by a GPU reset,
 which makes a pending ECC mode current. An h100 board: power limits 200-700 W (700
 default), persistence on, compute mode Default, ECC on, application clocks 2619/1980
-MHz by default, its graphics clock 345 MHz idle, supported graphics clocks up to 1980.
+MHz by default (its one memory clock), its graphics clock 345 MHz idle, supported graphics
+clocks up to 1980, drawing 120 W, idle (clock event reason 0x1).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from tests.native.conftest import HERE, clean_env
 PROBE = os.path.join(HERE, "probe_settings.py")
 SUCCESS, INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, VERSION_MISMATCH = 0, 2, 3, 4, 25
 BOOT = {"power_limit": 700000, "enforced_limit": 700000, "persistence": 1, "compute_mode": 0,
-        "app_graphics": 1980, "app_memory": 2619, "graphics": 345, "sm": 345, "ecc": [1, 1]}
+        "app_graphics": 1980, "app_memory": 2619, "graphics": 345, "sm": 345, "ecc": [1, 1],
+        "memory": 2619, "draw": 120000, "reasons": 0x1}
 
 
 def probe(lib, env, *args):
@@ -96,6 +98,28 @@ def test_locked_clocks_hold_the_moving_clocks_within_them(nvml_lib, node):
     assert read(nvml_lib, node)["graphics"] == 1980
     assert settable(nvml_lib, node, 0, "ResetGpuLockedClocks") == SUCCESS
     assert read(nvml_lib, node) == BOOT
+
+
+def test_memory_clocks_lock_to_the_boards_memory_clocks(nvml_lib, node):
+    assert settable(nvml_lib, node, 0, "SetMemoryLockedClocks", 1000, 2000) == INVALID_ARGUMENT
+    assert settable(nvml_lib, node, 0, "SetMemoryLockedClocks", 2619, 2620) == INVALID_ARGUMENT
+    assert settable(nvml_lib, node, 0, "SetMemoryLockedClocks", 0, 0) == INVALID_ARGUMENT
+    assert settable(nvml_lib, node, 0, "SetMemoryLockedClocks", 2619, 2619) == SUCCESS
+    assert read(nvml_lib, node) == BOOT
+    assert settable(nvml_lib, node, 0, "ResetMemoryLockedClocks") == SUCCESS
+    assert settable(nvml_lib, node, 0, "SetMemoryLockedClocks", 2619, 2619, nobody=True) == NO_PERMISSION
+
+
+def test_a_power_limit_under_the_draw_holds_the_draw_and_is_a_sw_power_cap(nvml_lib, node):
+    done = subprocess.run([sys.executable, "-m", "mokka", "ctl", "set", "0", "power=450W"],
+                          env=clean_env(nvml_lib, node), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert read(nvml_lib, node)["draw"] == 450000
+    assert settable(nvml_lib, node, 0, "SetPowerManagementLimit", 300000) == SUCCESS
+    assert read(nvml_lib, node) == {**BOOT, "power_limit": 300000, "enforced_limit": 300000, "draw": 300000,
+                                    "reasons": 0x1 | 0x4}                   # idle, SW power cap
+    assert settable(nvml_lib, node, 0, "SetPowerManagementLimit", 500000) == SUCCESS
+    assert read(nvml_lib, node) == {**BOOT, "power_limit": 500000, "enforced_limit": 500000, "draw": 450000}
 
 
 def test_a_reset_clears_the_settings_and_makes_the_pending_ecc_mode_current(nvml_lib, node):

@@ -1,4 +1,4 @@
-"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -ac/-rac, -e): NVIDIA's
+"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -lmc/-rmc, -ac/-rac, -e): NVIDIA's
 550 texts and exit statuses (tests/native/test_setters_550.py runs NVIDIA's binary over
 the same library for them), and the change read back by the next run. An h100 overlay:
 power limits 200-700 W, persistence on, compute mode Default, ECC on, application clocks
@@ -65,6 +65,9 @@ def test_clocks_are_locked_and_set_among_the_supported_ones(ov, dev_root):
         0, f'Specified clock combination "(gpuClkMin 1500, gpuClkMax 1000)" is not supported for GPU {BUS0}. '
            "Run 'nvidia-smi -q -d SUPPORTED_CLOCKS' to see list of supported clock combinations\n"
            "Treating as warning and moving on.\nAll done.\n")
+    assert said(ov, dev_root, "-lmc", "2619", "-i", "0") == (
+        0, f'Memory clocks set to "(memClkMin 2619, memClkMax 2619)" for GPU {BUS0}\n{PERSISTENCE_OFF}All done.\n')
+    assert said(ov, dev_root, "-rmc", "-i", "0") == (0, "All done.\n")
     assert said(ov, dev_root, "-rgc", "-i", "0") == (0, "All done.\n")
     assert said(ov, dev_root, "-rac", "-i", "0") == (0, "All done.\n")
     assert said(ov, dev_root, *QUERY) == (0, "700.00 W, Disabled, Default, 345 MHz, 1980 MHz, Enabled, Enabled\n")
@@ -95,6 +98,8 @@ def test_an_ecc_change_is_pending_until_the_reset_that_clears_the_rest(ov, dev_r
     (["-lgc", "300,tdp"], 2, "Specified clocks \"300\" are not valid. Please format input as 'gpuClkMin,gpuClkMax' "
                              "or 'gpuClkVal' e.g. '--lock-gpu-clocks=1500,1500', '--lock-gpu-clocks=1500', or "
                              f"'--lock-gpu-clocks=tdp,unlimited'\n{EARLY}"),
+    (["-lmc", "a,b"], 2, "Specified clocks \"a,b\" are not valid. Please format input as 'memClkMin,memClkMax' or "
+                         "'memClkVal' e.g. --lock-memory-clocks=5100,5100 or --lock-memory-clocks=5100\n" + EARLY),
     (["-pl", "300", "-pm", "1"], 2, "Invalid combination of input arguments. Only one device modification may be "
                                     "done at a time.\n\n"),
 ])

@@ -1,5 +1,5 @@
 /* NVML's setters: power limit, persistence and compute mode, application and locked
- * clocks, ECC mode. Each is NVML's permission rule (a caller that is not root gets
+ * clocks (graphics and memory), ECC mode. Each is NVML's permission rule (a caller that is not root gets
  * NO_PERMISSION, as the driver answers one), then the board's bounds (its power
  * limits, its supported clocks: INVALID_ARGUMENT past them), then a change of the
  * node's settings.nvml (../engine/settings.c), which every process on the node and
@@ -231,6 +231,42 @@ nvmlReturn_t DECLDIR nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
     nvmlReturn_t ret = target(device, &g);
     struct clock_pair c = {NVML_CLOCK_LIMIT_ID_UNLIMITED, NVML_CLOCK_LIMIT_ID_UNLIMITED};
     return ret != NVML_SUCCESS ? ret : change(g, set_locked, &c);
+}
+
+static nvmlReturn_t set_memory_locked(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
+{
+    const struct clock_pair *c = arg;
+    unsigned int lo, hi;
+    if (!settings_memory_range(g, &lo, &hi))
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (c->a == 0 && c->b == 0) {                 /* the reset */
+        s->mem_locked_min_mhz = s->mem_locked_max_mhz = 0;
+        return NVML_SUCCESS;
+    }
+    if (c->a > c->b || c->a < lo || c->b > hi)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    s->mem_locked_min_mhz = c->a;
+    s->mem_locked_max_mhz = c->b;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t device, unsigned int minMemClockMHz,
+                                                     unsigned int maxMemClockMHz)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = target(device, &g);
+    struct clock_pair c = {minMemClockMHz, maxMemClockMHz};
+    if (ret == NVML_SUCCESS && c.a == 0 && c.b == 0)
+        return NVML_ERROR_INVALID_ARGUMENT;       /* no clock: the reset is its own call */
+    return ret != NVML_SUCCESS ? ret : change(g, set_memory_locked, &c);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t device)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = target(device, &g);
+    struct clock_pair c = {0, 0};
+    return ret != NVML_SUCCESS ? ret : change(g, set_memory_locked, &c);
 }
 
 /* --- Mokka's own: what `mokka ctl reset` clears --------------------------------------------- */

@@ -1,7 +1,7 @@
 /* One GPU's values through the layers (see engine.h):
  * overrides gpu<p>: K > overrides all: K > settings (NVML's setters, node-wide) >
- * derived (moving readings, fabric) > state gpu.<p>.K. A current graphics or SM clock
- * found in any layer runs within the locked clocks (settings.c).
+ * derived (moving readings, fabric) > state gpu.<p>.K. A current clock found in any layer
+ * runs within its locked clocks, and a power draw stays at most the power limit (settings.c).
  *
  * Overrides merge as mokka/engine/overrides.deep_merge writes them: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
@@ -75,8 +75,8 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
         where = layer_lookup(&g->node->state, g->base, key, &val);
     char capped[32];
     unsigned long long mhz;
-    if (where == FOUND && sscanf(val, "%llu", &mhz) == 1 && settings_locked(g, key, mhz) != mhz) {
-        snprintf(capped, sizeof capped, "%llu", settings_locked(g, key, mhz));
+    if (where == FOUND && sscanf(val, "%llu", &mhz) == 1 && settings_capped(g, key, mhz) != mhz) {
+        snprintf(capped, sizeof capped, "%llu", settings_capped(g, key, mhz));
         val = capped;
     }
     int result = 0;

@@ -125,6 +125,25 @@ int settings_graphics_range(const struct mock_gpu *g, unsigned int *lo, unsigned
     return 1;
 }
 
+int settings_memory_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi)
+{
+    unsigned long long v, low = ~0ULL, high = 0;
+    unsigned int n = gpu_list_len(g, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS);
+    for (unsigned int m = 0; m < n; m++) {
+        char key[128];
+        snprintf(key, sizeof key, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS_N_FREQ_MHZ, m);
+        if (gpu_u64(g, key, &v) && v > 0 && v <= SETTINGS_MHZ_MAX) {
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+    }
+    if (high == 0)
+        return 0;
+    *lo = (unsigned int)low;
+    *hi = (unsigned int)high;
+    return 1;
+}
+
 int settings_ecc_supported(const struct mock_gpu *g)
 {
     char key[64];                                 /* the state's: the ECC mode itself is a setting */
@@ -144,6 +163,9 @@ static const char *not_allowed(const struct mock_gpu *g, const struct gpu_settin
     if (s->locked_max_mhz &&
         (!settings_graphics_range(g, &lo, &hi) || s->locked_min_mhz < lo || s->locked_max_mhz > hi))
         return "locked clocks outside the board's clocks";
+    if (s->mem_locked_max_mhz &&
+        (!settings_memory_range(g, &lo, &hi) || s->mem_locked_min_mhz < lo || s->mem_locked_max_mhz > hi))
+        return "locked memory clocks outside the board's clocks";
     if (s->ecc_current >= 0 && !settings_ecc_supported(g))
         return "an ECC mode for a GPU without ECC";
     return NULL;
@@ -258,7 +280,8 @@ static int is_setting(const char *key)
 {
     static const char *const keys[] = {K_POWER_ENFORCED_LIMIT_MW, K_PERSISTENCE_MODE, K_COMPUTE_MODE,
                                        K_CLOCKS_GRAPHICS_APP, K_CLOCKS_MEMORY_APP,
-                                       K_ECC_MODE_CURRENT, K_ECC_MODE_PENDING};
+                                       K_ECC_MODE_CURRENT, K_ECC_MODE_PENDING,
+                                       K_CLOCKS_THROTTLE_REASONS_SW_POWER_CAP};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(key, keys[i]) == 0)
             return 1;
@@ -286,18 +309,35 @@ int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t 
         n = snprintf(out, size, "%s", s.ecc_current ? "Enabled" : "Disabled");
     else if (strcmp(key, K_ECC_MODE_PENDING) == 0 && s.ecc_pending >= 0)
         n = snprintf(out, size, "%s", s.ecc_pending ? "Enabled" : "Disabled");
+    else if (strcmp(key, K_CLOCKS_THROTTLE_REASONS_SW_POWER_CAP) == 0 && s.power_limit_mw) {
+        unsigned long long draw;                  /* capped (settings_capped): at the limit, it is held there */
+        if (gpu_u64(g, K_POWER_CURRENT_DRAW_MW, &draw) && draw >= s.power_limit_mw)
+            n = snprintf(out, size, "true");
+    }
     return n >= 0 && (size_t)n < size;
 }
 
-unsigned long long settings_locked(const struct mock_gpu *g, const char *key, unsigned long long mhz)
+static unsigned long long within(unsigned long long v, unsigned int lo, unsigned int hi)
 {
-    if (strcmp(key, K_CLOCKS_GRAPHICS_CURRENT) != 0 && strcmp(key, K_CLOCKS_SM_CURRENT) != 0)
-        return mhz;
+    return v > hi ? hi : v < lo ? lo : v;
+}
+
+unsigned long long settings_capped(const struct mock_gpu *g, const char *key, unsigned long long value)
+{
+    int clock = strcmp(key, K_CLOCKS_GRAPHICS_CURRENT) == 0 || strcmp(key, K_CLOCKS_SM_CURRENT) == 0;
+    int memory = strcmp(key, K_CLOCKS_MEMORY_CURRENT) == 0;
+    int draw = strcmp(key, K_POWER_CURRENT_DRAW_MW) == 0 || strcmp(key, K_POWER_AVERAGE_DRAW_MW) == 0;
+    if (!clock && !memory && !draw)
+        return value;
     struct gpu_settings s;
     settings_get(g->node, g->phys, &s);
-    if (!s.locked_max_mhz)
-        return mhz;
-    return mhz > s.locked_max_mhz ? s.locked_max_mhz : mhz < s.locked_min_mhz ? s.locked_min_mhz : mhz;
+    if (clock && s.locked_max_mhz)
+        return within(value, s.locked_min_mhz, s.locked_max_mhz);
+    if (memory && s.mem_locked_max_mhz)
+        return within(value, s.mem_locked_min_mhz, s.mem_locked_max_mhz);
+    if (draw && s.power_limit_mw && value > s.power_limit_mw)
+        return s.power_limit_mw;                  /* the board holds its draw at the limit (SW power cap) */
+    return value;
 }
 
 /* --- changes ------------------------------------------------------------------------------ */

@@ -18,7 +18,8 @@ struct gpu_settings {
     int persistence;                           /* -1: unset; 0, 1 */
     int compute_mode;                          /* -1: unset; nvmlComputeMode_t */
     unsigned int app_memory_mhz, app_graphics_mhz;   /* both 0: unset */
-    unsigned int locked_min_mhz, locked_max_mhz;     /* both 0: unlocked */
+    unsigned int locked_min_mhz, locked_max_mhz;     /* graphics; both 0: unlocked */
+    unsigned int mem_locked_min_mhz, mem_locked_max_mhz;   /* memory; both 0: unlocked */
     int ecc_current, ecc_pending;              /* -1: unset; 0, 1 (both set or neither) */
 };
 
@@ -55,15 +56,17 @@ void settings_free(struct mock_settings *s);
 void settings_get(const struct mock_node *n, unsigned int phys, struct gpu_settings *out);
 /* The value of state key `key` a setting holds, as text: 1, or 0 (lookup.c's layer). */
 int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t size);
-/* A current clock (MHz) as the locked clocks let it run. */
-unsigned long long settings_locked(const struct mock_gpu *g, const char *key, unsigned long long mhz);
+/* A reading of `key` found in any layer as the settings let it be: a current clock (MHz)
+ * within its locked clocks, a power draw (mW) at most the power limit. */
+unsigned long long settings_capped(const struct mock_gpu *g, const char *key, unsigned long long value);
 
 /* What the board allows a setter (its state, through the layers but this one): a power
  * limit within its limits; a memory/graphics pair among its supported clocks; the lowest
- * and highest graphics clock it supports (1, or 0: none known); an ECC mode at all. */
+ * and highest graphics (memory) clock it supports (1, or 0: none known); an ECC mode at all. */
 int settings_power_allowed(const struct mock_gpu *g, unsigned int mw);
 int settings_clocks_supported(const struct mock_gpu *g, unsigned int mem, unsigned int gfx);
 int settings_graphics_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
+int settings_memory_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
 int settings_ecc_supported(const struct mock_gpu *g);
 
 /* What a change does to one GPU's settings: NVML_SUCCESS, or the error to answer. */

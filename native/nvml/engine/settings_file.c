@@ -7,6 +7,7 @@
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
  *     gpu.0.ecc 1 0                         ECC mode current, pending
  *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
+ *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
  *     gpu.0.persistence 1                   persistence mode
  *     gpu.0.power_limit_mw 300000           power limit
  *     gpu.0.uuid GPU-...                    the GPU the lines are for
@@ -28,6 +29,7 @@
 #define COMPUTE "compute_mode"
 #define ECC "ecc"
 #define LOCKED "locked_clocks"
+#define MEM_LOCKED "memory_locked_clocks"
 #define PERSISTENCE "persistence"
 #define POWER "power_limit_mw"
 #define UUID "uuid"
@@ -107,6 +109,11 @@ static const char *parse_line(const char *key, const char *value, void *arg)
             return "locked clocks that are not a range of clocks in MHz";
         s->locked_min_mhz = a;
         s->locked_max_mhz = b;
+    } else if (strcmp(p, MEM_LOCKED) == 0) {
+        if (!pair(value, SETTINGS_MHZ_MAX, &a, &b) || a > b || b == 0)
+            return "locked memory clocks that are not a range of clocks in MHz";
+        s->mem_locked_min_mhz = a;
+        s->mem_locked_max_mhz = b;
     } else {
         return "an unknown key";
     }
@@ -122,7 +129,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 7 };
+    enum { PER_GPU = 8 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -145,6 +152,9 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
         if (s->locked_max_mhz)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." LOCKED " %u %u", p, s->locked_min_mhz,
                      s->locked_max_mhz);
+        if (s->mem_locked_max_mhz)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." MEM_LOCKED " %u %u", p, s->mem_locked_min_mhz,
+                     s->mem_locked_max_mhz);
         if (n > first && g->uuid[0])
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
     }
