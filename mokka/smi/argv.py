@@ -44,6 +44,7 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock; a pending
                                 MIG mode takes effect).
     -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
+    -am,  --accounting-mode=    Enable or disable accounting: 0/DISABLED, 1/ENABLED
     -e,   --ecc-config=         Toggle ECC support (pending until the GPU is reset): 0/DISABLED, 1/ENABLED
     -c,   --compute-mode=       Set compute mode: 0/DEFAULT, 1/EXCLUSIVE_THREAD (deprecated),
                                 2/PROHIBITED, 3/EXCLUSIVE_PROCESS

@@ -1,4 +1,4 @@
-"""nvidia-smi's device modifications: ``-pl``, ``-pm``, ``-c``, ``-lgc``/``-rgc``,
+"""nvidia-smi's device modifications: ``-pl``, ``-pm``, ``-c``, ``-am``, ``-lgc``/``-rgc``,
 ``-lmc``/``-rmc``, ``-ac``/``-rac``, ``-e``, each a call of NVML's setter through the library, so the
 change is the node's (settings.nvml, kept by the library) and every process reads it.
 
@@ -44,9 +44,10 @@ OPTIONS = {
     "-rgc": "unlock", "--reset-gpu-clocks": "unlock", "-lmc": "lock-memory", "--lock-memory-clocks": "lock-memory",
     "-rmc": "unlock-memory", "--reset-memory-clocks": "unlock-memory", "-ac": "applications", "--applications-clocks": "applications",
     "-rac": "reset-applications", "--reset-applications-clocks": "reset-applications",
-    "-e": "ecc", "--ecc-config": "ecc",
+    "-e": "ecc", "--ecc-config": "ecc", "-am": "accounting", "--accounting-mode": "accounting",
 }
-TAKES_VALUE = frozenset({"power", "persistence", "compute", "lock", "lock-memory", "applications", "ecc"})
+TAKES_VALUE = frozenset({"power", "persistence", "compute", "lock", "lock-memory", "applications", "ecc",
+                         "accounting"})
 #: nvmlComputeMode_t by the number and the word nvidia-smi takes.
 COMPUTE_MODES = {"DEFAULT": 0, "EXCLUSIVE_THREAD": 1, "PROHIBITED": 2, "EXCLUSIVE_PROCESS": 3}
 ENABLE_WORDS = {"0": 0, "DISABLED": 0, "1": 1, "ENABLED": 1}
@@ -164,6 +165,25 @@ def compute(lib, gpus, flag, value, out) -> int:
     return 0
 
 
+def accounting(lib, gpus, flag, value, out) -> int:
+    mode = _enable_word(value, flag, "accounting mode")
+    word = "Enabled" if mode else "Disabled"
+    for gpu in gpus:
+        bus = gpu.bus_id()
+        if gpu.accounting_mode() == mode:
+            print(f"Accounting Mode is already {word} for GPU {bus}.", file=out)
+            continue
+        code = lib.ask("nvmlDeviceSetAccountingMode", gpu.handle, C.c_int(mode))
+        if code == nvml.NOT_SUPPORTED:
+            print(f"Unable to set Accounting Mode for GPU {bus}: {lib.error_string(code)}\n{WARNING_ONLY}", file=out)
+        elif code != nvml.SUCCESS:
+            raise _ended(f"Unable to set Accounting Mode for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
+        else:
+            print(f"{word} Accounting Mode for GPU {bus}.", file=out)
+    print(ALL_DONE, file=out)
+    return 0
+
+
 def ecc(lib, gpus, flag, value, out) -> int:
     mode = _enable_word(value, flag, "ECC configuration code")
     word = "Enabled" if mode else "Disabled"
@@ -258,6 +278,7 @@ def _reset_clocks(function: str):
 
 
 ACTIONS = {"power": power, "persistence": persistence, "compute": compute, "ecc": ecc, "lock": lock,
+           "accounting": accounting,
            "applications": applications, "unlock": _reset_clocks("nvmlDeviceResetGpuLockedClocks"),
            "lock-memory": lock_memory, "unlock-memory": _reset_clocks("nvmlDeviceResetMemoryLockedClocks"),
            "reset-applications": _reset_clocks("nvmlDeviceResetApplicationsClocks")}

@@ -33,6 +33,7 @@ def read(h) -> dict:
         "enforced_limit": call(n.nvmlDeviceGetEnforcedPowerLimit, h),
         "persistence": call(n.nvmlDeviceGetPersistenceMode, h),
         "compute_mode": call(n.nvmlDeviceGetComputeMode, h),
+        "accounting": call(n.nvmlDeviceGetAccountingMode, h),
         "app_graphics": call(n.nvmlDeviceGetApplicationsClock, h, n.NVML_CLOCK_GRAPHICS),
         "app_memory": call(n.nvmlDeviceGetApplicationsClock, h, n.NVML_CLOCK_MEM),
         "graphics": call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_GRAPHICS),

@@ -20,7 +20,7 @@ from tests.native.conftest import HERE, clean_env
 
 PROBE = os.path.join(HERE, "probe_settings.py")
 SUCCESS, INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, VERSION_MISMATCH = 0, 2, 3, 4, 25
-BOOT = {"power_limit": 700000, "enforced_limit": 700000, "persistence": 1, "compute_mode": 0,
+BOOT = {"power_limit": 700000, "enforced_limit": 700000, "persistence": 1, "compute_mode": 0, "accounting": 0,
         "app_graphics": 1980, "app_memory": 2619, "graphics": 345, "sm": 345, "ecc": [1, 1],
         "memory": 2619, "draw": 120000, "reasons": 0x1}
 
@@ -67,12 +67,14 @@ def test_a_power_limit_outside_the_boards_limits_is_an_invalid_argument(nvml_lib
     assert read(nvml_lib, node)["power_limit"] == 200000
 
 
-def test_persistence_and_compute_mode_follow_and_refuse_what_is_no_mode(nvml_lib, node):
+def test_persistence_compute_and_accounting_mode_follow_and_refuse_what_is_no_mode(nvml_lib, node):
     assert settable(nvml_lib, node, 0, "SetPersistenceMode", 0) == SUCCESS
     assert settable(nvml_lib, node, 0, "SetComputeMode", 3) == SUCCESS
+    assert settable(nvml_lib, node, 0, "SetAccountingMode", 1) == SUCCESS
     assert settable(nvml_lib, node, 0, "SetPersistenceMode", 2) == INVALID_ARGUMENT
     assert settable(nvml_lib, node, 0, "SetComputeMode", 4) == INVALID_ARGUMENT
-    assert read(nvml_lib, node) == {**BOOT, "persistence": 0, "compute_mode": 3}
+    assert settable(nvml_lib, node, 0, "SetAccountingMode", 2) == INVALID_ARGUMENT
+    assert read(nvml_lib, node) == {**BOOT, "persistence": 0, "compute_mode": 3, "accounting": 1}
     assert settable(nvml_lib, node, 0, "SetComputeMode", 2) == SUCCESS
     assert read(nvml_lib, node)["compute_mode"] == 2
 
@@ -124,12 +126,12 @@ def test_a_power_limit_under_the_draw_holds_the_draw_and_is_a_sw_power_cap(nvml_
 
 def test_a_reset_clears_the_settings_and_makes_the_pending_ecc_mode_current(nvml_lib, node):
     for call, *args in (("SetEccMode", 0), ("SetPowerManagementLimit", 300000), ("SetComputeMode", 3),
-                        ("SetPersistenceMode", 0), ("SetGpuLockedClocks", 1000, 1500)):
+                        ("SetPersistenceMode", 0), ("SetGpuLockedClocks", 1000, 1500), ("SetAccountingMode", 1)):
         assert settable(nvml_lib, node, 0, call, *args) == SUCCESS
         assert settable(nvml_lib, node, 1, call, *args) == SUCCESS
     assert settable(nvml_lib, node, 0, "SetEccMode", 3) == INVALID_ARGUMENT
     changed = {**BOOT, "ecc": [1, 0], "power_limit": 300000, "enforced_limit": 300000, "compute_mode": 3,
-               "persistence": 0, "graphics": 1000, "sm": 1000}
+               "persistence": 0, "graphics": 1000, "sm": 1000, "accounting": 1}
     assert read(nvml_lib, node) == changed
     done = mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0")                # NVIDIA's nvidia-smi 550
     assert done.returncode == 0, done.stdout
@@ -139,7 +141,7 @@ def test_a_reset_clears_the_settings_and_makes_the_pending_ecc_mode_current(nvml
 
 def test_a_caller_that_is_not_root_gets_no_permission_and_changes_nothing(nvml_lib, node):
     for call, *args in (("SetPowerManagementLimit", 300000), ("SetPersistenceMode", 0), ("SetComputeMode", 3),
-                        ("SetApplicationsClocks", 2619, 1410), ("ResetApplicationsClocks",),
+                        ("SetAccountingMode", 1), ("SetApplicationsClocks", 2619, 1410), ("ResetApplicationsClocks",),
                         ("SetGpuLockedClocks", 1000, 1500), ("ResetGpuLockedClocks",), ("SetEccMode", 0)):
         assert settable(nvml_lib, node, 0, call, *args, nobody=True) == NO_PERMISSION, call
     assert read(nvml_lib, node) == BOOT

@@ -27,7 +27,8 @@ BUS0 = "00000000:1A:00.0"
 SESSION = [["-pl", "300", "-i", "0"], ["-pm", "0", "-i", "0"], ["-lmc", "2619", "-i", "0"], ["-lmc", "a,b", "-i", "0"],
            ["-lmc", "1000,2000", "-i", "0"], ["-rmc", "-i", "0"], ["-pm", "1", "-i", "0"],
            ["-c", "EXCLUSIVE_PROCESS", "-i", "0"], ["-c", "3", "-i", "0"], ["-lgc", "1000,1500", "-i", "0"],
-           ["-ac", "2619,1410", "-i", "0"], ["-e", "0", "-i", "0"], ["-pl", "5", "-i", "0"],
+           ["-ac", "2619,1410", "-i", "0"], ["-am", "1", "-i", "0"], ["-am", "ENABLED", "-i", "0"],
+           ["-e", "0", "-i", "0"], ["-pl", "5", "-i", "0"],
            ["-lgc", "1500,1000", "-i", "0"], ["-c", "9", "-i", "0"], ["-rac", "-i", "0"]]
 QUERY = ["--query-gpu=power.limit,persistence_mode,compute_mode,clocks.sm,clocks.applications.graphics,"
          "ecc.mode.current,ecc.mode.pending", "--format=csv,noheader", "-i", "0"]
@@ -53,7 +54,7 @@ def test_nvidias_modifications_are_read_by_pynvml_and_ours_print_the_same(staged
     assert said_theirs == said_ours
     assert said_theirs[0] == (0, f"Power limit for GPU {BUS0} was set to 300.00 W from 700.00 W.\nAll done.\n")
     assert said_theirs[7] == (0, f"Set compute mode to EXCLUSIVE_PROCESS for GPU {BUS0}.\nAll done.\n")
-    changed = {"power_limit": 300000, "enforced_limit": 300000, "persistence": 1, "compute_mode": 3,
+    changed = {"power_limit": 300000, "enforced_limit": 300000, "persistence": 1, "compute_mode": 3, "accounting": 1,
                "app_graphics": 1980, "app_memory": 2619, "graphics": 1000, "sm": 1000, "ecc": [1, 0],
                "memory": 2619, "draw": 120000, "reasons": 0x1}
     assert read(theirs) == read(ours) == changed

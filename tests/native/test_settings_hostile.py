@@ -89,6 +89,7 @@ def mutations(good: bytes) -> list:
         ("locked clocks upside down", with_digest(b"gpu.0.locked_clocks 1500 1000\n")),
         ("locked clocks past the board's", with_digest(b"gpu.0.locked_clocks 1000 99999\n")),
         ("a persistence mode of 7", with_digest(b"gpu.0.persistence 7\n")),
+        ("an accounting mode of 3", with_digest(b"gpu.0.accounting 3\n")),
         ("keys out of order", with_digest(b"gpu.0.uuid " + UUID0 + b"\ngpu.0.power_limit_mw 300000\n")),
         ("a key twice", with_digest(b"gpu.0.power_limit_mw 300000\ngpu.0.power_limit_mw 300000\n")),
         ("an unknown key", with_digest(b"gpu.0.colour blue\n")),

@@ -52,6 +52,8 @@ def test_power_limit_persistence_and_compute_mode_are_set_and_read_back(ov, dev_
     assert said(ov, dev_root, *QUERY) == (0, "300.00 W, Disabled, Exclusive_Process, 345 MHz, 1980 MHz, Enabled, "
                                              "Enabled\n")
     assert said(ov, dev_root, "--query-gpu=power.limit", "--format=csv,noheader", "-i", "1") == (0, "700.00 W\n")
+    assert said(ov, dev_root, "-am", "1", "-i", "0") == (0, f"Enabled Accounting Mode for GPU {BUS0}.\nAll done.\n")
+    assert said(ov, dev_root, "--query-gpu=accounting.mode", "--format=csv,noheader", "-i", "0") == (0, "Enabled\n")
 
 
 def test_clocks_are_locked_and_set_among_the_supported_ones(ov, dev_root):

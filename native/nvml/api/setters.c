@@ -1,5 +1,5 @@
-/* NVML's setters: power limit, persistence and compute mode, application and locked
- * clocks (graphics and memory), ECC mode. Each is NVML's permission rule (a caller that is not root gets
+/* NVML's setters: power limit, persistence, compute and accounting mode, application and
+ * locked clocks (graphics and memory), ECC mode. Each is NVML's permission rule (a caller that is not root gets
  * NO_PERMISSION, as the driver answers one), then the board's bounds (its power
  * limits, its supported clocks: INVALID_ARGUMENT past them), then a change of the
  * node's settings.nvml (../engine/settings.c), which every process on the node and
@@ -110,6 +110,29 @@ nvmlReturn_t DECLDIR nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMo
     int m = (int)mode;
     ret = target(device, &g);
     return ret != NVML_SUCCESS ? ret : change(g, set_compute, &m);
+}
+
+static nvmlReturn_t set_accounting(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
+{
+    (void)g;
+    s->accounting = *(int *)arg;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceSetAccountingMode(nvmlDevice_t device, nvmlEnableState_t mode)
+{
+    const struct mock_gpu *g;
+    char v[32];
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (mode != NVML_FEATURE_DISABLED && mode != NVML_FEATURE_ENABLED)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_str(g, K_ACCOUNTING_MODE, v, sizeof v) != 1)
+        return NVML_ERROR_NOT_SUPPORTED;          /* a board that reports no accounting mode has none */
+    int on = mode == NVML_FEATURE_ENABLED;
+    ret = target(device, &g);
+    return ret != NVML_SUCCESS ? ret : change(g, set_accounting, &on);
 }
 
 /* ECC: the mode set is pending; a reset of the GPU makes it current (settings_reset). */

@@ -278,7 +278,7 @@ static const char *const COMPUTE_WORDS[NVML_COMPUTEMODE_COUNT] = {
 
 static int is_setting(const char *key)
 {
-    static const char *const keys[] = {K_POWER_ENFORCED_LIMIT_MW, K_PERSISTENCE_MODE, K_COMPUTE_MODE,
+    static const char *const keys[] = {K_POWER_ENFORCED_LIMIT_MW, K_PERSISTENCE_MODE, K_COMPUTE_MODE, K_ACCOUNTING_MODE,
                                        K_CLOCKS_GRAPHICS_APP, K_CLOCKS_MEMORY_APP,
                                        K_ECC_MODE_CURRENT, K_ECC_MODE_PENDING,
                                        K_CLOCKS_THROTTLE_REASONS_SW_POWER_CAP};
@@ -299,6 +299,8 @@ int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t 
         n = snprintf(out, size, "%u", s.power_limit_mw);
     else if (strcmp(key, K_PERSISTENCE_MODE) == 0 && s.persistence >= 0)
         n = snprintf(out, size, "%s", s.persistence ? "Enabled" : "Disabled");
+    else if (strcmp(key, K_ACCOUNTING_MODE) == 0 && s.accounting >= 0)
+        n = snprintf(out, size, "%s", s.accounting ? "Enabled" : "Disabled");
     else if (strcmp(key, K_COMPUTE_MODE) == 0 && s.compute_mode >= 0)
         n = snprintf(out, size, "%s", COMPUTE_WORDS[s.compute_mode]);
     else if (strcmp(key, K_CLOCKS_GRAPHICS_APP) == 0 && s.app_graphics_mhz)

@@ -17,6 +17,7 @@ struct gpu_settings {
     unsigned int power_limit_mw;               /* 0: unset */
     int persistence;                           /* -1: unset; 0, 1 */
     int compute_mode;                          /* -1: unset; nvmlComputeMode_t */
+    int accounting;                            /* -1: unset; 0, 1 */
     unsigned int app_memory_mhz, app_graphics_mhz;   /* both 0: unset */
     unsigned int locked_min_mhz, locked_max_mhz;     /* graphics; both 0: unlocked */
     unsigned int mem_locked_min_mhz, mem_locked_max_mhz;   /* memory; both 0: unlocked */

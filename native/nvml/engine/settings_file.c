@@ -3,6 +3,7 @@
  *
  *     # mokka-nvml settings 1
  *     digest sha256:<hex of every line after this one>
+ *     gpu.0.accounting 1                    accounting mode
  *     gpu.0.applications_clocks 1593 1410   application clocks: memory, graphics (MHz)
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
  *     gpu.0.ecc 1 0                         ECC mode current, pending
@@ -25,6 +26,7 @@
 #include "engine.h"
 
 #define GPUS "gpu"
+#define ACCOUNTING "accounting"
 #define APP "applications_clocks"
 #define COMPUTE "compute_mode"
 #define ECC "ecc"
@@ -39,7 +41,7 @@
 void settings_clear(struct gpu_settings *s)
 {
     memset(s, 0, sizeof *s);
-    s->persistence = s->compute_mode = s->ecc_current = s->ecc_pending = -1;
+    s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = -1;
 }
 
 const char *settings_file_read(int dirfd, char **text, size_t *len)
@@ -90,6 +92,10 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         if (!one(value, 1, &a))
             return "a persistence mode other than 0 or 1";
         s->persistence = (int)a;
+    } else if (strcmp(p, ACCOUNTING) == 0) {
+        if (!one(value, 1, &a))
+            return "an accounting mode other than 0 or 1";
+        s->accounting = (int)a;
     } else if (strcmp(p, COMPUTE) == 0) {
         if (!one(value, NVML_COMPUTEMODE_COUNT - 1, &a))
             return "a compute mode that is not one";
@@ -129,7 +135,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 8 };
+    enum { PER_GPU = 9 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -142,6 +148,8 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." POWER " %u", p, s->power_limit_mw);
         if (s->persistence >= 0)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." PERSISTENCE " %d", p, s->persistence);
+        if (s->accounting >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." ACCOUNTING " %d", p, s->accounting);
         if (s->compute_mode >= 0)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." COMPUTE " %d", p, s->compute_mode);
         if (s->ecc_current >= 0)
