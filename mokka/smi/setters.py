@@ -42,7 +42,8 @@ OPTIONS = {
     "-pl": "power", "--power-limit": "power", "-pm": "persistence", "--persistence-mode": "persistence",
     "-c": "compute", "--compute-mode": "compute", "-lgc": "lock", "--lock-gpu-clocks": "lock",
     "-rgc": "unlock", "--reset-gpu-clocks": "unlock", "-lmc": "lock-memory", "--lock-memory-clocks": "lock-memory",
-    "-rmc": "unlock-memory", "--reset-memory-clocks": "unlock-memory", "-ac": "applications", "--applications-clocks": "applications",
+    "-rmc": "unlock-memory", "--reset-memory-clocks": "unlock-memory",
+    "-ac": "applications", "--applications-clocks": "applications",
     "-rac": "reset-applications", "--reset-applications-clocks": "reset-applications",
     "-e": "ecc", "--ecc-config": "ecc", "-am": "accounting", "--accounting-mode": "accounting",
 }

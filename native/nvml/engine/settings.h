@@ -61,20 +61,21 @@ int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t 
  * within its locked clocks, a power draw (mW) at most the power limit. */
 unsigned long long settings_capped(const struct mock_gpu *g, const char *key, unsigned long long value);
 
-/* What the board allows a setter (its state, through the layers but this one): a power
- * limit within its limits; a memory/graphics pair among its supported clocks; the lowest
- * and highest graphics (memory) clock it supports (1, or 0: none known); an ECC mode at all. */
-int settings_power_allowed(const struct mock_gpu *g, unsigned int mw);
-int settings_clocks_supported(const struct mock_gpu *g, unsigned int mem, unsigned int gfx);
-int settings_graphics_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
-int settings_memory_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
-int settings_ecc_supported(const struct mock_gpu *g);
-
 /* What a change does to one GPU's settings: NVML_SUCCESS, or the error to answer. */
 typedef nvmlReturn_t (*settings_edit)(const struct mock_gpu *g, struct gpu_settings *s, void *arg);
 /* A read-modify-write of settings.nvml under the config directory's flock. */
 nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, settings_edit edit, void *arg);
 /* What a reset of GPU `phys` does: its settings go, a pending ECC mode becomes current. */
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys);
+
+/* --- settings_board.c: what the board allows a setter --------------------------------- */
+
+/* A power limit within its limits; a memory/graphics pair among its supported clocks; the
+ * lowest and highest graphics (memory) clock it supports (1, or 0: none known); an ECC mode. */
+int settings_power_allowed(const struct mock_gpu *g, unsigned int mw);
+int settings_clocks_supported(const struct mock_gpu *g, unsigned int mem, unsigned int gfx);
+int settings_graphics_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
+int settings_memory_range(const struct mock_gpu *g, unsigned int *lo, unsigned int *hi);
+int settings_ecc_supported(const struct mock_gpu *g);
 
 #endif

@@ -29,8 +29,6 @@
 #define GI MOKKA_MIG_STATE_GPU_INSTANCE
 #define CI MOKKA_MIG_STATE_COMPUTE_INSTANCE
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
-#define number docfile_number
-#define field docfile_field
 
 const char *mig_file_read(int dirfd, char **text, size_t *len)
 {
@@ -40,8 +38,8 @@ const char *mig_file_read(int dirfd, char **text, size_t *len)
 /* "<profile id> <start>:<size>" */
 static int instance_value(const char *v, unsigned int *profile_id, unsigned int *start, unsigned int *size)
 {
-    return field(&v, ' ', 0xffffffffu, profile_id) && field(&v, ':', MIG_MEMORY_SLICES - 1, start) &&
-           field(&v, '\0', MIG_MEMORY_SLICES, size);
+    return docfile_field(&v, ' ', 0xffffffffu, profile_id) && docfile_field(&v, ':', MIG_MEMORY_SLICES - 1, start) &&
+           docfile_field(&v, '\0', MIG_MEMORY_SLICES, size);
 }
 
 static int uuid_value(const char *v, char out[MIG_FILE_UUID_MAX])
@@ -65,15 +63,15 @@ static const char *parse_line(const char *key, const char *value, void *arg)
     struct mig_file *f = ((struct parse_ctx *)arg)->f;
     const char *p = key;
     unsigned int phys, gi, ci;
-    if (strncmp(p, GPUS ".", sizeof GPUS) != 0 || (p += sizeof GPUS, !field(&p, '.', count ? count - 1 : 0, &phys)) ||
-        phys >= count)
+    if (strncmp(p, GPUS ".", sizeof GPUS) != 0 ||
+        (p += sizeof GPUS, !docfile_field(&p, '.', count ? count - 1 : 0, &phys)) || phys >= count)
         return "a GPU the node does not have";
     struct mig_file_gpu *g = &f->gpu[phys];
     if (strcmp(p, MOKKA_MIG_STATE_UUID) == 0)
         return uuid_value(value, g->uuid) ? NULL : "a GPU UUID that is not one";
     if (strcmp(p, MOKKA_MIG_STATE_MODE) == 0) {
         const char *v = value;
-        if (!field(&v, ' ', 1, &g->current) || !field(&v, '\0', 1, &g->pending))
+        if (!docfile_field(&v, ' ', 1, &g->current) || !docfile_field(&v, '\0', 1, &g->pending))
             return "a MIG mode other than 0 or 1";
         g->has_mode = 1;
         return NULL;
@@ -82,7 +80,7 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         return "an unknown key";
     p += sizeof GI;
     const char *dot = strchr(p, '.');
-    if (!number(p, dot ? (size_t)(dot - p) : strlen(p), MIG_GI_IDS - 1, &gi))
+    if (!docfile_number(p, dot ? (size_t)(dot - p) : strlen(p), MIG_GI_IDS - 1, &gi))
         return "a GPU instance id out of range";
     struct mig_file_gi *e = &g->gi[gi];
     if (!dot) {
@@ -90,7 +88,7 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         return instance_value(value, &e->profile_id, &e->start, &e->size) ? NULL : "a bad GPU instance";
     }
     p = dot + 1;
-    if (strncmp(p, CI ".", sizeof CI) != 0 || (p += sizeof CI, !field(&p, '\0', MIG_CI_IDS - 1, &ci)))
+    if (strncmp(p, CI ".", sizeof CI) != 0 || (p += sizeof CI, !docfile_field(&p, '\0', MIG_CI_IDS - 1, &ci)))
         return "a compute instance id out of range";
     if (!e->present)
         return "a compute instance of a GPU instance the file does not have";
