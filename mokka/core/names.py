@@ -181,6 +181,20 @@ MIG_LOCK_WAIT_MS = 10000
 #: kind "settings", changed under the config directory's flock (MIG_LOCK_WAIT_MS) beside
 #: mig.nvml. A GPU reset drops the GPU's lines but its ECC mode (the pending one becomes current).
 SETTINGS_STATE_KIND = "settings"
+#: Its lines, each ``gpu.<physical index>.<setting> <value>``: ``power_limit_mw <mW>``,
+#: ``persistence``, ``accounting`` (0 or 1), ``compute_mode`` (nvmlComputeMode_t), ``ecc <current>
+#: <pending>``, ``applications_clocks <memory> <graphics>``, ``locked_clocks <min> <max>`` and
+#: ``memory_locked_clocks <min> <max>`` (MHz), and ``uuid <GPU UUID>``.
+SETTINGS_STATE_GPUS = "gpu"
+SETTINGS_STATE_UUID = "uuid"
+SETTINGS_STATE_POWER_LIMIT = "power_limit_mw"
+SETTINGS_STATE_PERSISTENCE = "persistence"
+SETTINGS_STATE_ACCOUNTING = "accounting"
+SETTINGS_STATE_COMPUTE_MODE = "compute_mode"
+SETTINGS_STATE_ECC = "ecc"
+SETTINGS_STATE_APPLICATIONS_CLOCKS = "applications_clocks"
+SETTINGS_STATE_LOCKED_CLOCKS = "locked_clocks"
+SETTINGS_STATE_MEMORY_LOCKED_CLOCKS = "memory_locked_clocks"
 #: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
 SETTINGS_STATE_MAX_BYTES = 64 * 1024
 

@@ -25,16 +25,16 @@
 #include "docfile.h"
 #include "engine.h"
 
-#define GPUS "gpu"
-#define ACCOUNTING "accounting"
-#define APP "applications_clocks"
-#define COMPUTE "compute_mode"
-#define ECC "ecc"
-#define LOCKED "locked_clocks"
-#define MEM_LOCKED "memory_locked_clocks"
-#define PERSISTENCE "persistence"
-#define POWER "power_limit_mw"
-#define UUID "uuid"
+#define GPUS MOKKA_SETTINGS_STATE_GPUS             /* the keys: names.SETTINGS_STATE_* */
+#define ACCOUNTING MOKKA_SETTINGS_STATE_ACCOUNTING
+#define APP MOKKA_SETTINGS_STATE_APPLICATIONS_CLOCKS
+#define COMPUTE MOKKA_SETTINGS_STATE_COMPUTE_MODE
+#define ECC MOKKA_SETTINGS_STATE_ECC
+#define LOCKED MOKKA_SETTINGS_STATE_LOCKED_CLOCKS
+#define MEM_LOCKED MOKKA_SETTINGS_STATE_MEMORY_LOCKED_CLOCKS
+#define PERSISTENCE MOKKA_SETTINGS_STATE_PERSISTENCE
+#define POWER MOKKA_SETTINGS_STATE_POWER_LIMIT
+#define UUID MOKKA_SETTINGS_STATE_UUID
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
 #define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
 
