@@ -21,9 +21,23 @@ app.kubernetes.io/name: {{ include "nvml-mock.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* A pool's DaemonSet and ConfigMap: <fullname>-<pool>; the one pool made of the values
+alone (no pools list) keeps <fullname>. */}}
+{{- define "nvml-mock.poolName" -}}
+{{- if .Pool -}}{{ printf "%s-%s" (include "nvml-mock.fullname" .) .Pool }}{{- else -}}{{ include "nvml-mock.fullname" . }}{{- end -}}
+{{- end -}}
+
+{{/* Each pool's DaemonSet selects its own pods only. */}}
+{{- define "nvml-mock.poolSelectorLabels" -}}
+{{ include "nvml-mock.selectorLabels" . }}
+{{- if .Pool }}
+nvml-mock.nvidia.com/pool: {{ .Pool }}
+{{- end -}}
+{{- end -}}
+
 {{- define "nvml-mock.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "nvml-mock.selectorLabels" . }}
+{{ include "nvml-mock.poolSelectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
@@ -64,6 +78,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- join "," (uniq $ns) -}}
 {{- end -}}
 
+{{/* A node selector as kubectl -l reads it (k=v,k=v), sorted; "every node" when empty. */}}
+{{- define "nvml-mock.selectorText" -}}
+{{- $out := list -}}
+{{- range $k := keys . | sortAlpha -}}{{- $out = append $out (printf "%s=%v" $k (get $ $k)) -}}{{- end -}}
+{{- if $out -}}{{ join "," $out }}{{- else -}}every node{{- end -}}
+{{- end -}}
+
 {{/* --plugin-index: two digits (--set gives an integer: zero-padded). */}}
 {{- define "nvml-mock.pluginIndex" -}}
 {{- if kindIs "string" .Values.nri.pluginIndex -}}{{ .Values.nri.pluginIndex }}{{- else -}}{{ printf "%02d" (int .Values.nri.pluginIndex) }}{{- end -}}
@@ -96,6 +117,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.nri.enabled -}}
 {{- fail (printf "nodeAgent.healthPort and nri.healthPort are both %v: the two containers share the pod's network namespace; give them different ports" .Values.nodeAgent.healthPort) -}}
 {{- end -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range .Values.pools -}}
+{{- if hasKey $seen (toString .name) -}}
+{{- fail (printf "pools: two pools are named %q: give each pool a name of its own (it suffixes its DaemonSet and ConfigMap)" (toString .name)) -}}
+{{- end -}}
+{{- $_ := set $seen (toString .name) true -}}
 {{- end -}}
 {{- if and .Values.topology.enabled (not .Values.topology.domains) -}}
 {{- fail "topology.enabled is true but topology.domains is empty: list at least one domain, or set topology.enabled=false" -}}

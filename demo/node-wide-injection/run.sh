@@ -28,6 +28,8 @@ ROLLOUT_TIMEOUT="${ROLLOUT_TIMEOUT:-300s}"
 
 release="nvml-mock"
 workers=(worker worker2 worker3 worker4)
+# The node label the chart's DaemonSet selects (its values.yaml nodeSelector).
+opt_in_label="nvml-mock.nvidia.com/enabled"
 
 die() {
     echo "$prog: $*" >&2
@@ -123,6 +125,9 @@ for worker in "${workers[@]}"; do
         die "cluster $CLUSTER_NAME has no node $CLUSTER_NAME-$worker: it was not made by this demo; set FORCE_RECREATE=true to rebuild it"
 done
 k wait --for=condition=Ready node --all --timeout="$ROLLOUT_TIMEOUT"
+# The chart runs only on nodes that opted in: the four workers, not the control plane.
+step "labelling the workers $opt_in_label=true"
+k label node "${workers[@]/#/$CLUSTER_NAME-}" "$opt_in_label=true" --overwrite
 
 # --- the image -----------------------------------------------------------------
 

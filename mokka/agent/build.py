@@ -71,6 +71,7 @@ class AgentConfig:
     ib_tools: str | None = None       # a root holding the IB tools to stage (mokka.agent.ibtools)
     ib_relay_listen: str = ""         # mock-ib's fabric relay (127.0.0.0/8), empty for none
     ib_relay_peers: tuple[str, ...] = ()
+    allow_real_driver: bool = False   # stage even where the host root shows a real NVIDIA driver
 
 
 def runtime_overlay(cfg: AgentConfig) -> Overlay:

@@ -104,6 +104,10 @@ ENV = "MOKKA_AGENT_"
                    "Env MOKKA_AGENT_IB_RELAY_LISTEN.")
 @click.option("--ib-relay-peers", envvar=names.ENV_IB_PEERS, default="", metavar="ADDR:PORT,...",
               help=f"Peer nodes' relays, comma-separated. Env {names.ENV_IB_PEERS}.")
+@click.option("--allow-real-driver", is_flag=True, envvar=ENV + "ALLOW_REAL_DRIVER",
+              help="Stage even where --host-root shows a real NVIDIA driver (proc/driver/nvidia/"
+                   "version or sys/module/nvidia): only where that driver belongs to another "
+                   "machine, as on a kind node of a GPU workstation. Env MOKKA_AGENT_ALLOW_REAL_DRIVER.")
 @click.option("--once", is_flag=True, envvar=ENV + "ONCE",
               help="Stage and Apply once, leave the node staged, exit. Env MOKKA_AGENT_ONCE.")
 @click.option("--teardown", is_flag=True, envvar=ENV + "TEARDOWN",
@@ -125,6 +129,11 @@ def command(once: bool, teardown: bool, print_config: bool, health_addr: str, ga
             raise CommandError(str(exc))
         printconfig.emit("node-agent", effective(cfg, once, teardown), gates)
         return
+    if not teardown and not cfg.allow_real_driver:
+        from mokka.agent import realdriver
+        found = realdriver.evidence(cfg.host_root)
+        if found:                   # before the lock: a refusal leaves the host as found
+            raise CommandError(realdriver.refusal(found))
     held = root_lock(cfg)
     try:
         held.acquire()              # before anything else: a second agent changes nothing

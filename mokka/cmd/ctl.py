@@ -1,8 +1,10 @@
 """``mokka ctl``: change a running node's GPUs without a redeploy.
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
-    ctl reset [GPU]            drop GPU's overrides and setters' settings, or every GPU's
-    ctl xid GPU CODE           raise Xid CODE on GPU: to nvmlEventSetWait callers and the node's kernel log
+    ctl reset [GPU]            drop GPU's overrides, or every override; leave the drain state, and
+                               return what NVML's setters set (power limit, clocks, modes) to the board's
+    ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
+                               UUID): to nvmlEventSetWait callers and the node's kernel log
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
@@ -58,7 +60,10 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does",
                        description="Raise an Xid on one GPU: to nvmlEventSetWait callers, and "
                                    "to the node's kernel log.")
-    x.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    x.add_argument("gpu", metavar="TARGET",
+                   help=GPU_HELP + "; or a MIG device: GPU:GI[:CI] (its GPU instance id, and compute "
+                        "instance id) or its MIG UUID, as nvidia-smi -L lists them. The event names "
+                        "the instance in nvmlEventData_t.gpuInstanceId and computeInstanceId")
     x.add_argument("code", metavar="CODE", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
     x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH) or None,
                    help=f"kernel log to append the driver's line to (never created). Default: "
@@ -73,10 +78,12 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
 
 class Target:
     """A GPU ctl acts on: its index as this process sees it, its physical index
-    (what the overrides are keyed by), its UUID."""
+    (what the overrides are keyed by), its UUID; for ``xid``, the GPU and compute
+    instance ids of the MIG device it names (None: not named)."""
 
-    def __init__(self, index: int, physical: int, uuid: str):
+    def __init__(self, index: int, physical: int, uuid: str, gi: int | None = None, ci: int | None = None):
         self.index, self.physical, self.uuid = index, physical, uuid
+        self.gi, self.ci = gi, ci
 
 
 def _targets(lib, count: int) -> list:
@@ -95,6 +102,42 @@ def _target(targets: list, ident: str) -> Target:
         if index == t.index or ident.lower() == t.uuid.lower():
             return t
     raise Fail(f"{shown(ident)}: no such GPU here (give an index from 0 to {len(targets) - 1} or a UUID)")
+
+
+def _mig_devices(lib, target: Target) -> list[tuple[str, int, int]]:
+    """(UUID, GPU instance id, compute instance id) of each MIG device of ``target``."""
+    from mokka.engine import nvml
+    from mokka.smi.gpu import Gpu
+    try:
+        gpu = Gpu(lib, target.index, lib.handle(target.index))
+    except nvml.NvmlError:
+        return []                                    # a lost GPU lists none
+    return [(m.uuid() or "", *m.instance_ids()) for m in gpu.mig_devices()]
+
+
+def _xid_target(lib, targets: list, ident: str) -> Target:
+    """The GPU, or the MIG device, ``ctl xid`` raises its Xid on."""
+    from mokka.smi.ctl import CtlError, parse_instance_target, shown
+
+    if ident[:4].upper() == "MIG-":
+        for t in targets:
+            for uuid, gi, ci in _mig_devices(lib, t):
+                if uuid.lower() == ident.lower():
+                    return Target(t.index, t.physical, t.uuid, gi, ci)
+        raise Fail(f"{shown(ident)}: no such MIG device here (nvidia-smi -L lists them)")
+    try:
+        gpu, gi, ci = parse_instance_target(ident)
+    except CtlError as exc:
+        raise Fail(str(exc))
+    t = _target(targets, gpu)
+    if gi is None:
+        return t
+    instances = sorted({(g, c) for _, g, c in _mig_devices(lib, t)})
+    if (gi, ci) not in instances and not (ci is None and gi in {g for g, _ in instances}):
+        have = ", ".join(f"{g}:{c}" for g, c in instances) or "none: MIG is off or no instance exists"
+        raise Fail(f"{shown(ident)}: GPU {t.index} has no MIG device there (its GPU:compute "
+                   f"instances: {have})")
+    return Target(t.index, t.physical, t.uuid, gi, ci)
 
 
 def _board(lib, target: Target) -> dict:
@@ -140,7 +183,7 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
                           "gpus": gpus}, indent=2))
         return 0
     if opts.verb == "xid":
-        target = _target(targets, opts.gpu)
+        target = _xid_target(lib, targets, opts.gpu)
         try:
             code = ctl.parse_xid_code(opts.code)
         except ctl.CtlError as exc:
@@ -159,13 +202,26 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
     if opts.gpu is None:
         dropped = ovr.clear(directory)
         _reset_settings(lib, [t.physical for t in targets])
-        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped")
+        left = [t for t in targets if _undrain(lib, t)]
+        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
+              + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
     _reset_settings(lib, [target.physical])
-    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}")
+    left = "; drain state left" if _undrain(lib, target) else ""
+    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
     return 0
+
+
+def _undrain(lib, target: Target) -> bool:
+    """A reset takes the GPU out of the drain state too (mokka.smi.drain.undrain)."""
+    from mokka.engine import nvml
+    from mokka.smi import drain
+    try:
+        return drain.undrain(lib, target.index)
+    except nvml.NvmlError as exc:
+        raise Fail(f"{_named(target)}: cannot leave the drain state: {exc}")
 
 
 def _reset_settings(lib, physical: list) -> None:
@@ -205,10 +261,11 @@ def raise_xid(path: str, target: Target, bus_id: str, code: int, kmsg_path: str,
     def refused(exc: xid.Refused) -> None:           # rewritten whole, numbered from 1
         print(f"{PROG}: {path}: not an events document Mokka wrote ({exc}): replacing it", file=sys.stderr)
 
-    injection = xid.Injection(target.physical, target.uuid, bus_id, code)
+    injection = xid.Injection(target.physical, target.uuid, bus_id, code, target.gi, target.ci)
     [event], _ = xidlog.record(path, xidlog.inject(injection), lock=dir_locked(path), refused=refused)
     line = xid.kmsg_line(injection, node_name)
-    print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid,
+    instance = {"gi": target.gi, "ci": target.ci} if target.gi is not None else {}
+    print(json.dumps({"seq": event.seq, "gpu": target.index, "uuid": injection.uuid, **instance,
                       "code": code, "kmsg": line}))
     print(f"{PROG}: Xid {code}: {append_kmsg(path, kmsg_path, line)}", file=sys.stderr)
     return 0

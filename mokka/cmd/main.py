@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exec": ("mokka.cmd.exec:main", "run a command as a GPU container sees the node (root)"),
     "env": ("mokka.cmd.env:main", "print the shell lines that aim host tools at a staged node"),
     "status": ("mokka.cmd.status:main", "a staged node at a glance: profile, GPUs, MIG, overrides, daemons"),
+    "kwok-nodes": ("mokka.cmd.kwok_nodes:main", "print KWOK Node objects labelled as GPU nodes of a profile"),
 }
 ALIASES = {"nv-fabricmanager": "fabricmanager", "nvml-mock-ctl": "ctl", "nri": "nri-plugin", "agent": "node-agent"}
 PROGRAM = "mokka"

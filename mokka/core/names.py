@@ -67,14 +67,17 @@ PCI_SYSFS_DIR = "sys"
 #: container, as the whole overlay is): overlayfs lowers the proc hook
 #: (native/hooks/sysview.c) merges over the container's own /sys/devices, /sys/bus and
 #: /sys/module, so the kernel's entries stay and the node's GPUs and modules are added.
-#:   sysview/gpu/<minor>/devices/<root complex>/<bus id>/...   (the GPU's device directory)
-#:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
+#:   sysview/gpu/<minor>/devices/<root complex>/<bridges>/<bus id>/...   (the GPU's device
+#:       directory, nested in those of the PCIe bridges mokka.core.pcitopo places above it)
+#:   sysview/gpu/<minor>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bridges>/<bus id>
+#:       (and the same link for each of its bridges)
 #:   sysview/module/<name>/{version,refcnt,initstate,coresize,holders/}
 #:   sysview/proc-modules: the lines /proc/modules gains (one per module, the kernel's format)
 #:   sysview/proc-devices: the char device lines the driver's modules register, which the
 #:                         "Character devices:" section of /proc/devices gains
-#:   sysview/hca/<n>/devices/<root complex>/<bus id>/...   (HCA mlx5_<n>'s PCI function)
-#:   sysview/hca/<n>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bus id>
+#:   sysview/hca/<n>/devices/<root complex>/<bridges>/<bus id>/...   (HCA mlx5_<n>'s PCI
+#:       function, on its GPU's switch)
+#:   sysview/hca/<n>/bus/pci/devices/<bus id> -> ../../../devices/<root complex>/<bridges>/<bus id>
 #: A GPU is keyed by its minor number: the container's /dev/nvidia<minor> says it may see it.
 #: An HCA by its index (mlx5_<n>), 0 up without a gap: the hook merges them all into a GPU
 #: container whose environment selects InfiniBand (ENV_IB set, and not IB_OFF).
@@ -140,12 +143,16 @@ COMPANION_GPU_LIST = "gpu"
 XID_EVENTS_FILE = "xid-events.yaml"
 XID_EVENTS_KIND = "events"
 #: Its companion's keys: ``last_seq`` (the newest sequence number ever written) and
-#: ``event.<n>.seq`` / ``.gpu`` (the physical index) / ``.code`` (the Xid).
+#: ``event.<n>.seq`` / ``.gpu`` (the physical index) / ``.code`` (the Xid), and for an Xid of
+#: a MIG device ``.gi`` (its GPU instance id) and ``.ci`` (its compute instance id), each
+#: only when the Xid names it (nvmlEventData_t's 0xFFFFFFFF otherwise).
 XID_COMPANION_LAST_SEQ = "last_seq"
 XID_COMPANION_EVENTS = "event"
 XID_COMPANION_SEQ = "seq"
 XID_COMPANION_GPU = "gpu"
 XID_COMPANION_CODE = "code"
+XID_COMPANION_GI = "gi"
+XID_COMPANION_CI = "ci"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
 #: The agent records that kernel log and the overlay's place, both as host paths before
@@ -255,6 +262,10 @@ PCIE_ATOMIC_CAPS = ("FETCHADD_32", "FETCHADD_64", "SWAP_32", "SWAP_64", "CAS_32"
 #: A GPU's state key ``mokka ctl set GPU lost=true`` sets (overrides): the mock NVML
 #: answers GPU_IS_LOST for it, the Python nvidia-smi cannot get its handle.
 STATE_LOST_KEY = "failure.lost"
+#: What NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reports (nvmlDeviceGpuRecoveryAction_t, in its
+#: order: NONE is 0), as a GPU's ``failure.recovery_action`` spells it (a profile, or
+#: ``mokka ctl set GPU recovery_action=gpu_reset``); none given: NONE.
+GPU_RECOVERY_ACTIONS = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset")
 #: An NVLink of the compiled state (``nvlink_links[]``): its state (active when it
 #: names none) and what its remote end is (compile fills in NVSwitch ends).
 NVLINK_STATE_ACTIVE = "active"
@@ -330,6 +341,15 @@ MIG_CAP_MODE = 0o444
 #: agent removes it, and every file there whose name starts with it or with "." and it
 #: (a lock, a temp file), when the node boots and at teardown.
 MIG_STATE_FILE = "mig.nvml"
+#: A drained GPU (nvmlDeviceModifyDrainState, ``nvidia-smi drain -m 1``): the file
+#: ``drain-gpu<physical index>.nvml`` beside config.yaml, written by the mock library,
+#: holding DRAIN_STATE_HEADER and the line ``uuid <the GPU's UUID>``; absent: not
+#: draining. Removed when the GPU leaves the drain state or is reset, and by the agent
+#: with the partition state (a reboot loses both).
+DRAIN_STATE_PREFIX = "drain-gpu"
+DRAIN_STATE_SUFFIX = ".nvml"
+DRAIN_STATE_HEADER = "# mokka-nvml drain 1"
+DRAIN_STATE_MAX_BYTES = 256
 #: The node-wide settings of NVML's setters, kept by the mock library beside mig.nvml and
 #: removed with it (the same prefixes) when the node boots and at teardown: a reboot
 #: loses them as it does on a real node.
@@ -451,6 +471,10 @@ CDI_CRI_ANNOTATION_PREFIX = "cdi.k8s.io/"
 TOOLKIT_CDI_ANNOTATION = "nvidia.cdi.k8s.io"
 TOOLKIT_CDI_ANNOTATION_POD = "nvidia.cdi.k8s.io/pod"
 TOOLKIT_CDI_ANNOTATION_CONTAINER_PREFIX = "nvidia.cdi.k8s.io/container."
+#: The node label (value "true") a node carries to run the chart's DaemonSets: Mokka
+#: restarts a node's containerd and binds the mock at /run/nvidia/driver, so it runs only
+#: where a user opted in.
+NODE_OPT_IN_LABEL = "nvml-mock.nvidia.com/enabled"
 
 # --- CDI ---------------------------------------------------------------------
 

@@ -233,13 +233,16 @@ def container_overlay(mount_path: str = names.OVERLAY_MOUNT_PATH) -> Overlay:
 
 # --- The container environment contract (facts §0) ---------------------------
 
-def gpu_env(mount: Overlay) -> dict[str, str]:
-    """Variables that turn mock NVML on inside a container (GPU selection)."""
-    return {
-        names.ENV_NVML_CONFIG: mount.profile,
-        names.ENV_PCI_ROOT: mount.root,
-        names.ENV_GFD_MACHINE_TYPE_FILE: mount.machine_type,
-    }
+def gpu_env(mount: Overlay, *, pci_tree: bool = True) -> dict[str, str]:
+    """Variables that turn mock NVML on inside a container (GPU selection).
+
+    ``pci_tree``: MOCK_PCI_ROOT too, which aims libmockfs at the node's whole staged
+    PCI tree (every GPU and HCA): only for a process no proc hook gives its own /sys view."""
+    env = {names.ENV_NVML_CONFIG: mount.profile}
+    if pci_tree:
+        env[names.ENV_PCI_ROOT] = mount.root
+    env[names.ENV_GFD_MACHINE_TYPE_FILE] = mount.machine_type
+    return env
 
 
 def topology_env(node_name: str, topology_mount_path: str) -> dict[str, str]:

@@ -247,7 +247,7 @@ def _validate(doc, where: str) -> tuple[list[dict], list[str]]:
         merged.append(merge_device(defaults, entry) if entry else
                       merge_device(defaults, {"index": idx}))
     _check_merged(where, merged, by_index, truncated=bool(system.get("num_devices")))
-    _check_printed(where, merged, unknown)
+    _check_printed(where, merged, by_index, unknown)
     return merged, unknown
 
 
@@ -357,27 +357,51 @@ def _check_merged(where: str, merged: list[dict], by_index: dict[int, dict],
         _check_memory(where, dev, f"devices[index={dev['index']}]")
 
 
-#: What nvidia-smi prints for every GPU. A profile may leave them out (a minimal one
-#: stages GPUs with neither); one whose unknown key is a near miss for a field no GPU
-#: then gets is refused: a typo, not a choice. (The UUID is derived when left out.)
+#: What nvidia-smi prints for every GPU, and what the merge leaves each GPU without when
+#: the profile gives it neither in device_defaults nor in the GPU's entry of devices. A
+#: GPU lacking one would stage blank, so the profile is refused. The third printed field,
+#: the UUID, is never missing: compile derives one for a GPU whose entry has none.
 PRINTED_FIELDS = ("name", "memory.total_bytes")
 
 
-def _check_printed(where: str, merged: list[dict], unknown: list[str]) -> None:
+def _check_printed(where: str, merged: list[dict], by_index: dict[int, dict],
+                   unknown: list[str]) -> None:
     for key in PRINTED_FIELDS:
-        lacking = [d["index"] for d in merged if _dig(d, key) in (None, "")]
-        if not lacking:                 # the usual case: no near-miss search at all
+        lacking = [d["index"] for d in merged if _blank(_dig(d, key))]
+        if not lacking:
             continue
         typos = [(u, near) for u in unknown if (near := _meant(u))
                  and (key == near[1] or key.startswith(near[1] + "."))]
-        if not typos:
-            continue
-        typo, (known, _) = typos[0]
-        field = f"device_defaults.{key}" if len(lacking) == len(merged) else \
-            f"devices[index={lacking[0]}].{key}"
-        _fail(where, field, f"{typo} is not a profile key: did you mean {known}? As written "
-              f"{len(lacking)} of {len(merged)} GPUs have no {key}, which nvidia-smi prints; "
-              f"set {key} in device_defaults or in each entry of devices")
+        if typos:                       # a near-miss key explains the gap: name the key meant
+            typo, (known, _) = typos[0]
+            field = f"device_defaults.{key}" if len(lacking) == len(merged) else \
+                f"devices[index={lacking[0]}].{key}"
+            _fail(where, field, f"{typo} is not a profile key: did you mean {known}? As written "
+                  f"{len(lacking)} of {len(merged)} GPUs have no {key}, which nvidia-smi prints; "
+                  f"set {key} in device_defaults or in each entry of devices")
+        first = lacking[0]
+        _fail(where, f"devices[index={first}].{key}",
+              f"GPU {first} has no {key}{_and_others(lacking, merged)}, which nvidia-smi prints; "
+              + _fix(key, by_index.get(first)))
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _and_others(lacking: list[int], merged: list[dict]) -> str:
+    return "" if len(lacking) == 1 else f" ({len(lacking)} of {len(merged)} GPUs have none)"
+
+
+def _fix(key: str, entry: dict | None) -> str:
+    """Where to set a printed field for the first GPU lacking it. A device entry's block
+    replaces device_defaults' wholesale, so a GPU whose entry has its own block must get
+    the field there."""
+    block = key.split(".")[0]
+    if "." in key and entry is not None and entry.get(block) is not None:
+        return (f"set {key} in its entry of devices (its {block} block replaces "
+                f"device_defaults.{block})")
+    return f"set device_defaults.{key}, or {key} in each entry of devices"
 
 
 def _meant(path: str) -> tuple[str, str] | None:

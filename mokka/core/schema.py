@@ -359,9 +359,11 @@ DEVICE_FIELDS = {
                      "gpu_fabric_guid": Int(maximum=2**64 - 1),
                      **strs("chassis_serial_number peer_type")}),
     "fan": Map({"count": Int(maximum=64), "speed_percent": Scalar(), "target_speed_percent": Scalar()}),
-    # lost: what ``mokka ctl set GPU lost=true`` writes (names.STATE_LOST_KEY).
+    # lost: what ``mokka ctl set GPU lost=true`` writes (names.STATE_LOST_KEY); recovery_action:
+    # what NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reports (``ctl set GPU recovery_action=...``).
     "failure": Map({"mode": Str(choices=FAILURE_MODES, noun="mode"), "probability": Number(0, 1),
-                    "after_calls": Int(), "lost": Bool()}),
+                    "after_calls": Int(), "lost": Bool(),
+                    "recovery_action": Str(choices=names.GPU_RECOVERY_ACTIONS, noun="recovery action")}),
     "fabric": Map({"state": Str(choices=FABRIC_STATES, noun="state"), "clique_id": Int(maximum=UINT32_MAX),
                    "cluster_uuid": Str(max_len=64), "health_summary": Str(),
                    "health": Map({**strs("access_timeout_recovery degraded_bandwidth "

@@ -42,12 +42,19 @@ DEFAULT_TEXT = "Xid injected by Mokka"
 KMSG_PRIORITY = "<3>"          # KERN_ERR, as the driver's printk of an Xid
 
 
+#: What nvmlEventData_t.gpuInstanceId / computeInstanceId hold for an Xid no GPU or
+#: compute instance is named by (nvml.h): a whole GPU's.
+NO_INSTANCE = 0xFFFFFFFF
+
+
 @dataclass(frozen=True)
 class Injection:
     gpu: int                   # the index in the state (the physical index)
-    uuid: str
+    uuid: str                  # the GPU's (a MIG device's Xid names its parent GPU)
     bus_id: str
     code: int
+    gi: int | None = None      # the GPU instance the Xid is attributable to; None: the whole GPU
+    ci: int | None = None      # its compute instance; None: the GPU instance as a whole
 
     @property
     def key(self) -> tuple[str, int]:
@@ -147,9 +154,15 @@ def kernel_pci(bus_id: str) -> str:
 
 def kmsg_line(inj: Injection, node_name: str) -> str:
     """The driver's Xid line, then ``node=NAME``: kind nodes share one kernel log and the
-    profiles give every node the same bus ids, so the node name says whose Xid it is."""
+    profiles give every node the same bus ids, so the node name says whose Xid it is. An
+    Xid attributed to a MIG instance names it after the address as NVRM prints it
+    (``PCI:0000:01:00 GPU-I:05 GPU-CI:00``; the GPU instance alone when no compute
+    instance is named)."""
     text = XID_TEXT.get(inj.code, DEFAULT_TEXT)
-    return (f"NVRM: Xid (PCI:{kernel_pci(inj.bus_id)}): {inj.code}, pid='<unknown>', name=<unknown>, "
+    where = kernel_pci(inj.bus_id)
+    if inj.gi is not None:
+        where += f" GPU-I:{inj.gi:02d}" + (f" GPU-CI:{inj.ci:02d}" if inj.ci is not None else "")
+    return (f"NVRM: Xid (PCI:{where}): {inj.code}, pid='<unknown>', name=<unknown>, "
             f"{text} node={node_name}")
 
 
@@ -169,13 +182,23 @@ def render(events: list[Event], last_seq: int) -> tuple[bytes, bytes]:
         lines.append("events:\n")
         for e in events:
             i = e.injection
+            where = "".join(f", {k}: {v}" for k, v in (("gi", i.gi), ("ci", i.ci)) if v is not None)
             lines.append(f"- {{seq: {e.seq}, gpu: {i.gpu}, uuid: '{i.uuid}', bus_id: '{i.bus_id}', "
-                         f"code: {i.code}}}\n")
+                         f"code: {i.code}{where}}}\n")
     text = "".join(lines).encode()
-    listed = [{names.XID_COMPANION_SEQ: e.seq, names.XID_COMPANION_GPU: e.injection.gpu,
-               names.XID_COMPANION_CODE: e.injection.code} for e in events]
+    listed = [_listed(e) for e in events]
     body = {names.XID_COMPANION_LAST_SEQ: last_seq, names.XID_COMPANION_EVENTS: listed}
     return text, flatstate.render(names.XID_EVENTS_KIND, digest(text), body)
+
+
+def _listed(e: Event) -> dict:
+    """An event as the companion lists it; its instance ids only when it names them."""
+    i = e.injection
+    out = {names.XID_COMPANION_SEQ: e.seq, names.XID_COMPANION_GPU: i.gpu, names.XID_COMPANION_CODE: i.code}
+    for key, value in ((names.XID_COMPANION_GI, i.gi), (names.XID_COMPANION_CI, i.ci)):
+        if value is not None:
+            out[key] = value
+    return out
 
 
 class Refused(ValueError):
@@ -213,9 +236,13 @@ def parse(doc) -> tuple[list[Event], int]:
         uuid, bus_id = item.get("uuid"), item.get("bus_id")
         if not isinstance(uuid, str) or not isinstance(bus_id, str) or len(uuid) > 64 or len(bus_id) > 64:
             raise Refused(f"{where}uuid and bus_id are not strings of at most 64 characters")
+        gi = _number(item, "gi", 0, names.MIG_GPU_INSTANCE_IDS - 1, where) if "gi" in item else None
+        ci = _number(item, "ci", 0, names.MIG_COMPUTE_INSTANCE_IDS - 1, where) if "ci" in item else None
+        if ci is not None and gi is None:
+            raise Refused(f"{where}ci is given without gi")
         events.append(Event(_number(item, "seq", 1, last, where),
                             Injection(_number(item, "gpu", 0, names.MAX_GPUS - 1, where), uuid, bus_id,
-                                      _number(item, "code", 1, 0xFFFFFFFF, where))))
+                                      _number(item, "code", 1, 0xFFFFFFFF, where), gi, ci)))
     return events, last
 
 

@@ -146,3 +146,9 @@ def dump(doc) -> bytes:
     """A document as block-style YAML, keys in their order, every alias written out."""
     return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=4096).encode()
+
+
+def dump_all(docs) -> bytes:
+    """Documents as one YAML stream (``---`` between them), as ``dump`` writes each."""
+    return yaml.dump_all(docs, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=4096, explicit_start=True).encode()

@@ -5,7 +5,9 @@ In a private mount namespace of its own (nothing it mounts reaches the host's):
 1. /dev becomes a read-only overlayfs of the staged device nodes over the host's
    /dev, so /dev/nvidia*, /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-caps are
    there; what was mounted under /dev (/dev/pts, /dev/shm, ...) is bound back from
-   descriptors opened before the overlay covered it;
+   descriptors opened before the overlay covered it. A caller whose
+   NVIDIA_VISIBLE_DEVICES selects GPUs gets the other GPUs' /dev/nvidiaN whited out
+   (a tmpfs of whiteouts as the top layer), so everything after sees those alone;
 2. the overlay's binds of the NRI decision (the tree read-only, driver/config
    writable), here over themselves at the overlay's host path;
 3. the staged proc hook in its ``HOOK OVERLAY /`` form, which mounts /proc/driver,
@@ -26,6 +28,7 @@ import subprocess
 import sys
 from typing import Mapping, NoReturn, Sequence, TextIO
 
+from mokka.core import names
 from mokka.core.overlay import Overlay, host_overlay
 from mokka.exec import mounts, plan
 
@@ -46,6 +49,28 @@ class ExecError(Exception):
 def _read(path: str) -> str:
     with open(path) as f:
         return f.read()
+
+
+def staged_gpus(overlay: Overlay) -> tuple[plan.Gpu, ...]:
+    """The node's GPUs (index, UUID, minor) from the staged state's companion, which a
+    workload can write (driver/config): read within bounds, never through a link."""
+    from mokka.core.fsutil import ReadRefused, read_bounded
+    from mokka.engine import flatstate
+    path = flatstate.companion_path(overlay.profile)
+    try:
+        text = read_bounded(path, names.MAX_STATE_COMPANION_BYTES, follow=False)
+    except (OSError, ReadRefused) as exc:
+        raise ExecError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    # Only the two keys read, so each look-up scans a few lines, not the whole state.
+    wanted = b"\n".join(line for line in text.splitlines() if line.startswith(b"gpu.")
+                        and (b".minor_number " in line or b".uuid " in line))
+    gpus = []
+    for index in range(names.MAX_GPUS):
+        minor = flatstate.value_of(wanted, f"gpu.{index}.minor_number")
+        if minor is None or not minor.isascii() or not minor.isdigit():
+            break
+        gpus.append(plan.Gpu(index, flatstate.value_of(wanted, f"gpu.{index}.uuid") or "", int(minor)))
+    return tuple(gpus)
 
 
 def check(host_root: str, overlay_host_path: str, command: Sequence[str],
@@ -74,9 +99,14 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
     from mokka.nri.nodeview import NodeViewBuilder
     view = NodeViewBuilder(overlay_host_path=overlay_root, overlay_mount_path=overlay_root,
                            cdi_spec_host_path="", inotify=False).build()
-    setup = plan.decide(overlay_root, environ, view)
+    visible = None
+    if names.ENV_NVIDIA_VISIBLE_DEVICES in environ:
+        visible = plan.visible_gpus(environ, staged_gpus(Overlay(overlay_root)))
+        if isinstance(visible, str):
+            raise ExecError(visible)
+    setup = plan.decide(overlay_root, environ, view, visible)
     try:
-        _mount_dev(setup.dev_lower)
+        _mount_dev(setup.dev_lower, setup.hidden_gpu_nodes)
         _bind_overlay(setup.mounts)
     except OSError as exc:
         if exc.errno in (errno.EPERM, errno.EACCES):    # root, but not of the namespace's owner
@@ -97,8 +127,9 @@ def run(host_root: str, overlay_host_path: str, command: Sequence[str],
         raise SystemExit(NOT_EXECUTABLE_STATUS)
 
 
-def _mount_dev(dev_lower: str) -> None:
-    """The staged nodes over /dev, and /dev's own sub-mounts back on top."""
+def _mount_dev(dev_lower: str, hidden: Sequence[str] = ()) -> None:
+    """The staged nodes over /dev, less the ``hidden`` ones (whited out in a layer on
+    top, from the host's /dev too), and /dev's own sub-mounts back on top."""
     mounts.private_namespace()
     # Opened inside the new namespace (a bind takes its source from the caller's own) and
     # before the overlay covers them.
@@ -115,6 +146,11 @@ def _mount_dev(dev_lower: str) -> None:
         for layer in (dev_lower, DEV):
             opened.append(mounts.open_path(layer))
             layers.append(opened[-1])
+        if hidden:
+            # On /dev itself, under the overlay to come: no path of the host's is used.
+            mounts.whiteouts(DEV, hidden)
+            opened.append(mounts.open_path(DEV))
+            layers.insert(0, opened[-1])
         mounts.read_only_overlay(DEV, layers)
         for fd, point in submounts:
             mounts.bind_fd(fd, point)

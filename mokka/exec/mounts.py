@@ -9,6 +9,7 @@ propagates back to the host's.
 from __future__ import annotations
 
 import os
+import stat
 
 from mokka.core.mounts import (MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC,
                                MS_REMOUNT, mount as _mount, unshare_mounts)
@@ -31,6 +32,14 @@ def read_only_overlay(target: str, lowers: list[int]) -> None:
     /proc/self/fd/N, so no ':' or ',' of a real path can split overlayfs's options."""
     _mount("overlay", target, "overlay", MS_RDONLY,
            "lowerdir=" + ":".join(f"/proc/self/fd/{fd}" for fd in lowers))
+
+
+def whiteouts(target: str, entries) -> None:
+    """A tmpfs on ``target`` holding an overlayfs whiteout (the char device 0:0) for each
+    name of ``entries``: as the top lower of an overlay, it hides those names beneath."""
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
+    for name in entries:
+        os.mknod(os.path.join(target, name), stat.S_IFCHR | 0o000, os.makedev(0, 0))
 
 
 def open_path(path: str) -> int:

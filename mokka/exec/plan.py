@@ -4,7 +4,9 @@ The environment, the overlay's binds and the proc hook come from the NRI
 decision itself (``mokka.nri.inject.adjust``) for a container on the management
 path (the devices annotation: every GPU of the node), with the overlay's host
 path as its mount path: a program started this way sees the variables and
-paths a GPU-selected container sees, by the same rule, not a copy of it.
+paths a GPU-selected container sees, by the same rule, not a copy of it. So,
+where the proc hook is staged, neither libmockfs nor MOCK_PCI_ROOT: every
+program, dynamically linked or not, reads the PCI tree the hook gives /sys.
 
 InfiniBand is the caller's ``MOCK_IB``, as the plugin's tiers name it: ``full``
 or ``sysfs`` decides as for a pod that also has the InfiniBand annotation with
@@ -13,15 +15,22 @@ PCI functions into /sys); unset or ``off``, a GPU-only container's ``MOCK_IB=off
 The hook reads ``MOCK_IB`` from its own environment in this form, so it is given
 the command's.
 
+GPUs are the caller's ``NVIDIA_VISIBLE_DEVICES``, as NVIDIA's container toolkit
+reads a container's: unset or ``all``, every GPU of the node; a comma list of
+GPU indices or UUIDs, only those GPUs' ``/dev/nvidiaN`` (the others are whited
+out of /dev), so the hook's /sys view, the mock library and every reader see
+those alone, as a container allocated them.
+
 The rest is read from the text the kernel gives (/proc/self/mountinfo,
-/proc/self/status) by the I/O side and passed in here.
+/proc/self/status) and the staged state's companion by the I/O side and passed
+in here.
 """
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple, Sequence
 
 from mokka.core import names
 from mokka.core.overlay import Overlay
@@ -40,6 +49,8 @@ NOT_STAGED = ("no staged node at {path}; stage one first: mokka node-agent --hos
               "(or pass the --host-root / --overlay-host-path it staged under)")
 NO_COMMAND = "no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."
 BAD_IB = "MOCK_IB={value} is no InfiniBand tier: give full, sysfs or off (unset: off)"
+BAD_VISIBLE = ("NVIDIA_VISIBLE_DEVICES={value}: {entry!r} is no GPU of this node (indices {known}); "
+               "give all, or a comma list of its GPU indices or UUIDs")
 NO_HOOK = ("the proc hook is not staged at {path} (a node staged without the native build): "
            "/sys, /proc/driver and /proc/modules stay the host's")
 
@@ -56,6 +67,15 @@ class Setup:
     hook: Hook | None
     #: The command's whole environment.
     env: Mapping[str, str]
+    #: The GPU nodes left out of /dev (``nvidiaN``), for a caller who selected GPUs.
+    hidden_gpu_nodes: tuple[str, ...] = ()
+
+
+class Gpu(NamedTuple):
+    """One GPU of the staged node, as the state's companion names it."""
+    index: int
+    uuid: str
+    minor: int
 
 
 #: The caller's MOCK_IB values that select InfiniBand: the plugin's tiers.
@@ -72,12 +92,30 @@ def ib_problem(environ: Mapping[str, str]) -> str | None:
     return BAD_IB.format(value=value)
 
 
-def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView) -> Setup:
+def visible_gpus(environ: Mapping[str, str], gpus: Sequence[Gpu]) -> tuple[Gpu, ...] | str:
+    """The GPUs the caller's NVIDIA_VISIBLE_DEVICES selects, in the node's order (all of
+    them when it is unset or ``all``), or the one line saying it names none of them."""
+    value = environ.get(names.ENV_NVIDIA_VISIBLE_DEVICES)
+    if value is None or value.strip().lower() == names.VISIBLE_ALL:
+        return tuple(gpus)
+    by_name = {name: gpu for gpu in gpus for name in (str(gpu.index), gpu.uuid)}
+    entries = [entry.strip() for entry in value.split(",")]
+    for entry in entries:
+        if entry not in by_name:
+            known = ", ".join(str(gpu.index) for gpu in gpus) or "none staged"
+            return BAD_VISIBLE.format(value=value, entry=entry, known=known)
+    chosen = {by_name[entry] for entry in entries}
+    return tuple(gpu for gpu in gpus if gpu in chosen)
+
+
+def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView,
+           visible: Sequence[Gpu] | None = None) -> Setup:
     """The setup for a command started with ``environ`` on the node staged at ``overlay_root``.
 
     ``view`` is the node view of that overlay as the NRI plugin builds it
     (``mokka.nri.nodeview``), with the overlay's host path as the mount path.
     ``environ``'s MOCK_IB is one of the tiers, or unset or off (``ib_problem``).
+    ``visible``: the GPUs the caller selected (``visible_gpus``); None, every one.
     """
     tier = environ.get(names.ENV_IB)
     infiniband = tier in IB_TIERS
@@ -96,7 +134,18 @@ def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView)
     if hook is not None and names.ENV_IB in env:
         # In its OVERLAY ROOTFS form the hook reads MOCK_IB from its own environment.
         hook = hook._replace(env=(*hook.env, f"{names.ENV_IB}={env[names.ENV_IB]}"))
-    return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts, hook=hook, env=env)
+    hidden: tuple[str, ...] = ()
+    if visible is not None:
+        kept = {names.gpu_node_name(gpu.minor) for gpu in visible}
+        hidden = tuple(name for name in (d.path.rpartition("/")[2] for d in view.dev_nodes)
+                       if _is_gpu_node(name) and name not in kept)
+    return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts, hook=hook, env=env,
+                 hidden_gpu_nodes=hidden)
+
+
+def _is_gpu_node(name: str) -> bool:
+    digits = name[len(names.GPU_NODE_PREFIX):]
+    return name.startswith(names.GPU_NODE_PREFIX) and digits.isascii() and digits.isdigit()
 
 
 def hook_argv(hook: Hook) -> list[str]:

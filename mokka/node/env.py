@@ -7,7 +7,9 @@ What a container also gets from its mount namespace, a shell does not have, and
 one variable stands in for it: the mock library looks for the node's
 ``/dev/nvidiaN`` and ``/dev/nvidia-caps`` under MOCK_NVML_DEV_ROOT, here the
 staged driver root, so which GPUs and MIG devices a process sees is the node's
-and never the host's own ``/dev`` (a host with NVIDIA's driver has some).
+and never the host's own ``/dev`` (a host with NVIDIA's driver has some). A shell
+runs no proc hook either, so it is decided as for a container no hook serves:
+libmockfs and MOCK_PCI_ROOT show its tools (lspci) the node's whole PCI tree.
 
 The node's own variables are set whatever the caller's environment says (an
 earlier ``eval`` for another root must not win); the search lists (PATH,
@@ -16,6 +18,7 @@ LD_LIBRARY_PATH, LD_PRELOAD) keep the caller's entries behind the node's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Mapping
 
@@ -33,7 +36,7 @@ def node_env(overlay_root: str, environ: Mapping[str, str], view) -> dict[str, s
     from mokka.exec import plan
 
     kept = {key: environ[key] for key in SEARCH_LISTS if key in environ}
-    env = dict(plan.decide(overlay_root, kept, view).env)
+    env = dict(plan.decide(overlay_root, kept, dataclasses.replace(view, proc_hook_staged=False)).env)
     env[names.ENV_DEV_ROOT] = Overlay(overlay_root).driver
     return env
 

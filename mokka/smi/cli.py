@@ -75,6 +75,9 @@ def run(opts: dict, out) -> int:
         return EXIT_NOT_FOUND
     if opts.get("sub") == "topo":
         return _topo(lib, head["attached"], opts["rest"], out)
+    if opts.get("sub") == "drain":
+        from mokka.smi import drain
+        return drain.run(lib, opts["rest"], out)
     return _on_gpus(lib, head, opts, out)
 
 
@@ -251,7 +254,7 @@ def _subcommand(sub: str, rest: list, gpus: list, out) -> int:
             out.write(topo.status(gpus))
             return 0
         raise Usage(sub)
-    if sub in ("pmon", "dmon", "vgpu", "conf-compute", "drain", "nvswitch"):
+    if sub in ("pmon", "dmon", "vgpu", "conf-compute", "nvswitch"):
         print("Not supported on the device(s)", file=out)
         return EXIT_UNKNOWN
     raise Unrecognized(sub)

@@ -131,6 +131,8 @@ KEYS = {
     "fabric.state": Key("fabric.state", _choice(*names.FABRIC_STATE_CODES, names.FABRIC_STATE_AUTO)),
     # Every NVML query of the GPU fails with GPU_IS_LOST; nvidia-smi cannot get its handle.
     "lost": Key(names.STATE_LOST_KEY, _flag()),
+    # What NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reports; a GPU reset clears it (api/reset.c).
+    "recovery_action": Key("failure.recovery_action", _choice(*names.GPU_RECOVERY_ACTIONS)),
 }
 
 
@@ -208,3 +210,24 @@ def parse_xid_code(text: str) -> int:
         raise CtlError(f"{shown(text)}: not an Xid code; expected an integer from {lo} to {hi} "
                        "(e.g. 79: fallen off the bus, 48: double bit ECC error)")
     return code
+
+
+def parse_instance_target(text: str) -> tuple[str, int | None, int | None]:
+    """``mokka ctl xid``'s target as (GPU, GPU instance id, compute instance id):
+    ``GPU`` alone, ``GPU:GI`` (the Xid names the GPU instance, not a compute instance)
+    or ``GPU:GI:CI``, GPU an index or a UUID, the ids as nvidia-smi -L prints them.
+    A MIG UUID is the caller's to look up; CtlError for ids that are not MIG's."""
+    gpu, *ids = text.split(":")
+    if len(ids) > 2 or not gpu:
+        raise CtlError(f"{shown(text)}: not a GPU or MIG device; expected GPU, GPU:GI, GPU:GI:CI "
+                       "or a MIG device's UUID (nvidia-smi -L lists them)")
+    bounds = (("GPU instance", names.MIG_GPU_INSTANCE_IDS), ("compute instance", names.MIG_COMPUTE_INSTANCE_IDS))
+    out = []
+    for word, (what, count) in zip(ids, bounds):
+        value = ascii_int(word)
+        if value is None or not 0 <= value < count:
+            raise CtlError(f"{shown(text)}: {shown(word)} is not a {what} id; expected an integer "
+                           f"from 0 to {count - 1}")
+        out.append(value)
+    out += [None] * (2 - len(out))
+    return gpu, out[0], out[1]

@@ -33,6 +33,15 @@ def _pci(attr: str):
     return read
 
 
+def _reset_status(field_id: int):
+    """Yes when the field (which the GPU's recovery action sets) says so; No otherwise, a
+    field the board refuses included."""
+    def read(gpu, ctx):
+        (value,) = gpu.fields([field_id])
+        return "Yes" if value is not None and not isinstance(value, v.Refusal) and value else "No"
+    return read
+
+
 def _enabled(get, default=None):
     return lambda gpu, ctx: v.enabled(get(gpu), default) if get(gpu) is not None else default
 
@@ -178,8 +187,8 @@ field("inforom.img|inforom.image", None, lambda gpu, c: gpu.inforom_image())
 field("inforom.oem", None, lambda gpu, c: gpu.inforom(g.INFOROM_OEM))
 field("inforom.ecc", None, lambda gpu, c: gpu.inforom(g.INFOROM_ECC))
 field("inforom.pwr|inforom.power", None, lambda gpu, c: gpu.inforom(g.INFOROM_POWER))
-field("reset_status.reset_required", None, lambda gpu, c: "No")
-field("reset_status.drain_and_reset_recommended", None, lambda gpu, c: "No")
+field("reset_status.reset_required", None, _reset_status(g.FI_RESET_STATUS))
+field("reset_status.drain_and_reset_recommended", None, _reset_status(g.FI_DRAIN_AND_RESET_STATUS))
 field("gom.current|gpu_operation_mode.current", None,
       lambda gpu, c: v.word(v.OPERATION_MODES, gpu.gpu_operation_mode()[0], None))
 field("gom.pending|gpu_operation_mode.pending", None,

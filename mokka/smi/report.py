@@ -147,8 +147,9 @@ def _tree(gpu, layout: layouts.Layout) -> list:
     display = gpu.display_mode()
     pdi = gpu.pdi()
     egm = gpu.capabilities()
-    reset_required, drain_and_reset, outbound, inbound = gpu.fields(
-        [g.FI_RESET_STATUS, g.FI_DRAIN_AND_RESET_STATUS, g.FI_PCIE_OUTBOUND_ATOMICS, g.FI_PCIE_INBOUND_ATOMICS])
+    reset_required, drain_and_reset, outbound, inbound, recovery = gpu.fields(
+        [g.FI_RESET_STATUS, g.FI_DRAIN_AND_RESET_STATUS, g.FI_PCIE_OUTBOUND_ATOMICS, g.FI_PCIE_INBOUND_ATOMICS,
+         g.FI_GPU_RECOVERY_ACTION])
 
     return [
         ("product_name", v.text(gpu.name())),
@@ -193,7 +194,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ]),
         ("gpu_reset_status", [("reset_required", _yes_no_field(reset_required)),
                               ("drain_and_reset_recommended", _yes_no_field(drain_and_reset))]),
-        ("gpu_recovery_action", "None"),
+        ("gpu_recovery_action", v.recovery_action(recovery)),
         ("gsp_firmware_version", v.text(gpu.gsp_firmware_version())),
         ("ibmnpu", [("relaxed_ordering_mode", NA)]),
         ("pci", [

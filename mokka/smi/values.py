@@ -79,6 +79,15 @@ def word(table: dict, value, default: str = NA) -> str:
     return default if value is None else table.get(value, default)
 
 
+#: nvmlDeviceGpuRecoveryAction_t as the 580 report's "GPU Recovery Action" names it (the
+#: names NVIDIA's "Error Recovery and Response Flags" give each).
+RECOVERY_ACTIONS = {0: "None", 1: "Reset", 2: "Reboot", 3: "Drain P2P", 4: "Drain and Reset"}
+
+
+def recovery_action(value) -> str:
+    return word(RECOVERY_ACTIONS, value)
+
+
 def yes_no(value) -> str:
     if isinstance(value, Refusal):
         return value

@@ -85,10 +85,19 @@ def test_every_control_node_the_validator_would_make_is_there(node, name, major,
 
 def test_the_root_lists_every_gpu_on_its_own_pci_bus(node):
     devices = os.path.join(node, "sys/bus/pci/devices")
-    assert sorted(os.listdir(devices)) == ["0000:3b:00.0", "0000:86:00.0", "0000:af:00.0", "0000:d8:00.0"]
+    classes = {}
     for bdf in os.listdir(devices):
         with open(os.path.join(devices, bdf, "class")) as f, open(os.path.join(devices, bdf, "vendor")) as v:
-            assert (f.read(), v.read()) == ("0x030200\n", "0x10de\n")
+            classes[bdf] = (f.read(), v.read())
+    gpus = {bdf: c for bdf, c in classes.items() if c[1] == "0x10de\n"}
+    assert gpus == {bdf: ("0x030200\n", "0x10de\n")
+                    for bdf in ("0000:3b:00.0", "0000:86:00.0", "0000:af:00.0", "0000:d8:00.0")}
+    # The rest are the bridges above them: a root port and a switch's two ports per GPU.
+    assert sorted(bdf for bdf, c in classes.items() if c[0] == "0x060400\n") == [
+        "0000:00:01.0", "0000:00:02.0", "0000:00:03.0", "0000:00:04.0",
+        "0000:39:00.0", "0000:3a:00.0", "0000:84:00.0", "0000:85:00.0",
+        "0000:ad:00.0", "0000:ae:00.0", "0000:d6:00.0", "0000:d7:00.0"]
+    assert len(classes) == 16
 
 
 def test_the_trees_nvidia_smi_runs_with_the_trees_library_preloaded(node):

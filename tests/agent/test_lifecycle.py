@@ -56,8 +56,9 @@ def test_a_nodes_sysfs_files_of_equal_bytes_are_one_inode_each_set(scratch):
     assert len(guids) == 8                                      # other bytes: a file each
     bus = os.path.join(ov.sys, "bus/pci/devices")
     vendors = {os.stat(os.path.join(bus, bdf, "vendor")).st_ino for bdf in os.listdir(bus)}
-    # 8 GPUs and their 8 HCAs on the bus: one "0x10de" inode and one "0x15b3".
-    assert len(os.listdir(bus)) == 16 and len(vendors) == 2
+    # 8 GPUs, their 8 HCAs and 32 PCIe ports on the bus: one "0x10de" inode, one "0x15b3",
+    # one "0x8086" (the root ports) and one "0x1000" (the switch ports).
+    assert len(os.listdir(bus)) == 48 and len(vendors) == 4
     with open(os.path.join(hcas, "mlx5_7/ports/1/counters/symbol_error")) as f:
         assert f.read() == "0\n"
 

@@ -1,7 +1,9 @@
-"""A typo that leaves the GPUs without a name or a memory size (what every nvidia-smi
-prints) is refused in one line by the node agent and compile, naming the key meant; a key
-the format does not know is otherwise only a warning (Go Mokka files carry keys Mokka
-ignores) that names the nearest known key."""
+"""A profile whose GPUs would stage without a name or a memory size (what every nvidia-smi
+prints) is refused in one line by every command that loads it, naming the file, the first
+GPU lacking the field and where to set it; when a typo explains the gap, the line names the
+key meant. A key the format does not know is otherwise only a warning (Go Mokka files carry
+keys Mokka ignores) that names the nearest known key. The UUID, the third field nvidia-smi
+always prints, is derived for a GPU that has none."""
 
 from __future__ import annotations
 
@@ -65,26 +67,61 @@ def test_one_gpu_without_a_memory_size_is_refused_naming_that_gpu(scratch):
         "or in each entry of devices"]
 
 
-@pytest.mark.parametrize("text,names", [
-    ('version: "1.0"\nsystem: {driver_version: "550.163.01"}\n'
-     "device_defaults: {memory: {total_bytes: 1073741824}}\n"
-     'devices:\n- {index: 0, name: "NVIDIA T4"}\n- {index: 1, name: "NVIDIA T4"}\n',
-     ["NVIDIA T4", "NVIDIA T4"]),
-    ('version: "1.0"\nsystem: {driver_version: "550.163.01", num_devices: 2}\n'
-     "device_defaults: {shiny: 1}\n", [None, None]),
-], ids=["names given per GPU, no UUIDs", "a minimal profile with no typo"])
-def test_profiles_without_a_typo_compile(scratch, text, names):
-    """Positive controls: names may come per GPU and UUIDs are derived; a profile that leaves
-    the fields out altogether (as a minimal one does) still compiles."""
+HEAD = 'version: "1.0"\nsystem: {driver_version: "550.163.01"}\n'
+
+
+@pytest.mark.parametrize("command", ["node-agent", "compile", "render-cdi"])
+@pytest.mark.parametrize("text,line", [
+    (HEAD + "device_defaults: {memory: {total_bytes: 17179869184}}\n"
+     "devices:\n- {index: 0}\n- {index: 1}\n",
+     "devices[index=0].name: GPU 0 has no name (2 of 2 GPUs have none), which nvidia-smi "
+     "prints; set device_defaults.name, or name in each entry of devices"),
+    (HEAD + 'device_defaults: {name: "NVIDIA T4"}\n'
+     "devices:\n- {index: 0, memory: {total_bytes: 17179869184}}\n- {index: 1}\n",
+     "devices[index=1].memory.total_bytes: GPU 1 has no memory.total_bytes, which nvidia-smi "
+     "prints; set device_defaults.memory.total_bytes, or memory.total_bytes in each entry of "
+     "devices"),
+    (HEAD + 'device_defaults: {name: "NVIDIA T4", memory: {total_bytes: 17179869184}}\n'
+     "devices:\n- {index: 0}\n- {index: 1, memory: {used_bytes: 0}}\n",
+     "devices[index=1].memory.total_bytes: GPU 1 has no memory.total_bytes, which nvidia-smi "
+     "prints; set memory.total_bytes in its entry of devices (its memory block replaces "
+     "device_defaults.memory)"),
+], ids=["no name", "no memory size", "a memory block without the size"])
+def test_a_gpu_without_a_printed_field_is_refused_in_one_line(scratch, command, text, line):
+    root, outside, _ = scratch
+    bad = os.path.join(outside, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write(text)
+    before = listing(root)
+    if command == "render-cdi":
+        done = run_mokka("render-cdi", "--profile", bad, "--out", outside)
+    else:
+        done = refuse(command, root, bad)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == f"{command}: {bad}: {line}"
+    if command != "node-agent":
+        assert done.stderr.splitlines() == [f"{command}: {bad}: {line}"]
+    assert sorted(os.listdir(outside)) == ["bad.yaml"]
+    after = listing(root)
+    assert after == before, diff(before, after)          # nothing staged, the lock freed
+
+
+def test_names_given_per_gpu_compile_and_uuids_are_derived(scratch):
+    """Positive control: a name may come in each GPU's entry, and a GPU without a UUID gets
+    one, so no profile is refused for want of a UUID."""
     _, outside, _ = scratch
     good = os.path.join(outside, "good.yaml")
     with open(good, "w") as f:
-        f.write(text)
+        f.write(HEAD + "device_defaults: {memory: {total_bytes: 1073741824}}\n"
+                'devices:\n- {index: 0, name: "NVIDIA T4"}\n- {index: 1, name: "NVIDIA L4"}\n')
     done = run_mokka("compile", "--profile", good)
     assert done.returncode == 0, done.stderr
     gpus = json.loads(done.stdout)["gpus"]
-    assert [g.get("name") for g in gpus] == names
-    assert all(g["uuid"].startswith("GPU-") for g in gpus)
+    assert [(g["name"], g["memory"]["total_bytes"]) for g in gpus] == [
+        ("NVIDIA T4", 1073741824), ("NVIDIA L4", 1073741824)]
+    assert [g["uuid"][:4] for g in gpus] == ["GPU-", "GPU-"]
+    assert gpus[0]["uuid"] != gpus[1]["uuid"]
 
 
 def test_an_unknown_key_is_a_warning_naming_the_nearest_known_key_and_the_node_stages(scratch):

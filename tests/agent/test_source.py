@@ -8,6 +8,7 @@ from helpers import configmap_dir, profile_bytes
 
 from mokka.agent.source import FileSource, watch_dirs
 from mokka.core import log as mlog
+from tests.corpus.minimal_profile import GPU_FIELDS
 
 LOG = mlog.get("test")
 
@@ -104,7 +105,7 @@ class RecordingLog:
 def test_unknown_keys_are_accepted_and_named_once(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_bytes(b'version: "1.0"\nsystem: {driver_version: 550.163.01, future: 1}\n'
-                     b"device_defaults: {shiny: {a: 1}}\n")
+                     b"device_defaults: {shiny: {a: 1}, " + GPU_FIELDS.encode() + b"}\n")
     log = RecordingLog()
     src = FileSource(str(path), None, "", log, resync_interval=10)
     assert src.poll_once(0.0).gpu_count == 8

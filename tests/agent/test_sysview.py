@@ -42,30 +42,68 @@ def stage(scratch, count=2, modules=("gdrdrv", "nvidia_fs")) -> str:
 def test_each_gpu_has_its_own_pci_lowers_with_the_kernels_layout(scratch):
     ov = stage(scratch)
     gpu1 = os.path.join(ov, "sysview/gpu/1")
-    device = os.path.join(gpu1, f"devices/pci0000:00/{T4_1}")
-    assert sorted(os.listdir(os.path.join(gpu1, "devices/pci0000:00"))) == [T4_1]
+    # t4's GPU 1 (bus 86) behind its root port 00:02.0 and its switch: 84:00.0 over 85:00.0.
+    chain = "pci0000:00/0000:00:02.0/0000:84:00.0/0000:85:00.0"
+    device = os.path.join(gpu1, f"devices/{chain}/{T4_1}")
+    assert sorted(os.listdir(os.path.join(gpu1, "devices/pci0000:00"))) == ["0000:00:02.0"]
+    assert sorted(os.listdir(os.path.join(gpu1, f"devices/{chain}"))) == sorted(
+        [T4_1, "class", "config", "device", "driver", "irq", "numa_node", "resource", "revision",
+         "secondary_bus_number", "subordinate_bus_number", "subsystem_device", "subsystem_vendor",
+         "vendor"])
     assert read(os.path.join(device, "class")) == "0x030200\n"
     assert read(os.path.join(device, "vendor")) == "0x10de\n"
     assert read(os.path.join(device, "device")) == "0x1eb8\n"
     assert read(os.path.join(device, "subsystem_device")) == "0x12a2\n"
     assert read(os.path.join(device, "numa_node")) == "0\n"
-    assert os.readlink(os.path.join(device, "driver")) == "../../../bus/pci/drivers/nvidia"
+    assert os.readlink(os.path.join(device, "driver")) == "../../../../../../bus/pci/drivers/nvidia"
     link = os.path.join(gpu1, f"bus/pci/devices/{T4_1}")
-    assert os.readlink(link) == f"../../../devices/pci0000:00/{T4_1}"
+    assert os.readlink(link) == f"../../../devices/{chain}/{T4_1}"
     bound = os.path.join(gpu1, f"bus/pci/drivers/nvidia/{T4_1}")
-    assert os.readlink(bound) == f"../../../../devices/pci0000:00/{T4_1}"
+    assert os.readlink(bound) == f"../../../../devices/{chain}/{T4_1}"
     # Followed as a reader follows them, inside the lower: the device directory and back.
     assert os.path.realpath(link) == os.path.realpath(bound) == os.path.realpath(device)
     assert os.path.realpath(os.path.join(device, "driver")) == os.path.join(
         os.path.realpath(gpu1), "bus/pci/drivers/nvidia")
-    assert os.listdir(os.path.join(ov, "sysview/gpu/0/bus/pci/devices")) == [T4_0]
+    assert sorted(os.listdir(os.path.join(ov, "sysview/gpu/0/bus/pci/devices"))) == [
+        "0000:00:01.0", "0000:39:00.0", "0000:3a:00.0", T4_0]
     assert sorted(os.listdir(os.path.join(ov, "sysview/gpu"))) == ["0", "1"]
+
+
+def test_each_gpus_bridges_are_pcie_ports_with_its_bus_range(scratch):
+    ov = stage(scratch)
+    gpu1 = os.path.join(ov, "sysview/gpu/1")
+    bus = os.path.join(gpu1, "bus/pci/devices")
+    ports = {bdf: {name: read(os.path.join(bus, bdf, name)) for name in (
+        "vendor", "device", "class", "numa_node", "secondary_bus_number", "subordinate_bus_number")}
+        for bdf in ("0000:00:02.0", "0000:84:00.0", "0000:85:00.0")}
+    assert ports == {
+        "0000:00:02.0": {"vendor": "0x8086\n", "device": "0x2030\n", "class": "0x060400\n",
+                         "numa_node": "0\n", "secondary_bus_number": "132\n",
+                         "subordinate_bus_number": "134\n"},
+        "0000:84:00.0": {"vendor": "0x1000\n", "device": "0xc030\n", "class": "0x060400\n",
+                         "numa_node": "0\n", "secondary_bus_number": "133\n",
+                         "subordinate_bus_number": "134\n"},
+        "0000:85:00.0": {"vendor": "0x1000\n", "device": "0xc030\n", "class": "0x060400\n",
+                         "numa_node": "0\n", "secondary_bus_number": "134\n",
+                         "subordinate_bus_number": "134\n"}}
+    with open(os.path.join(bus, "0000:84:00.0/config"), "rb") as f:
+        config = f.read()
+    # Broadcom's ids, class 06 04 00, header type 1, then primary 84, secondary 85, subordinate 86.
+    assert (len(config), config[:4], config[9:12], config[14], config[0x18:0x1b]) == (
+        256, b"\x00\x10\x30\xc0", b"\x00\x04\x06", 1, b"\x84\x85\x86")
+    assert os.readlink(os.path.join(bus, "0000:84:00.0")) == \
+        "../../../devices/pci0000:00/0000:00:02.0/0000:84:00.0"
+    assert os.path.realpath(os.path.join(bus, "0000:84:00.0/driver")) == os.path.join(
+        os.path.realpath(gpu1), "bus/pci/drivers/pcieport")
+    assert sorted(os.listdir(os.path.join(gpu1, "bus/pci/drivers/pcieport"))) == [
+        "0000:00:02.0", "0000:84:00.0", "0000:85:00.0"]
 
 
 def test_the_shim_tree_has_the_same_device_files_as_the_view(scratch):
     ov = stage(scratch)
-    shim = os.path.join(ov, f"sys/devices/pci0000:00/{T4_0}")
-    view = os.path.join(ov, f"sysview/gpu/0/devices/pci0000:00/{T4_0}")
+    chain = "pci0000:00/0000:00:01.0/0000:39:00.0/0000:3a:00.0"
+    shim = os.path.join(ov, f"sys/devices/{chain}/{T4_0}")
+    view = os.path.join(ov, f"sysview/gpu/0/devices/{chain}/{T4_0}")
     assert sorted(os.listdir(shim)) == sorted(os.listdir(view)) == [
         "class", "config", "device", "driver", "irq", "numa_node", "resource", "revision",
         "subsystem_device", "subsystem_vendor", "vendor"]
@@ -73,6 +111,7 @@ def test_the_shim_tree_has_the_same_device_files_as_the_view(scratch):
         with open(os.path.join(shim, name), "rb") as a, open(os.path.join(view, name), "rb") as b:
             assert a.read() == b.read(), name
     assert sorted(os.listdir(os.path.join(ov, "sys/bus/pci/drivers/nvidia"))) == [T4_0, T4_1]
+    assert sorted(os.listdir(os.path.join(ov, "sys/devices/pci0000:00"))) == ["0000:00:01.0", "0000:00:02.0"]
 
 
 def test_the_profiles_modules_are_staged_as_sys_module_shows_them(scratch):
@@ -226,9 +265,11 @@ def test_each_hca_is_a_pci_function_beside_its_gpu_with_its_own_lowers(scratch):
     ov = stage_h100(scratch)
     assert sorted(os.listdir(os.path.join(ov, "sysview/hca"))) == [str(n) for n in range(8)]
     hca7 = os.path.join(ov, "sysview/hca/7")
-    # GPU 7 is 0000:cb:00.0 under pci0000:80 (NUMA 1); its HCA takes the next free bus.
+    # GPU 7 is 0000:cb:00.0 under pci0000:80 (NUMA 1), behind root port 80:04.0 and the
+    # switch c6:00.0 over c7:00.0; its HCA takes the next free bus, on the same switch.
     assert os.listdir(os.path.join(hca7, "devices")) == ["pci0000:80"]
-    device = os.path.join(hca7, f"devices/pci0000:80/{H100_HCA_7}")
+    chain = "pci0000:80/0000:80:04.0/0000:c6:00.0/0000:c7:01.0"
+    device = os.path.join(hca7, f"devices/{chain}/{H100_HCA_7}")
     assert {name: read(os.path.join(device, name)) for name in (
         "vendor", "device", "class", "numa_node", "subsystem_vendor", "subsystem_device",
         "revision", "irq", "modalias")} == {
@@ -238,11 +279,12 @@ def test_each_hca_is_a_pci_function_beside_its_gpu_with_its_own_lowers(scratch):
     with open(os.path.join(device, "config"), "rb") as f:
         config = f.read()
     assert len(config) == 256 and config[:4] == b"\xb3\x15\x21\x10" and config[9:12] == b"\x00\x07\x02"
-    assert os.readlink(os.path.join(device, "driver")) == "../../../bus/pci/drivers/mlx5_core"
+    assert os.readlink(os.path.join(device, "driver")) == "../../../../../../bus/pci/drivers/mlx5_core"
     link = os.path.join(hca7, f"bus/pci/devices/{H100_HCA_7}")
-    assert os.readlink(link) == f"../../../devices/pci0000:80/{H100_HCA_7}"
+    assert os.readlink(link) == f"../../../devices/{chain}/{H100_HCA_7}"
     bound = os.path.join(hca7, f"bus/pci/drivers/mlx5_core/{H100_HCA_7}")
     assert os.path.realpath(bound) == os.path.realpath(link) == os.path.realpath(device)
+    assert read(os.path.join(hca7, "bus/pci/devices/0000:c7:01.0/secondary_bus_number")) == "205\n"
     # The RDMA device under its PCI function, as the kernel lays it out.
     child = os.path.join(device, "infiniband/mlx5_7")
     assert os.listdir(os.path.join(device, "infiniband")) == ["mlx5_7"]
@@ -252,25 +294,42 @@ def test_each_hca_is_a_pci_function_beside_its_gpu_with_its_own_lowers(scratch):
     assert os.path.realpath(os.path.join(child, "device")) == os.path.realpath(device)
 
 
+def test_a_gpu_and_its_hca_share_one_switch(scratch):
+    ov = stage_h100(scratch)
+    bus = os.path.join(ov, "sys/bus/pci/devices")
+    gpu0, hca0 = (os.path.realpath(os.path.join(bus, bdf)) for bdf in ("0000:1a:00.0", H100_HCA_0))
+    switch = os.path.join(ov, "sys/devices/pci0000:00/0000:00:01.0/0000:18:00.0")
+    assert gpu0 == os.path.join(os.path.realpath(switch), "0000:19:00.0/0000:1a:00.0")
+    assert hca0 == os.path.join(os.path.realpath(switch), "0000:19:01.0", H100_HCA_0)
+    # GPU 1 (bus 1b) has a switch of its own under another root port.
+    assert os.path.realpath(os.path.join(bus, "0000:1b:00.0")) == os.path.realpath(os.path.join(
+        ov, "sys/devices/pci0000:00/0000:00:02.0/0000:16:00.0/0000:17:00.0/0000:1b:00.0"))
+
+
 def test_the_hcas_sit_in_the_shim_tree_too_and_not_in_the_driver_root(scratch):
     ov = stage_h100(scratch)
     assert sorted(os.listdir(os.path.join(ov, "sys/bus/pci/drivers/mlx5_core"))) == [
         "0000:1c:00.0", "0000:1d:00.0", "0000:4c:00.0", "0000:4d:00.0",
         "0000:8c:00.0", "0000:8d:00.0", "0000:cc:00.0", H100_HCA_7]
-    assert len(os.listdir(os.path.join(ov, "sys/bus/pci/devices"))) == 16
-    assert read(os.path.join(ov, f"sys/devices/pci0000:00/{H100_HCA_0}/numa_node")) == "0\n"
+    # 8 GPUs, 8 HCAs and per GPU a root port, a switch's upstream port and two downstream ports.
+    assert len(os.listdir(os.path.join(ov, "sys/bus/pci/devices"))) == 48
+    assert len(os.listdir(os.path.join(ov, "sys/bus/pci/drivers/pcieport"))) == 32
+    assert read(os.path.join(ov, f"sys/bus/pci/devices/{H100_HCA_0}/numa_node")) == "0\n"
     assert not os.path.exists(os.path.join(ov, "driver/sys/bus/pci/drivers/mlx5_core"))
     # The IB class tree's device link reads the PCI function's ids (ibv_devinfo's vendor_part_id).
     klass = os.path.join(ov, "ib/sys/class/infiniband/mlx5_0")
-    assert os.readlink(os.path.join(klass, "device")) == f"../../../../../sys/devices/pci0000:00/{H100_HCA_0}"
+    assert os.readlink(os.path.join(klass, "device")) == (
+        f"../../../../../sys/devices/pci0000:00/0000:00:01.0/0000:18:00.0/0000:19:01.0/{H100_HCA_0}")
     assert read(os.path.join(klass, "device/device")) == "0x1021\n"
     assert read(os.path.join(klass, "device/vendor")) == "0x15b3\n"
 
 
 def test_a_connectx6_hca_type_gives_its_device_id(scratch):
     ov = stage_h100(scratch, "a100")                       # hca_type MT4123: ConnectX-6
-    # A100's GPU 0 is 0000:07:00.0; bus 08 is free.
-    device = os.path.join(ov, "sysview/hca/0/devices/pci0000:00/0000:08:00.0")
+    # A100's GPU 0 is 0000:07:00.0 behind the switch 05:00.0 over 06:xx.0; bus 08 is free.
+    device = os.path.join(ov, "sysview/hca/0/bus/pci/devices/0000:08:00.0")
+    assert os.readlink(device) == \
+        "../../../devices/pci0000:00/0000:00:01.0/0000:05:00.0/0000:06:01.0/0000:08:00.0"
     assert read(os.path.join(device, "device")) == "0x101b\n"
     assert read(os.path.join(ov, "ib/sys/class/infiniband/mlx5_0/device/device")) == "0x101b\n"
     assert read(os.path.join(ov, "ib/sys/class/infiniband_verbs/uverbs0/device/modalias")) == \

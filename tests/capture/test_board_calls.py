@@ -16,7 +16,7 @@ from tests.native.staged import clean_env, nvml_build  # noqa: F401 (fixture)
 PROFILE = """
 version: "1.0"
 system: {driver_version: "595.91.07", cuda_version: "13.2"}
-device_defaults: {name: GPU, architecture: hopper, accounting: {mode: disabled},
+device_defaults: {name: GPU, architecture: hopper, accounting: {mode: disabled}, memory: {total_bytes: 1073741824},
                   remapped_rows: {correctable_inactive: 3, uncorrectable_inactive: 4}}
 devices:
   - index: 0

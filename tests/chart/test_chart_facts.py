@@ -65,6 +65,9 @@ def test_value_defaults_are_the_facts_of_names():
                                 "configDir": names.CONTAINERD_CONFIG_DIR}
     assert v["imex"]["mockChannels"]["channelCount"] == names.IMEX_CHANNEL_COUNT
     assert v["featureGates"] == {}
+    # Only opted-in nodes, no taint tolerated, one pool made of gpu.* alone.
+    assert v["nodeSelector"] == {names.NODE_OPT_IN_LABEL: "true"}
+    assert v["tolerations"] == [] and v["pools"] == []
 
 
 def test_schema_enums_are_the_facts_of_names():
@@ -77,6 +80,10 @@ def test_schema_enums_are_the_facts_of_names():
     dm = s["gpu"]["properties"]["dynamicMetrics"]["properties"]
     assert tuple(dm["utilization"]["properties"]["pattern"]["enum"]) == names.DYNAMIC_PATTERNS
     assert s["gpu"]["properties"]["count"]["oneOf"][0]["maximum"] == names.MAX_GPUS
+    pool = s["pools"]["items"]["properties"]
+    assert tuple(pool["profile"]["enum"]) == names.BUILTIN_PROFILES
+    assert pool["count"] == s["gpu"]["properties"]["count"]
+    assert pool["migLayout"] == s["gpu"]["properties"]["mig"]["properties"]["layout"]
 
 
 def test_helper_paths_are_the_facts_of_names():

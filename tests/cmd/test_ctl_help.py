@@ -22,11 +22,13 @@ GPU = "GPU the GPU: an index as this process sees it (inside a container that se
     ("set", [GPU, "KEY=VALUE a reading and its value, e.g. temperature=85 or power=300W (keys below)",
              "keys: temperature (0..200C), memory_temperature (0..200C), power (0..10000W),"]),
     ("reset", [GPU + "; none: every GPU"]),
-    ("xid", [GPU, "CODE the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)",
+    ("xid", ["TARGET the GPU: an index as this process sees it (inside a container that sees a subset, its "
+             "own numbering) or a UUID; or a MIG device: GPU:GI[:CI] (its GPU instance id, and compute instance "
+             "id) or its MIG UUID, as nvidia-smi -L lists them", "CODE the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)",
              "--kmsg-path KMSG_PATH kernel log to append the driver's line to (never created). "
              "Default: the one the node agent announces Xids on"]),
 ], ids=["set: the GPU, each KEY=VALUE and the keys", "reset: the optional GPU",
-        "xid: the GPU, the code and where the kernel log line goes"])
+        "xid: the GPU or MIG device, the code and where the kernel log line goes"])
 def test_each_verbs_arguments_have_help(verb, phrases):
     done = run_mokka("ctl", verb, "--help")
     assert done.returncode == 0, done.stderr

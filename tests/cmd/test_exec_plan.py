@@ -53,22 +53,31 @@ def test_dev_itself_and_look_alike_paths_are_not_submounts():
 
 
 def view(**kw) -> NodeView:
+    kw.setdefault("dev_nodes", (Device("/dev/nvidia0", "c", 195, 0), Device("/dev/nvidiactl", "c", 195, 255)))
     return NodeView(
-        dev_nodes=(Device("/dev/nvidia0", "c", 195, 0), Device("/dev/nvidiactl", "c", 195, 255)),
-        staged_shims=frozenset({f"{ROOT}/driver/usr/local/lib/libmockfs.so.1"}), **kw)
+        staged_shims=frozenset({f"{ROOT}/driver/usr/local/lib/libibmocksys.so.1",
+                                f"{ROOT}/driver/usr/local/lib/libmockfs.so.1"}), **kw)
 
 
 def test_the_command_gets_a_gpu_containers_environment_at_the_overlays_host_path():
     setup = plan.decide(ROOT, {"HOME": "/root", "PATH": "/usr/bin:/bin"}, view(proc_hook_staged=True))
     env = setup.env
     assert env["MOCK_NVML_CONFIG"] == "/scratch/var/lib/nvml-mock/driver/config/config.yaml"
-    assert env["MOCK_PCI_ROOT"] == "/scratch/var/lib/nvml-mock"
     assert env["PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/bin:/usr/bin:/bin"
     assert env["LD_LIBRARY_PATH"] == "/scratch/var/lib/nvml-mock/driver/usr/lib64"
-    assert env["LD_PRELOAD"] == "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libmockfs.so.1"
+    # The hook gives /sys the PCI tree: no libmockfs pointing at the node's whole one.
+    assert env["LD_PRELOAD"] == "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libibmocksys.so.1"
+    assert "MOCK_PCI_ROOT" not in env
     assert env["MOCK_IB"] == "off"
     assert env["HOME"] == "/root"
     assert setup.dev_lower == "/scratch/var/lib/nvml-mock/driver/dev"
+
+
+def test_without_a_staged_hook_libmockfs_shows_the_staged_pci_tree():
+    env = plan.decide(ROOT, {"PATH": "/bin"}, view()).env
+    assert env["MOCK_PCI_ROOT"] == "/scratch/var/lib/nvml-mock"
+    assert env["LD_PRELOAD"] == ("/scratch/var/lib/nvml-mock/driver/usr/local/lib/libibmocksys.so.1:"
+                                 "/scratch/var/lib/nvml-mock/driver/usr/local/lib/libmockfs.so.1")
 
 
 def test_a_value_the_caller_sets_wins_as_a_containers_own_does():
@@ -117,3 +126,33 @@ def test_an_infiniband_tier_decides_as_the_annotated_pod_at_that_tier(tier):
 def test_a_mock_ib_of_no_tier_is_one_line(value):
     assert plan.ib_problem({"MOCK_IB": value}) == (
         f"MOCK_IB={value} is no InfiniBand tier: give full, sysfs or off (unset: off)")
+
+
+# --- NVIDIA_VISIBLE_DEVICES: the caller's GPUs, as a container allocated them ---------------
+GPUS = (plan.Gpu(0, "GPU-aaaa", 0), plan.Gpu(1, "GPU-bbbb", 2), plan.Gpu(2, "GPU-cccc", 1))
+NODES = tuple(Device(f"/dev/nvidia{m}", "c", 195, m) for m in (0, 1, 2)) + (
+    Device("/dev/nvidiactl", "c", 195, 255), Device("/dev/nvidia-uvm", "c", 510, 0))
+
+
+@pytest.mark.parametrize("value, indices", [
+    (None, [0, 1, 2]), ("all", [0, 1, 2]), (" ALL ", [0, 1, 2]), ("1", [1]), ("GPU-cccc,0", [0, 2]),
+    ("2, 2", [2]),
+], ids=["unset", "all", "all, padded", "an index", "a uuid and an index", "twice"])
+def test_visible_devices_names_gpus_by_index_or_uuid(value, indices):
+    environ = {} if value is None else {"NVIDIA_VISIBLE_DEVICES": value}
+    assert [gpu.index for gpu in plan.visible_gpus(environ, GPUS)] == indices
+
+
+@pytest.mark.parametrize("value, entry", [("3", "3"), ("0,GPU-dddd", "GPU-dddd"), ("", ""),
+                                          ("none", "none"), ("MIG-1234", "MIG-1234")])
+def test_visible_devices_naming_no_gpu_of_the_node_is_one_line(value, entry):
+    assert plan.visible_gpus({"NVIDIA_VISIBLE_DEVICES": value}, GPUS) == (
+        f"NVIDIA_VISIBLE_DEVICES={value}: {entry!r} is no GPU of this node (indices 0, 1, 2); "
+        "give all, or a comma list of its GPU indices or UUIDs")
+
+
+def test_the_gpus_not_selected_are_left_out_of_dev_by_their_minor():
+    # GPU 1 has minor 2: /dev/nvidia2 stays, the control nodes are never hidden.
+    setup = plan.decide(ROOT, {}, view(dev_nodes=NODES), [GPUS[1]])
+    assert setup.hidden_gpu_nodes == ("nvidia0", "nvidia1")
+    assert plan.decide(ROOT, {}, view(dev_nodes=NODES)).hidden_gpu_nodes == ()

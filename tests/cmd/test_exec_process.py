@@ -6,6 +6,7 @@ is one line, and nothing of the host changes (its mount table, the staged tree).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def test_the_go_reader_sees_every_staged_gpu_and_the_kernels_own_entries(exec_no
     assert done.returncode == 0, done.stderr
     report = goreader.parse(done.stdout)
     goreader.sees_gpus(report, range(4))
-    assert goreader.kernel_entries(report) == goreader.host_pci_entries()
+    assert goreader.kernel_entries(report, range(4)) == goreader.host_pci_entries_beside(range(4))
 
 
 def test_cat_reads_the_drivers_version_where_the_driver_writes_it(exec_node):
@@ -143,10 +144,57 @@ def test_without_the_privilege_it_is_one_line(exec_node, drop):
     assert done.stderr.splitlines() == [NEEDS_ROOT]
 
 
+# --- NVIDIA_VISIBLE_DEVICES: the caller's GPUs, as a container allocated them ------------------
+# t4's GPUs 0-3 sit at 3b:00.0, 86:00.0, af:00.0 and d8:00.0 (10de:1eb8).
+LIST_NVIDIA = ("import os; d = '/sys/bus/pci/devices'; "
+               "print(sorted(e for e in os.listdir(d) if open(f'{d}/{e}/vendor').read() == '0x10de\\n'))")
+
+
+UUID = "GPU-00000074-0000-0000-0000-00000000000"
+
+
+@pytest.mark.skipif(shutil.which("lspci") is None, reason="no lspci here (pciutils): it is what this test runs")
+@pytest.mark.parametrize("visible, lspci, listed, smi, nodes", [
+    ("2", ["af:00.0 0302: 10de:1eb8"], "['0000:af:00.0']", [f"GPU 0: NVIDIA T4 (UUID: {UUID}2)"], ["nvidia2"]),
+    (f"{UUID}1,3", ["86:00.0 0302: 10de:1eb8", "d8:00.0 0302: 10de:1eb8"], "['0000:86:00.0', '0000:d8:00.0']",
+     [f"GPU 0: NVIDIA T4 (UUID: {UUID}1)", f"GPU 1: NVIDIA T4 (UUID: {UUID}3)"], ["nvidia1", "nvidia3"]),
+], ids=["an index", "a uuid and an index"])
+def test_dynamically_linked_readers_see_only_the_selected_gpus(exec_node, visible, lspci, listed, smi, nodes):
+    """lspci and Python (through libc, where a preload would reach) list the selected GPUs'
+    PCI devices and no other; NVIDIA's table agrees, and the other nodes are not in /dev."""
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", f"lspci -n; {sys.executable} -c \"{LIST_NVIDIA}\"; "
+                                        "nvidia-smi -L; ls /dev; printenv LD_PRELOAD MOCK_PCI_ROOT",
+                      env={"NVIDIA_VISIBLE_DEVICES": visible})
+    assert done.returncode == 1, done.stderr        # printenv: MOCK_PCI_ROOT is unset
+    out = done.stdout.splitlines()
+    assert [line for line in out if " 10de:" in line] == lspci
+    assert listed in out
+    assert [line for line in out if line.startswith("GPU ")] == smi
+    assert [line for line in out if line.startswith("nvidia") and line[6:].isdigit()] == nodes
+    assert "libmockfs" not in done.stdout
+
+
+def test_visible_devices_naming_no_gpu_of_the_node_is_one_line_and_nothing_runs(exec_node):
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", "echo ran", env={"NVIDIA_VISIBLE_DEVICES": "1,4"})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        "exec: NVIDIA_VISIBLE_DEVICES=1,4: '4' is no GPU of this node (indices 0, 1, 2, 3); "
+        "give all, or a comma list of its GPU indices or UUIDs"]
+
+
+def test_the_go_reader_sees_the_selected_gpu_alone(exec_node, go_reader):
+    root, _ = exec_node
+    done = mokka_exec(root, go_reader, env={"NVIDIA_VISIBLE_DEVICES": "1"})
+    assert done.returncode == 0, done.stderr
+    goreader.sees_gpus(goreader.parse(done.stdout), [1])
+
+
 # --- InfiniBand: MOCK_IB=full or sysfs is an InfiniBand-selected GPU container ---------------
-# On h100, mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7). What a Go or
-# static program reads is the kernel's /sys with the hook's view: `env -u LD_PRELOAD` reads
-# it so (libmockfs, preloaded into dynamically linked programs, reads the staged sys/ tree).
+# On h100, mlx5_0 is 0000:1c:00.0 beside GPU 0 at 0000:1a:00.0 (ConnectX-7). Every program,
+# static or dynamically linked, reads the kernel's /sys with the hook's view (no libmockfs is
+# preloaded where the hook is staged); `env -u LD_PRELOAD` makes sure of it for these.
 KERNEL_VIEW = ("env -u LD_PRELOAD cat /sys/bus/pci/devices/0000:1c:00.0/class "
                "/sys/bus/pci/devices/0000:1c:00.0/vendor /sys/bus/pci/devices/0000:1c:00.0/device "
                "/sys/bus/pci/devices/0000:1a:00.0/class; "
@@ -209,10 +257,11 @@ LSPCI = shutil.which("lspci")
     ("full", True, True),
     ("full", False, True),
     ("off", False, False),
-    ("off", True, True),     # libmockfs reads the staged sys/ tree, which holds every HCA
-], ids=["full", "full, kernel view", "off, kernel view", "off, through libmockfs"])
+    ("off", True, False),    # the command's own LD_PRELOAD: the hook's view all the same
+], ids=["full", "full, no preload", "off, no preload", "off"])
 def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
-    """lspci reads /sys/bus/pci/devices (libpci's sysfs method)."""
+    """lspci (dynamically linked) reads /sys/bus/pci/devices (libpci's sysfs method): the
+    hook's view, with the HCAs only when the caller's MOCK_IB selects InfiniBand."""
     root, _ = h100_node
     done = exec_with_ib(root, ib, "sh", "-c", ("" if preload else "env -u LD_PRELOAD ") + f"{LSPCI} -n")
     assert done.returncode == 0, done.stderr
@@ -224,3 +273,62 @@ def test_lspci_lists_the_hcas_beside_the_gpus(h100_node, ib, preload, hcas):
         assert nics[:2] == ["1c:00.0 0207: 15b3:1021", "1d:00.0 0207: 15b3:1021"] and len(nics) == 8
     else:
         assert nics == []
+
+
+#: t4's PCI tree as `lspci -t` draws it: each GPU behind a root port and a switch's two ports.
+T4_TREE = [
+    "-[0000:00]-+-01.0-[39-3b]----00.0-[3a-3b]----00.0-[3b]----00.0",
+    "           +-02.0-[84-86]----00.0-[85-86]----00.0-[86]----00.0",
+    "           +-03.0-[ad-af]----00.0-[ae-af]----00.0-[af]----00.0",
+    "           \\-04.0-[d6-d8]----00.0-[d7-d8]----00.0-[d8]----00.0"]
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+def test_lspci_draws_each_gpu_under_its_bridges(exec_node):
+    """lspci reads the kernel's /sys with the node's tree merged in (no libmockfs under exec):
+    each GPU's branch is there whatever else the host has on its root bus."""
+    root, _ = exec_node
+    done = mokka_exec(root, LSPCI, "-tv")
+    assert done.returncode == 0, done.stderr
+    drawn = [line.partition("  NVIDIA Corporation ")[0] for line in done.stdout.splitlines()
+             if line.endswith("[Tesla T4]")]
+    assert branches(drawn) == branches(T4_TREE)
+    done = mokka_exec(root, "sh", "-c", f"{LSPCI} -s 00:02.0; {LSPCI} -s 84:00.0 -v")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == \
+        "00:02.0 PCI bridge: Intel Corporation Sky Lake-E PCI Express Root Port A"
+    assert "\tBus: primary=84, secondary=85, subordinate=86, sec-latency=0" in done.stdout.splitlines()
+    assert "\tKernel driver in use: pcieport" in done.stdout.splitlines()
+
+
+_BRANCH = re.compile(r"[0-9a-f]{2}\.[0-7]-\[.*")
+
+
+def branches(lines: list[str]) -> list[str]:
+    """The bridge branches `lspci -t` draws, without the drawing to their left (which
+    depends on what else the host has on the same bus)."""
+    return [m.group(0) for m in map(_BRANCH.search, lines) if m]
+
+
+@pytest.mark.skipif(LSPCI is None, reason="no lspci here (pciutils): it is what this test runs")
+def test_lspci_draws_each_hca_on_its_gpus_switch(h100_node):
+    root, _ = h100_node
+    done = exec_with_ib(root, "full", LSPCI, "-t")
+    assert done.returncode == 0, done.stderr
+    assert branches(done.stdout.splitlines()) == branches([
+        "-+-[0000:00]-+-01.0-[18-1c]----00.0-[19-1c]--+-00.0-[1a]----00.0",
+        " |           |                               \\-01.0-[1c]----00.0",
+        " |           +-02.0-[16-1d]----00.0-[17-1d]--+-00.0-[1b]----00.0",
+        " |           |                               \\-01.0-[1d]----00.0",
+        " |           +-03.0-[48-4c]----00.0-[49-4c]--+-00.0-[4a]----00.0",
+        " |           |                               \\-01.0-[4c]----00.0",
+        " |           \\-04.0-[46-4d]----00.0-[47-4d]--+-00.0-[4b]----00.0",
+        " |                                           \\-01.0-[4d]----00.0",
+        " \\-[0000:80]-+-01.0-[88-8c]----00.0-[89-8c]--+-00.0-[8a]----00.0",
+        "             |                               \\-01.0-[8c]----00.0",
+        "             +-02.0-[86-8d]----00.0-[87-8d]--+-00.0-[8b]----00.0",
+        "             |                               \\-01.0-[8d]----00.0",
+        "             +-03.0-[c8-cc]----00.0-[c9-cc]--+-00.0-[ca]----00.0",
+        "             |                               \\-01.0-[cc]----00.0",
+        "             \\-04.0-[c6-cd]----00.0-[c7-cd]--+-00.0-[cb]----00.0",
+        "                                             \\-01.0-[cd]----00.0"])

@@ -40,6 +40,18 @@ def test_no_spec_names_a_hook_that_is_not_staged(state, host):
         assert "hooks" not in spec.get("containerEdits", {}), spec["kind"]
 
 
+@pytest.mark.parametrize("staged", [True, False], ids=["hook staged", "no hook"])
+def test_no_spec_aims_libmockfs_at_the_nodes_whole_pci_tree(state, host, staged):
+    """A container given GPUs by a spec reads /sys as the hook gives it (only its GPUs):
+    no spec preloads libmockfs or sets its root, which would show it every GPU."""
+    specs = cdi.specs(state, host, proc_hook_staged=staged)
+    for spec in (*specs.values(), cdi.management_spec(state, host, proc_hook_staged=staged)):
+        edits = [spec.get("containerEdits", {})] + [d["containerEdits"] for d in spec["devices"]]
+        keys = {entry.split("=", 1)[0] for e in edits for entry in e.get("env", [])}
+        assert keys & {"LD_PRELOAD", "MOCK_PCI_ROOT"} == set(), spec["kind"]
+        assert "libmockfs" not in repr(spec), spec["kind"]
+
+
 def test_specs_with_the_hook_validate_against_the_cdi_schema(state, host):
     paths = runtime_paths()
     if paths is None:

@@ -21,6 +21,7 @@ system: {driver_version: 550.163.01}
 device_defaults:
   name: NVIDIA A100-SXM4-80GB
   architecture: ampere
+  memory: {total_bytes: 85899345920}
   processes: [{pid: 42, name: train, type: C, used_memory_mib: 100}]
   retired_pages: {single_bit_retirement: {count: 1, addresses: [0x1000]}}
   failure: {mode: lost, lost: true}

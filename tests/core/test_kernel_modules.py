@@ -9,13 +9,14 @@ import pytest
 
 from mokka.core import kernelmodules as km
 from tests.conftest import run_mokka
+from tests.corpus.minimal_profile import DEFAULTS
 
 HEAD = 'version: "1.0"\nsystem:\n  driver_version: "550.163.01"\n'
 
 
 def compiled_modules(tmp_path, text: str) -> list[str]:
     path = tmp_path / "p.yaml"
-    path.write_text(text)
+    path.write_text(text + DEFAULTS)
     result = run_mokka("compile", "--profile", str(path))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["system"]["kernel_modules"]

@@ -1,6 +1,7 @@
 """A malformed profile is rejected with one line naming the file, the field and the fault."""
 
 import copy
+import json
 import os
 
 import pytest
@@ -9,6 +10,7 @@ import yaml
 from mokka.core import names
 from mokka.core.profile import ProfileError, load
 from tests.conftest import run_mokka
+from tests.corpus.minimal_profile import DEFAULTS, GPU, GPU_FIELDS
 
 BASE = {
     "version": "1.0",
@@ -187,23 +189,35 @@ HOSTILE_CASES = [
      "devices[0].dynamic_metrics.", "'a\\x00b' may not contain a NUL"),
 ]
 CASES += HOSTILE_CASES
+# What every nvidia-smi prints, missing from every GPU once device_defaults is merged.
+CASES += [
+    ("a name of blanks", mutate("device_defaults.name", "  "), "devices[index=0].name",
+     "GPU 0 has no name (2 of 2 GPUs have none), which nvidia-smi prints; set "
+     "device_defaults.name, or name in each entry of devices"),
+    ("no memory block", mutate("device_defaults.memory", ...), "devices[index=0].memory.total_bytes",
+     "GPU 0 has no memory.total_bytes (2 of 2 GPUs have none), which nvidia-smi prints; set "
+     "device_defaults.memory.total_bytes, or memory.total_bytes in each entry of devices"),
+]
 
 # Valid profiles the Go loader takes: accepted here too (a positive control per form).
 VALID = [
-    ("flow-style system", 'version: "1.0"\nsystem: {driver_version: 550.163.01}\n'),
+    ("flow-style system", 'version: "1.0"\nsystem: {driver_version: 550.163.01}\n' + DEFAULTS),
     ("JSON", '{"version": "1.0", "system": {"driver_version": "550.163.01"}, '
-             '"devices": [{"index": 0}]}'),
-    ("merge key", 'base: &s {driver_version: 550.163.01}\nversion: "1.0"\nsystem:\n  <<: *s\n'),
-    ("unknown keys anywhere", HEAD + "future: {x: [1, {y: 2}]}\ndevice_defaults: {new_block: {a: b}}\n"),
-    ("keys that YAML 1.1 reads as non-strings", HEAD + "device_defaults: {new: {1: a, yes: b, null: c}}\n"),
-    ("a date where a string goes", 'version: 2001-12-14\nsystem: {driver_version: "550.1.1"}\n'),
-    ("version as a number", 'version: 1.0\nsystem: {driver_version: "550.1.1"}\n'),
+             '"device_defaults": ' + json.dumps(GPU) + ', "devices": [{"index": 0}]}'),
+    ("merge key", 'base: &s {driver_version: 550.163.01}\nversion: "1.0"\nsystem:\n  <<: *s\n' + DEFAULTS),
+    ("unknown keys anywhere", HEAD + "future: {x: [1, {y: 2}]}\n"
+     f"device_defaults: {{{GPU_FIELDS}, new_block: {{a: b}}}}\n"),
+    ("keys that YAML 1.1 reads as non-strings",
+     HEAD + f"device_defaults: {{{GPU_FIELDS}, new: {{1: a, yes: b, null: c}}}}\n"),
+    ("a date where a string goes", 'version: 2001-12-14\nsystem: {driver_version: "550.1.1"}\n' + DEFAULTS),
+    ("version as a number", 'version: 1.0\nsystem: {driver_version: "550.1.1"}\n' + DEFAULTS),
     ("nulls anywhere are fields left out",
      HEAD + "devices: [{index: 0, minor_number: null, uuid: null, grace_cpu_pair: null, "
      "pci: {bus_id: null, device_id: null}, name: null, memory: null, fabric: null}]\n"
-     "device_defaults: {name: null, pci: null, platform: null, architecture: null}\n"
+     f"device_defaults: {{{GPU_FIELDS}, pci: null, platform: null, architecture: null}}\n"
      "nvlink: {switches: null, device_links: null}\ninfiniband: null\n"),
-    ("pci ids as text", HEAD + "device_defaults: {pci: {device_id: '0x20B010DE', subsystem_id: 0}}\n"),
+    ("pci ids as text",
+     HEAD + f"device_defaults: {{{GPU_FIELDS}, pci: {{device_id: '0x20B010DE', subsystem_id: 0}}}}\n"),
 ]
 
 
@@ -265,6 +279,7 @@ def test_the_schema_declares_every_key_of_the_builtin_profiles(name):
 
 def test_unknown_keys_are_named_not_refused(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text(HEAD + "device_defaults: {shiny: 1, memory: {extra: [1]}}\nnew_top: {}\n")
+    path.write_text(HEAD + 'device_defaults: {name: "NVIDIA T4", shiny: 1, '
+                    "memory: {total_bytes: 17179869184, extra: [1]}}\nnew_top: {}\n")
     assert load(str(path)).unknown == ("device_defaults.shiny", "device_defaults.memory.extra",
                                        "new_top")

@@ -69,6 +69,28 @@ def test_rendered_document_parses_back():
                                                    "event.len 1", "last_seq 1"]
 
 
+def test_a_mig_devices_kernel_line_names_its_instances_as_nvrm_does():
+    inj = xid.Injection(3, "GPU-3", "00000000:8B:00.0", 79, 5, 0)
+    assert xid.kmsg_line(inj, "kind-worker") == (
+        "NVRM: Xid (PCI:0000:8b:00 GPU-I:05 GPU-CI:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus. node=kind-worker")
+    gi_only = xid.Injection(3, "GPU-3", "00000000:8B:00.0", 94, 12)
+    assert xid.kmsg_line(gi_only, "kind-worker").startswith("NVRM: Xid (PCI:0000:8b:00 GPU-I:12): 94, ")
+
+
+def test_a_mig_devices_event_keeps_its_instance_ids_through_the_document():
+    from mokka.core import yamlio
+    whole = xid.Injection(0, "GPU-0", "0000:1A:00.0", 48)
+    events = [xid.Event(1, xid.Injection(0, "GPU-0", "0000:1A:00.0", 79, 9, 0)),
+              xid.Event(2, xid.Injection(0, "GPU-0", "0000:1A:00.0", 43, 3)), xid.Event(3, whole)]
+    text, companion = xid.render(events, 3)
+    assert xid.parse(yamlio.safe_load(text)) == (events, 3)
+    assert companion.decode().splitlines()[3:] == [
+        "event.0.ci 0", "event.0.code 79", "event.0.gi 9", "event.0.gpu 0", "event.0.seq 1",
+        "event.1.code 43", "event.1.gi 3", "event.1.gpu 0", "event.1.seq 2",
+        "event.2.code 48", "event.2.gpu 0", "event.2.seq 3", "event.len 3", "last_seq 3"]
+
+
 def test_ctl_injection_takes_the_next_number_even_for_a_listed_pair():
     from mokka.core.xid import Event, Injection, inject
     gpu1 = Injection(1, "GPU-1", "00000000:0B:00.0", 79)
@@ -108,11 +130,15 @@ def spoilt(**change) -> dict:
     (spoilt(event_uuid=["x"]), "event 0: uuid and bus_id are not strings"),
     (spoilt(event_uuid="G" * 65), "event 0: uuid and bus_id are not strings"),
     (spoilt(events=[7]), "event 0 is not a mapping"),
+    (spoilt(event_gi=15), "event 0: gi is not an integer from 0 to 14"),
+    (spoilt(event_gi=9, event_ci=8), "event 0: ci is not an integer from 0 to 7"),
+    (spoilt(event_ci=0), "event 0: ci is given without gi"),
     (spoilt(last_seq=5000, events=[{**GOOD["events"][0], "seq": n} for n in range(1, 1026)]),
      "more than 1024 events"),
 ], ids=["a list", "events a number", "events a mapping", "last_seq 2^64-1", "negative last_seq",
         "last_seq a string", "last_seq a boolean", "seq past last_seq", "seq 0", "gpu past 63",
-        "code past 2^32", "uuid a list", "uuid too long", "event a number", "1025 events"])
+        "code past 2^32", "uuid a list", "uuid too long", "event a number", "gi past 14", "ci past 7", "ci without gi",
+        "1025 events"])
 def test_a_document_not_as_written_is_refused_whole(doc, reason):
     with pytest.raises(xid.Refused) as got:
         xid.parse(doc)

@@ -184,3 +184,7 @@ def test_the_chart_renders_with_the_demo_values(tmp_path):
     names_ = [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
     assert names_ == ["node-agent", "nri-plugin"]
     assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == "mokka:0.1.0"
+    # Only the workers run.sh labels: the control plane (tainted, unlabelled) is left alone.
+    assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvml-mock.nvidia.com/enabled": "true"}
+    assert "tolerations" not in ds["spec"]["template"]["spec"]
+    assert 'opt_in_label="nvml-mock.nvidia.com/enabled"' in (DEMO / "run.sh").read_text()

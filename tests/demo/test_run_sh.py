@@ -87,6 +87,8 @@ def fresh_run_calls(cluster: str = CLUSTER, context: str = CONTEXT) -> list[list
         kc("cluster-info", context=context),
         kc("get", "nodes", "-o", "name", context=context),
         kc("wait", "--for=condition=Ready", "node", "--all", "--timeout=300s", context=context),
+        kc("label", "node", f"{cluster}-worker", f"{cluster}-worker2", f"{cluster}-worker3",
+           f"{cluster}-worker4", "nvml-mock.nvidia.com/enabled=true", "--overwrite", context=context),
         ["docker", "build", "-f", f"{REPO}/image/Dockerfile", "-t", "mokka:0.1.0", str(REPO)],
         ["kind", "load", "docker-image", "mokka:0.1.0", "--name", cluster],
         ["helm", "status", "nvml-mock", "--namespace", "mokka", "--kube-context", context],
@@ -105,11 +107,11 @@ def test_fresh_run_creates_the_cluster_builds_installs_and_checks(demo):
     proc = demo.run()
     assert proc.returncode == 0, proc.stderr
     calls = demo.calls()
-    assert calls[:13] == fresh_run_calls()
-    applied = calls[13]
+    assert calls[:14] == fresh_run_calls()
+    applied = calls[14]
     assert applied[:7] == kc("-n", "default", "apply", "-f")
     assert applied[7].endswith("/gpu-agent-checks.yaml") and len(applied) == 8
-    assert calls[14:] == [
+    assert calls[15:] == [
         kc("-n", "default", "delete", "daemonset", "gpu-agent", "--ignore-not-found", "--wait=true"),
         kc("-n", "default", "apply", "-f", f"{DEMO}/workload.yaml"),
         kc("-n", "default", "rollout", "status", "daemonset/gpu-agent", "--timeout=300s"),
@@ -138,6 +140,20 @@ def test_rerun_reuses_the_cluster_and_restarts_the_release_onto_the_reloaded_ima
     delete = calls.index(kc("-n", "default", "delete", "daemonset", "gpu-agent",
                             "--ignore-not-found", "--wait=true"))
     assert calls[delete + 1] == kc("-n", "default", "apply", "-f", f"{DEMO}/workload.yaml")
+
+
+def test_a_reused_cluster_gets_its_workers_labelled_before_the_install(demo):
+    """The chart runs only on nodes labelled nvml-mock.nvidia.com/enabled=true: a cluster
+    made before that label existed gets it too, on its workers only."""
+    demo.given("clusters", "gpu-lab")
+    assert demo.run(CLUSTER_NAME="gpu-lab").returncode == 0
+    calls = demo.calls()
+    label = kc("label", "node", "gpu-lab-worker", "gpu-lab-worker2", "gpu-lab-worker3",
+               "gpu-lab-worker4", "nvml-mock.nvidia.com/enabled=true", "--overwrite",
+               context="kind-gpu-lab")
+    assert [c for c in calls if "label" in c] == [label]
+    upgrade = next(i for i, c in enumerate(calls) if c[:3] == ["helm", "upgrade", "--install"])
+    assert calls.index(label) < upgrade
 
 
 def test_first_install_does_not_restart_what_it_just_created(demo):

@@ -78,7 +78,6 @@ class Agent:
         self.env.update({
             # What the plugin injects (facts §0) ...
             "MOCK_NVML_CONFIG": f"{root}/driver/config/config.yaml",
-            "MOCK_PCI_ROOT": str(root),
             "NODE_NAME": plugin_node or node,
             "MOCK_TOPOLOGY_CONFIG": f"{root}/topology/topology.yaml",
             # ... and what the pod spec adds.

@@ -18,9 +18,13 @@ PAGE_TIMEOUT_S = 300
 
 #: Lines a page says its commands print, checked beside their exit status.
 PROMISED_LINES = {
-    "users/go-and-sys.md": ["0x030200", "550.163.01", "0x020700", "no HCA"],
+    "users/go-and-sys.md": ["0x030200", "550.163.01", "af:00.0 0302: 10de:1eb8",
+                            "GPU 0: NVIDIA T4 (UUID: GPU-00000074-0000-0000-0000-000000000002)",
+                            "0x020700", "no HCA",
+                            "           +-02.0-[84-86]----00.0-[85-86]----00.0-[86]----00.0"],
     "users/nvml.md": ["8 580.65.06"],
     "users/host-tools.md": ["8 NVIDIA H100 80GB HBM3", "8 GPUs"],
+    "users/kwok.md": ["  name: kwok-gpu-0", "  name: kwok-gpu-1", "    nvidia.com/mig-3g.40gb: '8'"],
     "users/ctl.md": ["1, 85, 450.00 W, 90 %", "nvidia-smi exit status 15"],
     "users/mig.md": ["|   0  MIG 1g.10gb         19       13          6:1     |",
                      "Disabled MIG Mode for GPU 00000000:1A:00.0"],

@@ -22,6 +22,7 @@ COMMANDS = {
     "mock-ib": "mock HCAs", "fabricmanager": "nv-fabricmanager", "ctl": "raise an Xid on one GPU",
     "exec": "private mount namespace", "env": "Print the variables that aim host tools",
     "status": "Show the node staged under --host-root",
+    "kwok-nodes": "Node objects for KWOK",
 }
 LINKS = {"nri-plugin": "Usage: nri-plugin", "nvidia-smi": "NVIDIA System Management Interface",
          "check-fabric": "Usage: check-fabric", "mock-ib": "Usage: mock-ib",

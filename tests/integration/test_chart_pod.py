@@ -116,9 +116,12 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         # sockets) stay; the rest move under the scratch root.
         return path if path.startswith(own) else scratch_host + path
 
-    # A node's /dev/kmsg exists; the scratch root gets a plain file in its place.
+    # A node's /dev/kmsg exists; the scratch root gets a plain file in its place. So do
+    # /proc/driver and /sys/module (the agent looks there for a real NVIDIA driver: none).
     os.makedirs(scratch_host + "/dev")
     open(scratch_host + "/dev/kmsg", "w").close()
+    os.makedirs(scratch_host + "/proc/driver")
+    os.makedirs(scratch_host + "/sys/module")
     config_toml = scratch_host + "/etc/containerd/config.toml"
     if runtime_setup:
         # What the set-up needs of a node: containerd's config, and the PATH directories
@@ -196,11 +199,15 @@ def test_the_rendered_daemonset_pod_runs_stages_registers_and_injects(
         remove_pod(cri, pod_id)
 
         if mode == "raw":
-            # helm upgrade --set gpu.count=2: the ConfigMap changes, the pod template does
-            # not (no rollout); the kubelet swaps the mounted files and the agent's watch
-            # restages the node with 2 GPUs.
+            # helm upgrade --set gpu.count=2: the ConfigMap changes, and the pod template
+            # only by the agent's MOKKA_AGENT_GPU_COUNT (a cluster rolls the pods); the
+            # kubelet swaps the mounted files and the running agent's watch restages the
+            # node with 2 GPUs from the ConfigMap alone.
             upgraded = render(helm, *sets, "gpu.count=2")
             (new_ds,) = [d for d in upgraded if d["kind"] == "DaemonSet"]
+            new_agent = new_ds["spec"]["template"]["spec"]["containers"][0]
+            assert {"name": "MOKKA_AGENT_GPU_COUNT", "value": "2"} in new_agent["env"]
+            new_agent["env"].remove({"name": "MOKKA_AGENT_GPU_COUNT", "value": "2"})
             assert new_ds["spec"]["template"] == template
             new_maps = {d["metadata"]["name"]: d["data"] for d in upgraded if d["kind"] == "ConfigMap"}
             assert new_maps["nvml-mock-config"] != configmaps["nvml-mock-config"]

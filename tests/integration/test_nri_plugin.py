@@ -67,7 +67,10 @@ def test_devices_annotated_pod_gets_overlay_env_and_every_gpu(containerd, start_
     assert "ro" not in config["options"] and "rprivate" in config["options"]
     env = env_of(spec)
     assert env[names.ENV_NVML_CONFIG] == MOUNT.profile
-    assert env[names.ENV_PCI_ROOT] == MOUNT.root
+    # libmockfs's root only where no proc hook gives /sys the container's own GPUs.
+    hooked = os.access(overlay.proc_hook, os.X_OK)
+    assert env.get(names.ENV_PCI_ROOT) == (None if hooked else "/opt/nvml-mock")
+    assert ("libmockfs.so.1" in env["LD_PRELOAD"]) is not hooked
     assert env[names.ENV_IB] == names.IB_OFF
     assert env["PATH"].startswith(MOUNT.bin + ":")
     assert device_paths(spec) == sorted(GPU_NODES + CONTROL + MIG_CAPS)

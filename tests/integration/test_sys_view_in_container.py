@@ -7,11 +7,15 @@ injection); nothing in a container that selected nothing; nothing on the host af
 the agent's teardown.
 
 The reader is tests/goreader (built once per session), laid into a busybox image.
+A dynamically linked reader, this host's lspci in another, sees the same: the
+container gets no libmockfs that would show it the node's whole PCI tree.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 
 import pytest
@@ -77,8 +81,9 @@ def test_the_devices_annotation_shows_every_gpu_and_the_kernels_own_entries(cont
     start_plugin()
     report = read_node(containerd.client(), "annotated", {names.ANNOTATION_DEVICES: "true"})
     goreader.sees_gpus(report, range(4))
-    # Added to the kernel's tree, not instead of it.
-    assert goreader.kernel_entries(report) == goreader.host_pci_entries()
+    # Added to the kernel's tree, not instead of it (where a staged bridge stands at one of
+    # the host's addresses, the staged one is read).
+    assert goreader.kernel_entries(report, range(4)) == goreader.host_pci_entries_beside(range(4))
 
 
 def test_a_device_plugin_allocation_of_one_gpu_shows_that_gpu_only(containerd, start_plugin, sys_node):
@@ -90,6 +95,62 @@ def test_a_device_plugin_allocation_of_one_gpu_shows_that_gpu_only(containerd, s
                                  "permissions": "rw"}])
     goreader.sees_gpus(report, [1])
     assert [d["name"] for d in goreader.nvidia_devices(report)] == ["0000:86:00.0"]
+
+
+# --- A dynamically linked reader: the host's lspci and its libraries in a busybox image -------
+LSPCI_IMAGE = "docker.io/library/mokka-lspci:test"
+LSPCI = shutil.which("lspci")
+
+
+def libraries(program: str) -> list[str]:
+    """The shared objects ``program`` loads (ld.so among them), as ldd resolves them here."""
+    done = subprocess.run(["ldd", program], capture_output=True, text=True, check=True)
+    return re.findall(r"(/\S+) \(0x", done.stdout)
+
+
+@pytest.fixture(scope="module")
+def lspci_image(tmp_path_factory, sys_node) -> str:
+    """A busybox image with this host's lspci (dynamically linked) and, at their paths, the
+    libraries it and the staged preload shims load."""
+    if LSPCI is None:
+        pytest.skip("no lspci here (pciutils): it is what this test runs")
+    _, overlay = sys_node
+    shims = [os.path.join(overlay.preload_lib, name) for name in sorted(os.listdir(overlay.preload_lib))]
+    tree = tmp_path_factory.mktemp("lspci-root")
+    for path in dict.fromkeys([LSPCI, *libraries(LSPCI), *(lib for shim in shims for lib in libraries(shim))]):
+        target = tree / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        os.chmod(target, 0o755)
+    return str(build_busybox_image(tmp_path_factory.mktemp("lspci-image") / "image.tar",
+                                   ref=LSPCI_IMAGE, extra_root=str(tree)))
+
+
+@pytest.mark.parametrize("mode", ["raw", "cdi"])
+def test_lspci_in_a_container_allocated_one_gpu_lists_that_gpu_only(containerd, zipapp, sys_node,
+                                                                   lspci_image, mode):
+    """lspci goes through libc, where a preload reaches: it reads /sys as the hook gives it."""
+    root, overlay = sys_node
+    containerd.import_image(lspci_image, LSPCI_IMAGE)
+    plugin = PluginProcess(zipapp, containerd.nri_socket, overlay, root,
+                           "--device-injection-mode", mode).start()
+    try:
+        cri = containerd.client()
+        pod_id, cid, _ = make(cri, "lspci", image=LSPCI_IMAGE,
+                              devices=[{"host_path": overlay.gpu_node(2), "container_path": "/dev/nvidia2",
+                                        "permissions": "rw"}])
+        start_container(cri, cid)
+        done = exec_sync(cri, cid, ["sh", "-c", "lspci -n; echo \"$LD_PRELOAD\" \"${MOCK_PCI_ROOT-unset}\""],
+                         timeout=20)
+        remove_pod(cri, pod_id)
+    finally:
+        plugin.stop()
+    assert done.exit_code == 0, done
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if " 10de:" in line] == ["af:00.0 0302: 10de:1eb8"], done
+    assert lines[-1] == ("/opt/nvml-mock/driver/usr/local/lib/libibmockumad.so.1:"
+                         "/opt/nvml-mock/driver/usr/local/lib/libibmockverbs.so.1:"
+                         "/opt/nvml-mock/driver/usr/local/lib/libibmocksys.so.1 unset")
 
 
 def test_cdi_device_injection_shows_every_gpu(containerd, start_plugin):

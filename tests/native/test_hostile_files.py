@@ -242,6 +242,28 @@ def test_an_event_count_past_the_bound_is_refused_and_the_next_document_delivers
         proc.wait()
 
 
+REFUSED_INSTANCE = ("event 0 has a gi above 14 or a ci without a gi or above 7")
+
+
+@pytest.mark.parametrize("spoil", [b"event.0.gi 15", b"event.0.gi 99999999999999999999", b"event.0.ci 0"],
+                         ids=["gi past 14", "gi past 2^64", "ci without gi"])
+def test_an_instance_id_past_migs_is_refused_whole_and_the_next_document_delivers(nvml_lib, node, spoil):
+    proc = start_probe(nvml_lib, node_env(node), "xid", "1")
+    try:
+        lines = _lines(proc)
+        assert _read(proc, lines) == ["ready"]
+        _events(node, [_event(2, 0, 13)], 2, lambda b: b"\n".join(sorted([*b.split(b"\n")[:-1], spoil])) + b"\n")
+        yaml = _path(node, names.XID_EVENTS_FILE)
+        assert proc.stderr.readline() == (f"mock NVML: ignoring Xid events {yaml}: {yaml[:-5]}.nvml: "
+                                          f"{REFUSED_INSTANCE}\n")
+        _events(node, [_event(3, 1, 79)], 3)
+        assert _read(proc, lines) == {"index": 1, "type": XID_CRITICAL, "xid": 79, "gi": 0xFFFFFFFF}
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.parametrize("when", ["before the set", "after the set"])
 def test_a_last_seq_of_2_64_stops_no_later_xid(nvml_lib, node, when):
     """The document is refused; its writer numbers afresh (replacing what it cannot trust),

@@ -39,7 +39,8 @@ def test_every_call_reads_the_staged_pci_tree(ib_node, probes, flavour):
     assert all(vendor[call] != "No such file or directory" for call in XATTR_CALLS), vendor
     attributes = sorted(os.listdir(staged(node.overlay.root, GPU0)))
     assert len(attributes) == 11                        # ten attribute files and the driver link
-    assert gpu["readlink"] == gpu["readlinkat"] == "../../../devices/pci0000:00/0000:1a:00.0"
+    assert gpu["readlink"] == gpu["readlinkat"] == \
+        "../../../devices/pci0000:00/0000:00:01.0/0000:18:00.0/0000:19:00.0/0000:1a:00.0"
     assert gpu["opendir"] == gpu["scandir"] == ",".join(attributes)
     assert gpu["chdir"] == os.path.realpath(staged(node.overlay.root, GPU0))
 

@@ -499,3 +499,80 @@ show gpu-class cat "$R/sys/bus/pci/devices/0000:00:1e.0/class"
     assert shown["hook"] == (0, "")
     assert shown["gpu-class"] == (0, "0x030200")
     assert (shown["class"] == (0, "0x020700")) is seen, shown["class"]
+
+
+# --- Bridges: two selected GPUs behind one PCIe switch ---------------------------------------
+# GPUs 2 and 3 on two downstream ports (1b:00.0, 1b:01.0) of one switch (upstream 1a:00.0)
+# under root port 00:1c.0, staged as the agent stages them: each GPU's lower holds its own
+# chain, so the switch's directories are in both lowers and the overlay merges them.
+SWITCH = "pci0000:00/0000:00:1c.0/0000:1a:00.0"
+GPU2, GPU3 = "0000:1c:00.0", "0000:1d:00.0"
+BRIDGE_ATTRS = (("vendor", "0x1000"), ("device", "0xc030"), ("class", "0x060400"), ("numa_node", "0"))
+
+
+def stage_behind(overlay: str, minor: int, port: str, bdf: str) -> None:
+    """GPU ``minor`` at ``bdf`` behind the downstream port ``port`` of SWITCH, with every
+    bridge of its chain and the bus links, in sysview/gpu/<minor>."""
+    view = os.path.join(overlay, "sysview", "gpu", str(minor))
+    parts = SWITCH.split("/")[1:] + [port]
+    for k, bridge in enumerate(parts):
+        path = "/".join([SWITCH.split("/")[0], *parts[:k + 1]])
+        for name, value in BRIDGE_ATTRS:
+            write(os.path.join(view, "devices", path, name), value + "\n")
+        link = os.path.join(view, "bus", "pci", "devices", bridge)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(f"../../../devices/{path}", link)
+    path = "/".join([SWITCH, port, bdf])
+    gpu_attrs = (("vendor", "0x10de"), ("device", "0x2330"), ("class", "0x030200"), ("numa_node", "0"))
+    for name, value in gpu_attrs:
+        write(os.path.join(view, "devices", path, name), value + "\n")
+    os.symlink(f"../../../devices/{path}", os.path.join(view, "bus", "pci", "devices", bdf))
+
+
+@pytest.fixture
+def switch_scratch(scratch):
+    stage_behind(scratch[0], 2, "0000:1b:00.0", GPU2)
+    stage_behind(scratch[0], 3, "0000:1b:01.0", GPU3)
+    return scratch
+
+
+SWITCH_VIEW = r"""
+hook hook
+show devices ls "$R/sys/bus/pci/devices"
+show ports ls "$R/sys/devices/%(switch)s"
+show gpu2 readlink -f "$R/sys/bus/pci/devices/%(gpu2)s"
+show gpu3 readlink -f "$R/sys/bus/pci/devices/%(gpu3)s"
+show class2 cat "$R/sys/bus/pci/devices/%(gpu2)s/class"
+show class3 cat "$R/sys/bus/pci/devices/%(gpu3)s/class"
+show switch-class cat "$R/sys/bus/pci/devices/0000:1a:00.0/class"
+show port-class cat "$R/sys/bus/pci/devices/0000:1b:01.0/class"
+show root-port readlink "$R/sys/bus/pci/devices/0000:00:1c.0"
+""" % {"switch": SWITCH, "gpu2": GPU2, "gpu3": GPU3}
+
+
+def test_two_gpus_behind_one_switch_merge_into_one_tree(hook, switch_scratch):
+    shown = run(hook, switch_scratch, 'mknod "$R/dev/nvidia2" c 195 2\nmknod "$R/dev/nvidia3" c 195 3\n'
+                + SWITCH_VIEW)
+    assert shown["hook"] == (0, "")
+    devices = shown["devices"][1].split()
+    assert {"0000:00:1c.0", "0000:1a:00.0", "0000:1b:00.0", "0000:1b:01.0", GPU2, GPU3} <= set(devices)
+    assert GPU0 not in devices and GPU1 not in devices
+    # One switch directory holding both downstream ports, each GPU under its own.
+    assert shown["ports"][1].split() == ["0000:1b:00.0", "0000:1b:01.0", "class", "device", "numa_node",
+                                         "vendor"]
+    sys_devices = shown["gpu2"][1][:shown["gpu2"][1].index("/sys/devices/") + len("/sys/devices/")]
+    assert shown["gpu2"] == (0, sys_devices + "pci0000:00/0000:00:1c.0/0000:1a:00.0/0000:1b:00.0/" + GPU2)
+    assert shown["gpu3"] == (0, sys_devices + "pci0000:00/0000:00:1c.0/0000:1a:00.0/0000:1b:01.0/" + GPU3)
+    assert shown["class2"] == shown["class3"] == (0, "0x030200")
+    assert shown["switch-class"] == shown["port-class"] == (0, "0x060400")
+    assert shown["root-port"] == (0, "../../../devices/pci0000:00/0000:00:1c.0")
+
+
+def test_one_gpu_behind_a_shared_switch_shows_only_its_own_port(hook, switch_scratch):
+    shown = run(hook, switch_scratch, 'mknod "$R/dev/nvidia3" c 195 3\n' + SWITCH_VIEW)
+    assert shown["hook"] == (0, "")
+    devices = shown["devices"][1].split()
+    assert {"0000:00:1c.0", "0000:1a:00.0", "0000:1b:01.0", GPU3} <= set(devices)
+    assert GPU2 not in devices and "0000:1b:00.0" not in devices
+    assert shown["ports"][1].split() == ["0000:1b:01.0", "class", "device", "numa_node", "vendor"]
+    assert shown["class3"] == (0, "0x030200")

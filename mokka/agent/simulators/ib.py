@@ -18,7 +18,7 @@ import os
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File, Link
 from mokka.agent.simulators import Host, Readiness
-from mokka.core import hcapci
+from mokka.core import hcapci, pcitopo
 from mokka.core import infiniband as ibm
 from mokka.core import names
 
@@ -92,6 +92,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     if not hcas:
         return {}
     functions = hcapci.functions(desired.state)
+    placed = pcitopo.placements(desired.state)
     out: dict[str, Entry] = {}
 
     def put(rel: str, text: str) -> None:
@@ -107,7 +108,7 @@ def tree(desired: Desired, host: Host) -> dict[str, Entry]:
         # shows lspci): device/vendor, device/device and device/modalias read through it.
         fn = functions[hca.index]
         class_dir = os.path.join(root, cls, "infiniband", hca.name)
-        function_dir = os.path.join(host.overlay.sys, names.SYS_VIEW_DEVICES, fn.root_complex, fn.bdf)
+        function_dir = os.path.join(host.overlay.sys, names.SYS_VIEW_DEVICES, placed[fn.bdf].path)
         out[os.path.join(class_dir, "device")] = Link(os.path.relpath(function_dir, class_dir))
         n = hca.index
         for kind in ("umad", "issm"):

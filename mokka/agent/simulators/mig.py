@@ -84,15 +84,16 @@ def declaration(desired: Desired) -> str:
                        for g in desired.state["gpus"]], sort_keys=True)
 
 
-#: The library's runtime documents: the partitions and what NVML's setters set. A booting
-#: node (and teardown) starts without them, as a reboot loses them on a real node.
-RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE)
+#: The library's runtime documents: the partitions, what NVML's setters set and the GPUs'
+#: drain states. A booting node (and teardown) starts without them, as a reboot loses them
+#: on a real node.
+RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE, names.DRAIN_STATE_PREFIX)
 
 
 def drop_runtime_documents(ov: Overlay) -> None:
-    """The library's runtime documents (the partitions, the setters' settings) and every
-    file it keeps beside them (a lock, a temp), whatever a workload put at those names (a
-    directory, a link: removed, not followed)."""
+    """The library's runtime documents (the partitions, the setters' settings, the drain
+    states) and every file it keeps beside them (a lock, a temp), whatever a workload put at
+    those names (a directory, a link: removed, not followed)."""
     try:
         config = os.open(ov.driver_config, fsutil.DIR_NOFOLLOW)
     except OSError:

@@ -1,21 +1,25 @@
 """pcibus: the fake PCI sysfs trees and the libmockfs shim that points lspci and
 friends at it; Apply writes the NFD feature file.
 
-One GPU's tree, laid out as on a real host under a sysfs root: ``devices/<root
-complex>/<bdf>`` holds the attribute files and a ``driver`` link to
-``bus/pci/drivers/nvidia``; ``bus/pci/devices/<bdf>`` and
-``bus/pci/drivers/nvidia/<bdf>`` link back to the device directory. The same tree
-is staged three times: all GPUs together under ``sys/`` (what libmockfs shows a
-process) and under ``driver/sys`` (a driver root has its /sys: the GPU Operator's
-validator lists it), and each GPU alone under ``sysview/gpu/<minor>`` (the lowers the
-proc hook merges over the /sys of a container that may see that GPU).
+One GPU's tree, laid out as on a real host under a sysfs root: the bridges
+mokka.core.pcitopo places above it (a root port, a switch's upstream and downstream
+ports, each a device directory with class 0x060400 and a ``driver`` link to
+``bus/pci/drivers/pcieport``), and nested in them ``devices/<root complex>/<bridges>/<bdf>``
+with the attribute files and a ``driver`` link to ``bus/pci/drivers/nvidia``;
+``bus/pci/devices/<bdf>`` and ``bus/pci/drivers/<driver>/<bdf>`` link back to each device
+directory. The same tree is staged three times: all GPUs together under ``sys/`` (what
+libmockfs shows a process) and under ``driver/sys`` (a driver root has its /sys: the GPU
+Operator's validator lists it), and each GPU alone, with its bridges, under
+``sysview/gpu/<minor>`` (the lowers the proc hook merges over the /sys of a container that
+may see that GPU: two GPUs behind one bridge merge into one directory of it).
 
 Each HCA of a profile with InfiniBand is a PCI function too, where mokka.core.hcapci
-places it: the same attribute files (Mellanox's vendor id, the device id its hca_type
-names, class 0x020700), a ``driver`` link to ``bus/pci/drivers/mlx5_core``, its
+places it, under the switch of its GPU: the same attribute files (Mellanox's vendor id,
+the device id its hca_type names, class 0x020700), a ``driver`` link to ``bus/pci/drivers/mlx5_core``, its
 ``infiniband/mlx5_<n>`` directory with the attributes ibstat reads and a ``device`` link
-back, and the bus links; staged under ``sys/`` (lspci lists the HCAs) and each alone under
-``sysview/hca/<n>`` (the lowers the hook merges when the container selects InfiniBand).
+back, and the bus links; staged under ``sys/`` (lspci lists the HCAs) and each alone, with
+its bridges, under ``sysview/hca/<n>`` (the lowers the hook merges when the container
+selects InfiniBand).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from mokka.agent.desired import Desired
 from mokka.agent.hostfs import Entry, File, Link
 from mokka.agent.simulators import Host, Readiness
 from mokka.agent.simulators.ib import hca_files
-from mokka.core import hcapci
+from mokka.core import hcapci, pcitopo
 from mokka.core import infiniband as ibm
 from mokka.core import names
 
@@ -84,47 +88,84 @@ def hca_attributes(fn: hcapci.HcaFunction) -> dict[str, File]:
     return out
 
 
-def _function_tree(sysfs: str, root: str, bdf: str, driver: str, files: dict[str, Entry]) -> dict[str, Entry]:
-    """A PCI function's device directory (``files`` in it) and its bus links under the sysfs
-    root ``sysfs``; every link relative, so the tree reads the same wherever it is mounted."""
+def _function_tree(sysfs: str, path: str, bdf: str, driver: str, files: dict[str, Entry]) -> dict[str, Entry]:
+    """A PCI function's device directory (``devices/<path>``, ``files`` in it) and its bus links
+    under the sysfs root ``sysfs``; every link relative, so the tree reads the same wherever it
+    is mounted."""
     devices, pci = names.SYS_VIEW_DEVICES, os.path.join(names.SYS_VIEW_BUS, "pci")
-    dev_dir = os.path.join(sysfs, devices, root, bdf)
+    dev_dir = os.path.join(sysfs, devices, path)
+    up = "../" * (path.count("/") + 2)              # from the directory to the sysfs root
     out: dict[str, Entry] = {os.path.join(dev_dir, name): f for name, f in files.items()}
-    out[os.path.join(dev_dir, "driver")] = Link(f"../../../{pci}/drivers/{driver}")
-    out[os.path.join(sysfs, pci, "devices", bdf)] = Link(f"../../../{devices}/{root}/{bdf}")
-    out[os.path.join(sysfs, pci, "drivers", driver, bdf)] = Link(f"../../../../{devices}/{root}/{bdf}")
+    out[os.path.join(dev_dir, "driver")] = Link(f"{up}{pci}/drivers/{driver}")
+    out[os.path.join(sysfs, pci, "devices", bdf)] = Link(f"../../../{devices}/{path}")
+    out[os.path.join(sysfs, pci, "drivers", driver, bdf)] = Link(f"../../../../{devices}/{path}")
     return out
 
 
-def gpu_tree(sysfs: str, gpu: dict) -> dict[str, Entry]:
-    """One GPU's device directory and its bus links under the sysfs root ``sysfs``."""
-    return _function_tree(sysfs, gpu["root_complex"], gpu["pci"]["bdf"], DRIVER, attributes(gpu))
+def bridge_attributes(bridge: pcitopo.Bridge) -> dict[str, File]:
+    """The attribute files of one PCIe port's device directory, by name: a type-1 config
+    header with its bus numbers, and the kernel's ``secondary_bus_number`` and
+    ``subordinate_bus_number``."""
+    out = _attribute_files(bridge.vendor, bridge.device, 0, 0, pcitopo.PCI_CLASS, bridge.numa_node)
+    out["config"] = File(bridge_config_header(bridge), 0o644)
+    out["secondary_bus_number"] = File(f"{bridge.secondary}\n".encode(), 0o444)
+    out["subordinate_bus_number"] = File(f"{bridge.subordinate}\n".encode(), 0o444)
+    return out
 
 
-def hca_tree(sysfs: str, fn: hcapci.HcaFunction, hca: ibm.Hca) -> dict[str, Entry]:
+def bridge_config_header(bridge: pcitopo.Bridge) -> bytes:
+    """A 256-byte type-1 (bridge) config space: ids, the class, header type 1, the buses."""
+    head = struct.pack("<HHHHB3sBBBB", bridge.vendor, bridge.device, 0x0007, 0x0000, 0x00,
+                       pcitopo.PCI_CLASS.to_bytes(3, "little"), 0, 0, 0x01, 0)
+    head += b"\0" * 8                           # BAR0, BAR1
+    head += bytes([bridge.primary, bridge.secondary, bridge.subordinate, 0])
+    return head.ljust(256, b"\0")
+
+
+def _bridges_tree(sysfs: str, place: pcitopo.Placement) -> dict[str, Entry]:
+    """The device directories and bus links of the bridges above one placed function."""
+    out: dict[str, Entry] = {}
+    for k, bridge in enumerate(place.bridges):
+        out.update(_function_tree(sysfs, place.bridge_path(k), bridge.bdf, pcitopo.DRIVER,
+                                  bridge_attributes(bridge)))
+    return out
+
+
+def gpu_tree(sysfs: str, gpu: dict, place: pcitopo.Placement) -> dict[str, Entry]:
+    """One GPU's device directory, its bridges and their bus links under the sysfs root ``sysfs``."""
+    out = _bridges_tree(sysfs, place)
+    out.update(_function_tree(sysfs, place.path, gpu["pci"]["bdf"], DRIVER, attributes(gpu)))
+    return out
+
+
+def hca_tree(sysfs: str, fn: hcapci.HcaFunction, hca: ibm.Hca, place: pcitopo.Placement) -> dict[str, Entry]:
     """One HCA's device directory, its ``infiniband/mlx5_<n>`` child (the class attributes,
-    ``device`` linking back, as the kernel lays an RDMA device under its PCI function) and
-    its bus links under the sysfs root ``sysfs``."""
+    ``device`` linking back, as the kernel lays an RDMA device under its PCI function), its
+    bridges and their bus links under the sysfs root ``sysfs``."""
     files: dict[str, Entry] = dict(hca_attributes(fn))
     child = os.path.join("infiniband", hca.name)
     for rel, text in hca_files(hca).items():
         files[os.path.join(child, rel)] = File(f"{text}\n".encode() if text else b"", 0o444)
     files[os.path.join(child, "device")] = Link("../../../" + fn.bdf)
-    return _function_tree(sysfs, fn.root_complex, fn.bdf, hcapci.DRIVER, files)
+    out = _bridges_tree(sysfs, place)
+    out.update(_function_tree(sysfs, place.path, fn.bdf, hcapci.DRIVER, files))
+    return out
 
 
 def tree(desired: Desired, host: Host) -> dict[str, Entry]:
     ov = host.overlay
     out: dict[str, Entry] = {}
+    placed = pcitopo.placements(desired.state)
     for gpu in desired.state["gpus"]:
-        out.update(gpu_tree(ov.sys, gpu))
-        out.update(gpu_tree(ov.driver_sys, gpu))      # a driver root has its /sys
+        place = placed[gpu["pci"]["bdf"]]
+        out.update(gpu_tree(ov.sys, gpu, place))
+        out.update(gpu_tree(ov.driver_sys, gpu, place))      # a driver root has its /sys
         # Keyed by the minor: a container's /dev/nvidia<minor> says it may see that GPU.
-        out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu))
+        out.update(gpu_tree(ov.sysview_gpu(gpu["minor_number"]), gpu, place))
     hcas = ibm.hcas(desired.state.get("infiniband") or {}, desired.state.get("node_name") or "")
     for fn, hca in zip(hcapci.functions(desired.state), hcas):
-        out.update(hca_tree(ov.sys, fn, hca))
-        out.update(hca_tree(ov.sysview_hca(fn.index), fn, hca))
+        out.update(hca_tree(ov.sys, fn, hca, placed[fn.bdf]))
+        out.update(hca_tree(ov.sysview_hca(fn.index), fn, hca, placed[fn.bdf]))
     shim = host.native.shim(names.FS_LIB_FILE)
     if shim is not None:
         out[os.path.join(host.overlay.preload_lib, names.FS_LIB_FILE)] = File(shim, 0o755)

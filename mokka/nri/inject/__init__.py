@@ -58,10 +58,15 @@ def adjust(config: Config, pod: Pod, container: Container, view: NodeView,
         return Decision(None, skip.NOTHING_SELECTED, selection.warnings)
 
     draft = Draft(container, selection.warnings)
+    # The proc hook gives a GPU container's /sys its own GPUs' PCI tree (and, with
+    # InfiniBand, its HCAs), whatever program reads it. libmockfs and MOCK_PCI_ROOT
+    # would show a dynamically linked reader the node's whole staged tree instead:
+    # only a GPU container no staged hook serves gets them.
+    pci_tree = selection.gpu and not view.proc_hook_staged
     if selection.overlay:
-        overlay.attach(config, view, draft)
-        env.apply_table(draft.env, config, view,
-                        gpu=selection.gpu, infiniband=selection.infiniband)
+        overlay.attach(config, view, draft, pci_tree=pci_tree)
+        env.apply_table(draft.env, config, view, gpu=selection.gpu,
+                        infiniband=selection.infiniband, pci_tree=pci_tree)
     if selection.gpu:
         env.name_allocated(draft.env, selection.allocated_ids)
         prochook.attach(config, view, draft)

@@ -175,15 +175,17 @@ def probes_for(reads: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, st
 
 
 @functools.lru_cache(maxsize=16)
-def _table(mount_path: str, ib_tier: str) -> tuple[dict[str, str], dict[str, str]]:
+def _table(mount_path: str, ib_tier: str, pci_tree: bool) -> tuple[dict[str, str], dict[str, str]]:
     """The GPU and IB rows of the env table for a mount path (read-only: shared)."""
     mount = container_overlay(mount_path)
-    return gpu_env(mount), ib_env(mount, ib_tier)
+    return gpu_env(mount, pci_tree=pci_tree), ib_env(mount, ib_tier)
 
 
-def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infiniband: bool) -> None:
-    """The env table: turn on only what was selected, switch off the rest."""
-    gpu_vars, ib_vars = _table(config.overlay_mount_path, config.infiniband_tier)
+def apply_table(env: EnvSet, config: Config, view: NodeView, *, gpu: bool, infiniband: bool,
+                pci_tree: bool = True) -> None:
+    """The env table: turn on only what was selected, switch off the rest.
+    ``pci_tree``: MOCK_PCI_ROOT with the GPU rows (libmockfs's root)."""
+    gpu_vars, ib_vars = _table(config.overlay_mount_path, config.infiniband_tier, pci_tree)
     if gpu:
         _defaults(env, gpu_vars)
         # The Go reference's contract for workloads: the node name and where the

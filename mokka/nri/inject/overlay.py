@@ -41,15 +41,22 @@ def mounts(config: Config) -> tuple[Mount, Mount]:
     )
 
 
-def staged_shims(config: Config, view: NodeView) -> list[str]:
-    """Configured shims as container paths, in flag order, staged ones only.
+def staged_shims(config: Config, view: NodeView, *, pci_tree: bool = True) -> list[str]:
+    """Configured shims as container paths, in flag order, staged ones only;
+    libmockfs (names.FS_LIB_FILE) only with ``pci_tree``.
 
     Preload order is list order (a symbol defined twice resolves to the first);
     an unstaged shim is left out because ld.so prints an error for a missing
-    preload in every process of the container.
+    preload in every process of the container. libmockfs shows a process the
+    node's whole staged PCI tree: a container the proc hook gives its own /sys
+    view goes without it, so lspci there lists what a Go reader does.
     """
     return [path for path in _shim_paths(config.overlay_mount_path, config.ld_preload_shims)
-            if path in view.staged_shims]
+            if path in view.staged_shims and (pci_tree or not _is_pci_shim(path))]
+
+
+def _is_pci_shim(path: str) -> bool:
+    return path.rpartition("/")[2] == names.FS_LIB_FILE
 
 
 @functools.lru_cache(maxsize=16)
@@ -64,10 +71,11 @@ def _search_dirs(mount_path: str) -> tuple[str, str]:
     return mount.bin, mount.lib
 
 
-def attach(config: Config, view: NodeView, draft: Draft) -> None:
+def attach(config: Config, view: NodeView, draft: Draft, *, pci_tree: bool = True) -> None:
+    """The binds and search paths; ``pci_tree``: libmockfs among the preloads."""
     draft.add_mounts(mounts(config))
     bin_dir, lib_dir = _search_dirs(config.overlay_mount_path)
     # Prepended, so the overlay's nvidia-smi and libnvidia-ml win the search.
     draft.env.prepend(names.ENV_PATH, bin_dir, fallback=names.DEFAULT_PATH)
     draft.env.prepend(names.ENV_LD_LIBRARY_PATH, lib_dir)
-    draft.env.append_preload(names.ENV_LD_PRELOAD, staged_shims(config, view))
+    draft.env.append_preload(names.ENV_LD_PRELOAD, staged_shims(config, view, pci_tree=pci_tree))

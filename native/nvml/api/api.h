@@ -58,4 +58,9 @@ int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask);
  * state has no such counter or it does not fit. */
 int clocks_event_ns(const struct mock_gpu *g, const char *counter_key, unsigned long long *ns);
 
+/* --- drain.c: the drain states ---------------------------------------------------- */
+
+/* Physical GPU `phys` leaves the drain state, as a GPU reset takes it out. */
+nvmlReturn_t mock_undrain(const struct mock_node *n, unsigned int phys);
+
 #endif

@@ -11,6 +11,15 @@
  * with nothing to report does. A set sees only events injected after it was
  * created, as NVML delivers only events that occur after registration.
  *
+ * MIG: an Xid raised on a MIG device (`mokka ctl xid MIG-... 79`) is delivered,
+ * as NVML delivers it, on the parent GPU's handle with gpuInstanceId and
+ * computeInstanceId naming the instance (0xFFFFFFFF for one it does not name, and
+ * for a whole GPU's Xid); a health check registered on the parent tells its MIG
+ * devices apart by these. nvml.h: "This API does not currently support
+ * per-instance event reporting using MIG device handles": a MIG device handle
+ * registers its parent GPU, so its set hears every instance's Xids and the
+ * whole GPU's, each naming its instance.
+ *
  * Sequence numbers only grow while one writer numbers them. A document whose
  * last_seq is below the one a set saw last was numbered afresh (its writer
  * replaced a document it could not trust): the set starts over from 0 and
@@ -30,6 +39,7 @@
 #include <nvml.h>
 
 #include "hooks.h"
+#include "mig/mig.h"
 #include "mokka_names.h"
 
 #define POLL_MS 50
@@ -129,25 +139,41 @@ nvmlReturn_t DECLDIR nvmlEventSetFree(nvmlEventSet_t set)
     return NVML_SUCCESS;
 }
 
+/* The GPU whose events `device` hears: itself, or a MIG device's parent. */
+static nvmlReturn_t event_gpu(nvmlDevice_t device, nvmlDevice_t *gpu, unsigned int *phys)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mig_gpu_or_parent(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    *gpu = mock_handle_of_physical(g->phys);
+    *phys = g->phys;
+    return *gpu != NULL ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlDevice_t gpu;
+    unsigned int phys;
+    nvmlReturn_t ret = event_gpu(device, &gpu, &phys);
     if (ret != NVML_SUCCESS)
         return ret;
     if (eventTypes == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *eventTypes = supported_types(device);
+    *eventTypes = supported_types(gpu);
     return NVML_SUCCESS;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
 {
-    nvmlReturn_t ret = mock_check_device(device);
+    nvmlDevice_t gpu;
+    unsigned int phys;
+    nvmlReturn_t ret = event_gpu(device, &gpu, &phys);
     if (ret != NVML_SUCCESS)
         return ret;
     if ((eventTypes & ~(unsigned long long)nvmlEventTypeAll) != 0)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if ((eventTypes & ~supported_types(device)) != 0)
+    if ((eventTypes & ~supported_types(gpu)) != 0)
         return NVML_ERROR_NOT_SUPPORTED;        /* none of them registered, as NVML does */
     pthread_mutex_lock(&sets_lock);
     if (!is_live(set)) {
@@ -155,8 +181,7 @@ nvmlReturn_t DECLDIR nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long
         return NVML_ERROR_INVALID_ARGUMENT;
     }
     set->registered |= eventTypes;
-    unsigned int phys;
-    if (mock_physical_of(device, &phys) && phys < MOKKA_MAX_GPUS)
+    if (phys < MOKKA_MAX_GPUS)
         set->types[phys] |= eventTypes;
     pthread_mutex_unlock(&sets_lock);
     return NVML_SUCCESS;
@@ -192,8 +217,8 @@ static int take(nvmlEventSet_t set, const struct mock_xid_event *events, int cou
         data->device = device;
         data->eventType = nvmlEventTypeXidCriticalError;
         data->eventData = e->code;
-        data->gpuInstanceId = 0xFFFFFFFFu;     /* not a MIG event */
-        data->computeInstanceId = 0xFFFFFFFFu;
+        data->gpuInstanceId = e->gi;           /* MOCK_XID_NO_INSTANCE: not a MIG device's */
+        data->computeInstanceId = e->ci;
         return 1;
     }
     return 0;

@@ -4,7 +4,9 @@
  * 185-190 and 192 per power scope, 193-196, 226, 227), those of `nvidia-smi
  * nvlink -s` (91, 164, 165), and of the 580 report: the clocks event reason
  * counters (74, 76, 251-253), the PCIe atomics (228, 229) and the inactive row
- * remappings (301, 302) of NVML 13 included. */
+ * remappings (301, 302) of NVML 13 included. The recovery action (230) is the GPU's
+ * failure.recovery_action; "Reset Required" (226) and "Drain and Reset Recommended"
+ * (227) follow from it, as NVIDIA's error recovery flags pair them. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +28,8 @@
 #define FI_DEV_PCIE_INBOUND_ATOMICS_MASK 229
 #define FI_DEV_REMAPPED_ROWS_COR_INACTIVE 301
 #define FI_DEV_REMAPPED_ROWS_UNC_INACTIVE 302
+#define RECOVERY_GPU_RESET 1u                 /* nvmlDeviceGpuRecoveryAction_t */
+#define RECOVERY_DRAIN_AND_RESET 4u
 #define POWER_SCOPE_GPU 0u
 #define POWER_SCOPE_MODULE 1u
 #define POWER_SCOPE_MEMORY 2u
@@ -148,6 +152,21 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
     return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
 }
 
+/* The GPU's recovery action (nvmlDeviceGpuRecoveryAction_t): its failure.recovery_action
+ * (a profile's, or `mokka ctl set GPU recovery_action=...`); NONE (0) without one, and
+ * for a word that is not one of names.GPU_RECOVERY_ACTIONS (a hand-written override). */
+static unsigned int recovery_action(const struct mock_gpu *g)
+{
+    static const char *const actions[] = MOKKA_GPU_RECOVERY_ACTIONS;
+    char word[32];
+    if (gpu_raw(g, K_FAILURE_RECOVERY_ACTION, word, sizeof word) != 1)
+        return 0;
+    for (unsigned int i = 0; i < sizeof actions / sizeof actions[0]; i++)
+        if (strcasecmp(word, actions[i]) == 0)
+            return i;
+    return 0;
+}
+
 /* 1 with v's value set, 0 when the state cannot answer. */
 static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
 {
@@ -218,11 +237,12 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN_US, v);
     case FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN:
         return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_POWER_BRAKE_SLOWDOWN_US, v);
-    case FI_DEV_RESET_STATUS:                     /* "Reset Required: No" */
-    case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended: No" */
-        return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, 0);
-    case FI_DEV_GET_GPU_RECOVERY_ACTION:          /* NVML_GPU_RECOVERY_ACTION_NONE */
-        return set_u32(v, 0);
+    case FI_DEV_RESET_STATUS:                     /* "Reset Required": the recovery action says so */
+        return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, recovery_action(g) == RECOVERY_GPU_RESET);
+    case FI_DEV_DRAIN_AND_RESET_STATUS:           /* "Drain and Reset Recommended" */
+        return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, recovery_action(g) == RECOVERY_DRAIN_AND_RESET);
+    case FI_DEV_GET_GPU_RECOVERY_ACTION:
+        return set_u32(v, recovery_action(g));
     default:
         return 0;
     }

@@ -24,7 +24,11 @@ struct mock_xid_event {
     unsigned long long seq;            /* never reused; a set delivers those newer than it */
     unsigned long long code;           /* the Xid */
     unsigned int gpu;                  /* the physical index (the state's) */
+    unsigned int gi, ci;               /* the MIG instances it names; MOCK_XID_NO_INSTANCE: none */
 };
+
+/* nvmlEventData_t's instance id of an Xid no GPU or compute instance is named by. */
+#define MOCK_XID_NO_INSTANCE 0xFFFFFFFFu
 
 /* `xid-events.yaml` beside the profile this process loaded (absolute); 0 before nvmlInit. */
 int mock_xid_events_path(char *out, size_t size);

@@ -5,6 +5,7 @@
  *     last_seq 3
  *     event.len 1
  *     event.0.seq 3   event.0.gpu 0   event.0.code 79
+ *     event.0.gi 2    event.0.ci 0                  (a MIG device's Xid only)
  *
  * The file is rewritten whole (companion first, then the YAML, each by rename);
  * a reader that catches the pair between the two renames sees a stale companion
@@ -74,6 +75,14 @@ int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_ev
         if (!ok || e.seq <= after)                /* every event has all three (kinds.c) */
             continue;
         e.gpu = (unsigned int)gpu;
+        e.gi = e.ci = MOCK_XID_NO_INSTANCE;       /* held to MIG's ids when present (kinds.c) */
+        unsigned long long id;
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_GI, i);
+        if (u64_of(&f, key, &id))
+            e.gi = (unsigned int)id;
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_CI, i);
+        if (u64_of(&f, key, &id))
+            e.ci = (unsigned int)id;
         /* keep them in sequence order (the file already is; insertion keeps it so regardless) */
         unsigned int at = found;
         while (at > 0 && out[at - 1].seq > e.seq) {

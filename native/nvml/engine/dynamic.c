@@ -282,14 +282,14 @@ static long long reading_of(const struct mock_gpu *g, int reading, u64 seed, u64
     }
 }
 
-int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size)
+int dynamic_reading_at(const struct mock_gpu *g, const char *key, u64 t, char *out, size_t size)
 {
     for (size_t i = 0; i < sizeof moving / sizeof moving[0]; i++) {
         if (strcmp(key, moving[i].key) != 0)
             continue;
         if (!has_block(g, moving[i].block))
             return 0;
-        u64 seed = (u64)field(g, K_DYNAMIC_METRICS_SEED, 0), t = dynamic_clock(g->node);
+        u64 seed = (u64)field(g, K_DYNAMIC_METRICS_SEED, 0);
         int ok = 1;
         long long v = reading_of(g, moving[i].reading, seed, t, &ok);
         return ok && (size_t)snprintf(out, size, "%lld", v) < size;

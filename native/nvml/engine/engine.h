@@ -135,6 +135,8 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size);
 /* As gpu_raw, but values nvidia-smi prints as N/A ("", "N/A", "NA") count as missing. */
 int gpu_str(const struct mock_gpu *g, const char *key, char *out, size_t size);
 int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out);
+/* gpu_u64 as the layers answered at second `t`: the moving readings at that second. */
+int gpu_u64_at(const struct mock_gpu *g, const char *key, unsigned long long t, unsigned long long *out);
 int gpu_i64(const struct mock_gpu *g, const char *key, long long *out);
 /* true/enabled -> 1, false/disabled -> 0 (case-insensitive); else missing. */
 int gpu_flag(const struct mock_gpu *g, const char *key, int *out);
@@ -150,9 +152,11 @@ int mock_is_na(const char *value);
 void dynamic_read_clock(struct mock_node *n);
 /* The second the readings are for: the pinned one, else the real time. */
 unsigned long long dynamic_clock(const struct mock_node *n);
-/* The moving value of `key` (temperature, power draw, utilization) as decimal text: 1,
- * or 0 when the key does not move for this GPU. lookup.c's derived layer. */
-int dynamic_reading(const struct mock_gpu *g, const char *key, char *out, size_t size);
+/* The moving value of `key` (temperature, power draw, utilization) at second `t` as decimal
+ * text: 1, or 0 when the key does not move for this GPU. lookup.c's derived layer asks for
+ * the second of dynamic_clock; nvmlDeviceGetSamples for past seconds too. */
+int dynamic_reading_at(const struct mock_gpu *g, const char *key, unsigned long long t, char *out,
+                       size_t size);
 
 /* --- handles.c: the published node and its handles (handles.h: init, checks) --- */
 

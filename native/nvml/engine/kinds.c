@@ -15,20 +15,28 @@ static const struct flat_list gpu_lists[] = {LIST_BOUNDS_GPU, {NULL, 0}};
 static const struct flat_list node_lists[] = {LIST_BOUNDS_NODE, {NULL, 0}};
 static const struct flat_list event_lists[] = {{MOKKA_XID_COMPANION_EVENTS, MOKKA_MAX_XID_EVENTS}, {NULL, 0}};
 
+/* The key of event i's `field`, into key. */
+static const char *event_key(unsigned long long i, const char *field, char *key, size_t size)
+{
+    snprintf(key, size, MOKKA_XID_COMPANION_EVENTS ".%llu.%s", i, field);
+    return key;
+}
+
 /* Event i's field `field` as a number no larger than `most`. */
 static int event_field(const struct flat *f, unsigned long long i, const char *field, unsigned long long most,
                        unsigned long long *out)
 {
     char key[96];
-    snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu.%s", i, field);
-    return flat_parse_u64(flat_get(f, key), out) && *out <= most;
+    return flat_parse_u64(flat_get(f, event_key(i, field, key, sizeof key)), out) && *out <= most;
 }
 
 /* Every event has a sequence number from 1 to last_seq (at most MAX_XID_SEQ), a GPU
- * and a code: a reader compares and delivers them as they are. */
+ * and a code, and a MIG device's a GPU instance id (and a compute instance id) within
+ * MIG's: a reader compares and delivers them as they are. */
 static int events_hold(const struct flat *f, char *reason, size_t size)
 {
     unsigned long long last = 0, count = 0, v;
+    char key[96];
     const char *text = flat_get(f, MOKKA_XID_COMPANION_LAST_SEQ);
     if (!text || !flat_parse_u64(text, &last) || last > MOKKA_MAX_XID_SEQ) {
         snprintf(reason, size, "%s is not a sequence number up to %llu", MOKKA_XID_COMPANION_LAST_SEQ,
@@ -43,6 +51,17 @@ static int events_hold(const struct flat *f, char *reason, size_t size)
             snprintf(reason, size, "event %llu lacks a %s from 1 to %s, a %s below %d or a %s", i,
                      MOKKA_XID_COMPANION_SEQ, MOKKA_XID_COMPANION_LAST_SEQ, MOKKA_XID_COMPANION_GPU,
                      MOKKA_MAX_GPUS, MOKKA_XID_COMPANION_CODE);
+            return 0;
+        }
+        /* A MIG device's Xid names its GPU instance, and may name its compute instance. */
+        int has_gi = flat_get(f, event_key(i, MOKKA_XID_COMPANION_GI, key, sizeof key)) != NULL;
+        int has_ci = flat_get(f, event_key(i, MOKKA_XID_COMPANION_CI, key, sizeof key)) != NULL;
+        if ((has_gi && !event_field(f, i, MOKKA_XID_COMPANION_GI, MOKKA_MIG_GPU_INSTANCE_IDS - 1, &v)) ||
+            (has_ci && (!has_gi || !event_field(f, i, MOKKA_XID_COMPANION_CI, MOKKA_MIG_COMPUTE_INSTANCE_IDS - 1,
+                                                &v)))) {
+            snprintf(reason, size, "event %llu has a %s above %d or a %s without a %s or above %d", i,
+                     MOKKA_XID_COMPANION_GI, MOKKA_MIG_GPU_INSTANCE_IDS - 1, MOKKA_XID_COMPANION_CI,
+                     MOKKA_XID_COMPANION_GI, MOKKA_MIG_COMPUTE_INSTANCE_IDS - 1);
             return 0;
         }
     }

@@ -51,12 +51,14 @@ static int layer_lookup(const struct flat *f, const char *prefix, const char *ke
 }
 
 /* What this process derived: a moving reading (dynamic.c). */
-static const char *derived(const struct mock_gpu *g, const char *key, char *buf, size_t size)
+static const char *derived(const struct mock_gpu *g, const char *key, unsigned long long t, char *buf,
+                           size_t size)
 {
-    return dynamic_reading(g, key, buf, size) ? buf : NULL;
+    return dynamic_reading_at(g, key, t, buf, size) ? buf : NULL;
 }
 
-int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
+/* gpu_raw with the moving readings of second `t`. */
+static int gpu_raw_at(const struct mock_gpu *g, const char *key, unsigned long long t, char *out, size_t size)
 {
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
@@ -69,7 +71,7 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
         val = set;
         where = FOUND;
     }
-    if (where == MISS && (val = derived(g, key, moving, sizeof moving)) != NULL)
+    if (where == MISS && (val = derived(g, key, t, moving, sizeof moving)) != NULL)
         where = FOUND;
     if (where == MISS)
         where = layer_lookup(&g->node->state, g->base, key, &val);
@@ -88,6 +90,11 @@ int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
     }
     overrides_release(o, l);
     return result;
+}
+
+int gpu_raw(const struct mock_gpu *g, const char *key, char *out, size_t size)
+{
+    return gpu_raw_at(g, key, dynamic_clock(g->node), out, size);
 }
 
 int mock_is_na(const char *value)
@@ -128,8 +135,13 @@ int gpu_i64(const struct mock_gpu *g, const char *key, long long *out)
 
 int gpu_u64(const struct mock_gpu *g, const char *key, unsigned long long *out)
 {
+    return gpu_u64_at(g, key, dynamic_clock(g->node), out);
+}
+
+int gpu_u64_at(const struct mock_gpu *g, const char *key, unsigned long long t, unsigned long long *out)
+{
     char v[MOCK_VALUE_MAX];
-    if (gpu_raw(g, key, v, sizeof v) != 1 || !isdigit((unsigned char)v[0]))
+    if (gpu_raw_at(g, key, t, v, sizeof v) != 1 || !isdigit((unsigned char)v[0]))
         return 0;
     char *end;
     errno = 0;

@@ -1,4 +1,5 @@
-{{- include "nvml-mock.validate" . -}}
+{{/* One pool's DaemonSet: the root context with the pool's values (nvml-mock.pools). */}}
+{{- define "nvml-mock.daemonset" -}}
 {{- $hostRoot := include "nvml-mock.hostRoot" . -}}
 {{- $cr := .Values.nodeAgent.containerRuntime -}}
 {{- $systemd := include "nvml-mock.systemd" . -}}
@@ -9,20 +10,20 @@
 apiVersion: apps/v1
 kind: DaemonSet
 metadata:
-  name: {{ include "nvml-mock.fullname" . }}
+  name: {{ include "nvml-mock.poolName" . }}
   namespace: {{ .Release.Namespace }}
   labels:
     {{- include "nvml-mock.labels" . | nindent 4 }}
 spec:
   selector:
     matchLabels:
-      {{- include "nvml-mock.selectorLabels" . | nindent 6 }}
+      {{- include "nvml-mock.poolSelectorLabels" . | nindent 6 }}
   updateStrategy:
     {{- toYaml .Values.updateStrategy | nindent 4 }}
   template:
     metadata:
       labels:
-        {{- include "nvml-mock.selectorLabels" . | nindent 8 }}
+        {{- include "nvml-mock.poolSelectorLabels" . | nindent 8 }}
       annotations:
         # No checksum of the profile or topology ConfigMaps: the agent watches both
         # files, so an edit reaches the node without a rollout.
@@ -50,6 +51,8 @@ spec:
       imagePullSecrets:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      # Only nodes that opted in (and the pool's own selector): Mokka restarts a node's
+      # containerd and binds the mock at /run/nvidia/driver.
       {{- with .Values.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
@@ -58,6 +61,7 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      # Only the taints the values name.
       {{- with .Values.tolerations }}
       tolerations:
         {{- toYaml . | nindent 8 }}
@@ -85,6 +89,9 @@ spec:
             - --shutdown-timeout={{ max 1 (sub $grace 5) }}
             {{- if .Values.imex.mockChannels.enabled }}
             - --imex-channels={{ .Values.imex.mockChannels.channelCount }}
+            {{- end }}
+            {{- if .Values.nodeAgent.allowRealDriver }}
+            - --allow-real-driver
             {{- end }}
             {{- with .Values.gpu.mig.layout }}
             - --mig-layout={{ . }}
@@ -119,6 +126,13 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: spec.nodeName
+            {{- with toString .Values.gpu.count }}
+            - name: MOKKA_AGENT_GPU_COUNT
+              value: {{ . | quote }}
+            {{- end }}
+          # A refusal to start (a real NVIDIA driver on the node) is the container's last
+          # words: kubectl describe pod shows them as the last state's message.
+          terminationMessagePolicy: FallbackToLogsOnError
           ports:
             - name: health
               containerPort: {{ .Values.nodeAgent.healthPort }}
@@ -181,6 +195,13 @@ spec:
               mountPath: {{ $hostRoot }}{{ include "nvml-mock.nfdFeaturesDir" . }}
             - name: kmsg
               mountPath: {{ $hostRoot }}{{ include "nvml-mock.kmsg" . }}
+            # The kernel's own word on a real NVIDIA driver (the agent refuses to stage over one).
+            - name: host-proc-driver
+              mountPath: {{ $hostRoot }}/proc/driver
+              readOnly: true
+            - name: host-sys-module
+              mountPath: {{ $hostRoot }}/sys/module
+              readOnly: true
             {{- if $cr.enabled }}
             - name: containerd-config
               mountPath: {{ $hostRoot }}{{ $containerdDir }}
@@ -285,7 +306,7 @@ spec:
       volumes:
         - name: profile
           configMap:
-            name: {{ include "nvml-mock.fullname" . }}-config
+            name: {{ include "nvml-mock.poolName" . }}-config
         {{- if .Values.topology.enabled }}
         - name: topology
           configMap:
@@ -325,6 +346,14 @@ spec:
         - name: kmsg
           hostPath:
             path: {{ include "nvml-mock.kmsg" . }}
+        - name: host-proc-driver
+          hostPath:
+            path: /proc/driver
+            type: Directory
+        - name: host-sys-module
+          hostPath:
+            path: /sys/module
+            type: Directory
         {{- if $cr.enabled }}
         - name: containerd-config
           hostPath:
@@ -365,3 +394,4 @@ spec:
             path: {{ dir .Values.nri.socketPath }}
             type: DirectoryOrCreate
         {{- end }}
+{{- end -}}
