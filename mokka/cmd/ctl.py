@@ -1,7 +1,8 @@
 """``mokka ctl``: change a running node's GPUs without a redeploy.
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
-    ctl reset [GPU]            drop GPU's overrides, or every override, and leave the drain state
+    ctl reset [GPU]            drop GPU's overrides, or every override; leave the drain state, and
+                               return what NVML's setters set (power limit, clocks, modes) to the board's
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
     ctl status                 the visible GPUs and what is set on them, as JSON
@@ -51,7 +52,8 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     s.add_argument("assignments", nargs="+", metavar="KEY=VALUE",
                    help="a reading and its value, e.g. temperature=85 or power=300W (keys below)")
     r = sub.add_parser("reset", help="drop one GPU's overrides, or all of them",
-                       description="Drop one GPU's overrides, or all of them.")
+                       description="Drop one GPU's overrides, or all of them, and return what NVML's "
+                                   "setters set (power limit, clocks, modes) to the board's.")
     r.add_argument("gpu", nargs="?", metavar="GPU", help=GPU_HELP + "; none: every GPU")
     sub.add_parser("status", help="the visible GPUs and their overrides, as JSON",
                    description="The visible GPUs and their overrides, as JSON.")
@@ -199,12 +201,14 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         return 0
     if opts.gpu is None:
         dropped = ovr.clear(directory)
+        _reset_settings(lib, [t.physical for t in targets])
         left = [t for t in targets if _undrain(lib, t)]
         print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
               + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
+    _reset_settings(lib, [target.physical])
     left = "; drain state left" if _undrain(lib, target) else ""
     print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
     return 0
@@ -218,6 +222,19 @@ def _undrain(lib, target: Target) -> bool:
         return drain.undrain(lib, target.index)
     except nvml.NvmlError as exc:
         raise Fail(f"{_named(target)}: cannot leave the drain state: {exc}")
+
+
+def _reset_settings(lib, physical: list) -> None:
+    """What NVML's setters set goes back to the board's, as a reset does (the library keeps
+    the settings and is their one writer)."""
+    import ctypes
+    from mokka.engine import nvml
+    for index in physical:
+        try:
+            lib.call("nvmlMokkaResetDeviceSettings", ctypes.c_uint(index))
+        except nvml.NvmlError as exc:
+            raise Fail(f"GPU {index}: its settings (power limit, clocks, modes) cannot be reset: {exc}; "
+                       "run this as the owner of the driver config directory")
 
 
 def _named(target: Target) -> str:

@@ -182,6 +182,29 @@ MIG_STATE_MAX_BYTES = 256 * 1024
 #: starves behind many processes changing MIG at once (each holds it about a millisecond).
 MIG_LOCK_WAIT_MS = 10000
 
+#: settings.nvml (SETTINGS_STATE_FILE), what NVML's setters set on the node's GPUs (power
+#: limit, persistence and compute mode, application and locked clocks, ECC mode), as the mock
+#: library writes it (native/nvml/engine/settings_file.c): a companion with no YAML twin, of
+#: kind "settings", changed under the config directory's flock (MIG_LOCK_WAIT_MS) beside
+#: mig.nvml. A GPU reset drops the GPU's lines but its ECC mode (the pending one becomes current).
+SETTINGS_STATE_KIND = "settings"
+#: Its lines, each ``gpu.<physical index>.<setting> <value>``: ``power_limit_mw <mW>``,
+#: ``persistence``, ``accounting`` (0 or 1), ``compute_mode`` (nvmlComputeMode_t), ``ecc <current>
+#: <pending>``, ``applications_clocks <memory> <graphics>``, ``locked_clocks <min> <max>`` and
+#: ``memory_locked_clocks <min> <max>`` (MHz), and ``uuid <GPU UUID>``.
+SETTINGS_STATE_GPUS = "gpu"
+SETTINGS_STATE_UUID = "uuid"
+SETTINGS_STATE_POWER_LIMIT = "power_limit_mw"
+SETTINGS_STATE_PERSISTENCE = "persistence"
+SETTINGS_STATE_ACCOUNTING = "accounting"
+SETTINGS_STATE_COMPUTE_MODE = "compute_mode"
+SETTINGS_STATE_ECC = "ecc"
+SETTINGS_STATE_APPLICATIONS_CLOCKS = "applications_clocks"
+SETTINGS_STATE_LOCKED_CLOCKS = "locked_clocks"
+SETTINGS_STATE_MEMORY_LOCKED_CLOCKS = "memory_locked_clocks"
+#: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
+SETTINGS_STATE_MAX_BYTES = 64 * 1024
+
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.
 FABRICMANAGER_REASSERT_S = 2.0
@@ -327,6 +350,10 @@ DRAIN_STATE_PREFIX = "drain-gpu"
 DRAIN_STATE_SUFFIX = ".nvml"
 DRAIN_STATE_HEADER = "# mokka-nvml drain 1"
 DRAIN_STATE_MAX_BYTES = 256
+#: The node-wide settings of NVML's setters, kept by the mock library beside mig.nvml and
+#: removed with it (the same prefixes) when the node boots and at teardown: a reboot
+#: loses them as it does on a real node.
+SETTINGS_STATE_FILE = "settings.nvml"
 
 
 def gpu_node_name(index: int) -> str:

@@ -5,6 +5,8 @@ messages and exit statuses the real tool answers a bad one with.
 
 from __future__ import annotations
 
+from mokka.smi import setters
+
 PROG = "nvidia-smi"
 INVALID = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -41,6 +43,18 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     --format=                   csv[,noheader][,nounits]
     -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock; a pending
                                 MIG mode takes effect).
+    -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
+    -am,  --accounting-mode=    Enable or disable accounting: 0/DISABLED, 1/ENABLED
+    -e,   --ecc-config=         Toggle ECC support (pending until the GPU is reset): 0/DISABLED, 1/ENABLED
+    -c,   --compute-mode=       Set compute mode: 0/DEFAULT, 1/EXCLUSIVE_THREAD (deprecated),
+                                2/PROHIBITED, 3/EXCLUSIVE_PROCESS
+    -ac,  --applications-clocks= Set application clocks: MEM_CLOCK,GRAPHICS_CLOCK
+    -rac, --reset-applications-clocks  Reset the application clocks to their default.
+    -lgc, --lock-gpu-clocks=    Lock the GPU clocks to a range: MIN_MHZ,MAX_MHZ (or tdp, unlimited)
+    -rgc, --reset-gpu-clocks    Unlock the GPU clocks.
+    -lmc, --lock-memory-clocks= Lock the memory clocks to a range: MIN_MHZ,MAX_MHZ
+    -rmc, --reset-memory-clocks Unlock the memory clocks.
+    -pl,  --power-limit=        Set the power limit in watts.
     -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
     mig                         MIG management: -lgip, -lgipp, -cgi, -C, -dgi, -lgi, -lcip,
                                 -lcipp, -cci, -dci, -lci (-i, -gi, -ci restrict them).
@@ -51,6 +65,10 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
 
 class Usage(Exception):
     """A bad command line: INVALID on stdout, exit 2."""
+
+
+class OneAtATime(Exception):
+    """Two device modifications (``-pl`` and ``-pm``, say) in one run: NVIDIA's tool does one."""
 
 
 class Unrecognized(Exception):
@@ -97,6 +115,17 @@ def parse(args: list) -> dict:
                    "-f": "file", "--filename": "file", "-mig": "mig",
                    "--multi-instance-gpu": "mig"}.get(name, name.lstrip("-"))
             opts[key] = value
+            continue
+        elif name in setters.OPTIONS:
+            action = setters.OPTIONS[name]
+            value = None
+            if action in setters.TAKES_VALUE:
+                value, i = _take(args, i, name)
+            else:
+                i += 1
+            if opts.get("modify"):
+                raise OneAtATime(name)
+            opts["modify"] = (action, name, value)
             continue
         elif a.startswith("-i") and a[2:].replace(",", "").isalnum():
             opts["id"] = a[2:]

@@ -13,7 +13,7 @@ import time
 from mokka.smi.argv import (BAD_DISPLAY, DISPLAY_WITHOUT_QUERY, EXIT_GPU_LOST, EXIT_INVALID,
                             EXIT_NO_DRIVER, EXIT_NOT_FOUND, EXIT_NOT_SUPPORTED, EXIT_UNKNOWN,
                             HELP, INVALID, INVALID_OPTION, NO_DEVICES, NO_DEVICES_LIST, NO_DRIVER,
-                            NO_TOPOLOGY, PROG, UNRECOGNIZED, Unrecognized, Usage, parse)
+                            NO_TOPOLOGY, PROG, UNRECOGNIZED, OneAtATime, Unrecognized, Usage, parse)
 
 
 def main(args: list[str], prog_name: str = PROG) -> int:
@@ -25,6 +25,10 @@ def main(args: list[str], prog_name: str = PROG) -> int:
         return run(opts, out)
     except Usage:
         print(INVALID, file=out)
+        return EXIT_INVALID
+    except OneAtATime:
+        from mokka.smi import setters
+        out.write(setters.ONE_AT_A_TIME)
         return EXIT_INVALID
     except Unrecognized as exc:
         out.write(UNRECOGNIZED.format(exc))
@@ -124,6 +128,9 @@ def _on_gpus(lib, head: dict, opts: dict, out) -> int:
 
     if opts.get("mode") == "reset":
         return _reset(lib, gpus, out)
+    if opts.get("modify"):
+        from mokka.smi import setters
+        return setters.run(lib, gpus, *opts["modify"], out)
     if opts.get("mig") is not None:
         from mokka.smi import migcmd
         return migcmd.set_modes(lib, gpus, opts["mig"], out)

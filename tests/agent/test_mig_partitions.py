@@ -200,7 +200,7 @@ def test_the_boot_and_a_new_mig_declaration_drop_the_partition_and_drain_states(
     sim, host, _ = node
     config = host.overlay.driver_config
     for name in ("mig.nvml", ".mig.nvml.lock", "mig.nvml.1234.tmp", "drain-gpu1.nvml",   # a drained GPU
-                 ".drain-gpu1.nvml.77.1.tmp", "overrides-keep"):
+                 ".drain-gpu1.nvml.77.1.tmp", "settings.nvml", ".settings.nvml.77.1.tmp", "overrides-keep"):
         with open(os.path.join(config, name), "w") as f:
             f.write("x")
     sim.stage(desired())
@@ -221,6 +221,8 @@ def test_revoke_withdraws_the_spec_and_discard_leaves_the_host_as_found(node, st
     sim.run(desired(), threading.Event())
     with open(host.overlay.mig_state, "w") as f:
         f.write("partitions")
+    with open(os.path.join(host.overlay.driver_config, "settings.nvml"), "w") as f:
+        f.write("power limits")
     sim.revoke()
     assert spec(host) is None and cap(host, 12) == (236, 12, 0o444)
     sim.discard()

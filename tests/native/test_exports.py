@@ -46,10 +46,12 @@ LATER_API = {
 }
 #: Mokka's own calls for its clients (native/nvml/api/mokka_private.h): where the node's files
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
-#: the process records it keeps, the agent's sweep of the dead ones and of the strays, and
-#: where GPU instances go (the one placement rule, which compile plans boot layouts with).
+#: the process records it keeps, the agent's sweep of the dead ones and of the strays,
+#: where GPU instances go (the one placement rule, which compile plans boot layouts with), and
+#: the setters' settings ctl reset clears.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
                "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords",
+               "nvmlMokkaResetDeviceSettings",
                "nvmlMokkaProcessRecordsStray", "nvmlMokkaMigPlaceGpuInstances"}
 
 SHT_DYNSYM = 11

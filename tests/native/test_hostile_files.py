@@ -500,7 +500,7 @@ def test_an_overrides_document_of_exactly_the_document_bound_is_read(nvml_lib, n
     assert stderr == "" and seen["gpus"][1]["Name"] == "At The Bound"
 
 
-DOCUMENTS = ["config.yaml", "config.nvml", "mig.nvml", "overrides/all.yaml", "overrides/gpu1.nvml",
+DOCUMENTS = ["config.yaml", "config.nvml", "mig.nvml", "settings.nvml", "overrides/all.yaml", "overrides/gpu1.nvml",
              "xid-events.yaml", "xid-events.nvml"]
 
 

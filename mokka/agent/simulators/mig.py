@@ -84,18 +84,23 @@ def declaration(desired: Desired) -> str:
                        for g in desired.state["gpus"]], sort_keys=True)
 
 
-def drop_partition_state(ov: Overlay) -> None:
-    """The library's partition state and every file it keeps beside it (a lock, a temp),
-    and its drain states (a reboot loses them too), whatever a workload put at those
-    names (a directory, a link: removed, not followed)."""
+#: The library's runtime documents: the partitions, what NVML's setters set and the GPUs'
+#: drain states. A booting node (and teardown) starts without them, as a reboot loses them
+#: on a real node.
+RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE, names.DRAIN_STATE_PREFIX)
+
+
+def drop_runtime_documents(ov: Overlay) -> None:
+    """The library's runtime documents (the partitions, the setters' settings, the drain
+    states) and every file it keeps beside them (a lock, a temp), whatever a workload put at
+    those names (a directory, a link: removed, not followed)."""
     try:
         config = os.open(ov.driver_config, fsutil.DIR_NOFOLLOW)
     except OSError:
         return
     try:
         for name in os.listdir(config):
-            if name.startswith((names.MIG_STATE_FILE, "." + names.MIG_STATE_FILE,
-                                names.DRAIN_STATE_PREFIX, "." + names.DRAIN_STATE_PREFIX)):
+            if name.startswith(RUNTIME_DOCUMENTS + tuple("." + d for d in RUNTIME_DOCUMENTS)):
                 fsutil.remove_at(config, name)
     finally:
         os.close(config)
@@ -123,7 +128,7 @@ class Mig:
             declared = declaration(desired)
             if declared != self._declared:
                 # A booting node, or GPUs that changed: partitions of the old ones are gone.
-                drop_partition_state(self.host.overlay)
+                drop_runtime_documents(self.host.overlay)
                 self._declared = declared
             self.host.fs.converge(OWNER, driver_tree(self.host.overlay))
 
@@ -145,7 +150,7 @@ class Mig:
         with self._mu:
             self.host.fs.remove_owner(PARTITIONS)
             self.host.fs.remove_owner(OWNER)
-            drop_partition_state(self.host.overlay)
+            drop_runtime_documents(self.host.overlay)
             self._declared = None
 
     def ready(self) -> tuple[bool, str]:

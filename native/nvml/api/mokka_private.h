@@ -1,6 +1,6 @@
 /* Mokka's private calls of the mock NVML library: what its own clients (our
  * nvidia-smi, check-fabric, `mokka ctl`, the mock CUDA driver of native/cuda)
- * ask beyond NVML's API. native/nvml/api/private.c, processes.c, process_sweep.c and
+ * ask beyond NVML's API. native/nvml/api/private.c, processes.c, process_sweep.c, setters.c and
  * native/nvml/mig/mig_rules.c define them; a client finds them with dlsym, and a library without them is not
  * Mokka's.
  */
@@ -40,6 +40,11 @@ MOKKA_EXPORT int nvmlMokkaSweepProcessRecords(const char *dir);
  * may write), so no reader opens it and the agent may remove it; 0 when it is one;
  * -1 (errno set) when it cannot be looked at. Never follows a link. */
 MOKKA_EXPORT int nvmlMokkaProcessRecordsStray(int dir, const char *name);
+
+/* What NVML's setters set on the profile's GPU `physicalIndex` (visible or not, lost or
+ * not) back to the board's, as a reset does (the ECC mode set pending becomes current):
+ * what `mokka ctl reset` asks. NO_PERMISSION when the settings cannot be written (setters.c). */
+MOKKA_EXPORT nvmlReturn_t nvmlMokkaResetDeviceSettings(unsigned int physicalIndex);
 
 /* Where NVIDIA's driver puts GPU instances created one after another without a
  * placement on an empty GPU, by the library's one placement rule (mig/mig_rules.c): what

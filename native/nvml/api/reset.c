@@ -14,6 +14,8 @@
  * goes with the overrides: after a reset NVML reports NONE, as NVIDIA documents a
  * reset recovering a GPU whose action was GPU_RESET ("Error Recovery and Response
  * Flags"; a NODE_REBOOT is cleared too, though on a real node only a reboot would).
+ * And what NVML's setters set goes back to the board's (../engine/settings.c), but a
+ * pending ECC mode, which becomes the current one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,6 +72,8 @@ nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices)
             ret = mig_reset(n, phys[i]);
         if (ret == NVML_SUCCESS)
             ret = mock_undrain(n, phys[i]);
+        if (ret == NVML_SUCCESS)
+            ret = settings_reset(n, phys[i]);
         if (ret != NVML_SUCCESS)
             return ret;
     }

@@ -11,7 +11,8 @@
  * is immutable once published, apart from the overrides layer (overrides.c),
  * which is swapped under its own lock. A value of a GPU is looked up through
  * the layers, highest first: the overrides of the GPU (`gpu<physical index>`),
- * the overrides of every GPU (`all`), what this process derived (the moving readings
+ * the overrides of every GPU (`all`), what NVML's setters set on the node (settings.h),
+ * what this process derived (the moving readings
  * of dynamic.c), the state's own
  * `gpu.<physical index>.K`. MIG partitions are the node's, kept apart (../mig/mig.h).
  */
@@ -27,6 +28,7 @@
 #include "kinds.h"
 #include "mokka_keys.h"
 #include "mokka_names.h"
+#include "settings.h"
 
 #define MOCK_MAX_GPUS MOKKA_MAX_GPUS
 #define MOCK_PATH_MAX MOKKA_PATH_MAX
@@ -77,6 +79,7 @@ struct mock_node {
     char config_yaml[MOCK_PATH_MAX];
     char overrides_dir[MOCK_PATH_MAX];
     struct mock_overrides *overrides;  /* the one mutable part */
+    struct mock_settings *settings;    /* what NVML's setters set, node-wide (settings.h) */
     struct mig_node *mig;              /* MIG: tables, this process's view, the partitions (mig.h) */
     const struct mig_hooks *mig_hooks; /* what opens, compares and frees it */
 };

@@ -1,5 +1,7 @@
 /* One GPU's values through the layers (see engine.h):
- * overrides gpu<p>: K > overrides all: K > derived (moving readings, fabric) > state gpu.<p>.K.
+ * overrides gpu<p>: K > overrides all: K > settings (NVML's setters, node-wide) >
+ * derived (moving readings, fabric) > state gpu.<p>.K. A current clock found in any layer
+ * runs within its locked clocks, and a power draw stays at most the power limit (settings.c).
  *
  * Overrides merge as mokka/engine/overrides.deep_merge writes them: mappings merge key by
  * key, anything else replaces. So a layer that defines a list `X` (`X.len`) or
@@ -61,14 +63,24 @@ static int gpu_raw_at(const struct mock_gpu *g, const char *key, unsigned long l
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
     const char *val = NULL;
-    char moving[32];
+    char moving[32], set[32];
     int where = layer_lookup(overrides_gpu(l, g->phys), "", key, &val);
     if (where == MISS)
         where = layer_lookup(overrides_all(l), "", key, &val);
+    if (where == MISS && settings_value(g, key, set, sizeof set)) {
+        val = set;
+        where = FOUND;
+    }
     if (where == MISS && (val = derived(g, key, t, moving, sizeof moving)) != NULL)
         where = FOUND;
     if (where == MISS)
         where = layer_lookup(&g->node->state, g->base, key, &val);
+    char capped[32];
+    unsigned long long mhz;
+    if (where == FOUND && sscanf(val, "%llu", &mhz) == 1 && settings_capped(g, key, mhz) != mhz) {
+        snprintf(capped, sizeof capped, "%llu", settings_capped(g, key, mhz));
+        val = capped;
+    }
     int result = 0;
     if (where == FOUND) {
         size_t len = strlen(val);

@@ -220,7 +220,7 @@ nvmlReturn_t node_build(const struct mig_hooks *mig, struct mock_node **out)
     n->fabric_ready = fabric_ready(n);
     dynamic_read_clock(n);
     config_overrides_dir(n->config_yaml, n->overrides_dir, sizeof n->overrides_dir);
-    if (!(n->mig = n->mig_hooks->open(n))) {
+    if (!(n->settings = settings_open(n)) || !(n->mig = n->mig_hooks->open(n))) {
         node_free(n);
         return NVML_ERROR_MEMORY;
     }
@@ -246,7 +246,9 @@ void node_free(struct mock_node *n)
 {
     if (!n)
         return;
-    n->mig_hooks->free(n->mig);
+    if (n->mig)
+        n->mig_hooks->free(n->mig);
+    settings_free(n->settings);
     flat_free(&n->state);
     free(n);
 }

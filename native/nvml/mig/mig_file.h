@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "engine/docfile.h"
 #include "mig.h"
 
 #define MIG_FILE_UUID_MAX 80
@@ -34,8 +35,8 @@ struct mig_file {
 };
 
 /* What mig_file_read and mig_file_write answer besides NULL (success) and a reason. */
-extern const char MIG_FILE_ABSENT[];
-extern const char MIG_FILE_NO_PERMISSION[];
+#define MIG_FILE_ABSENT DOCFILE_ABSENT
+#define MIG_FILE_NO_PERMISSION DOCFILE_NO_PERMISSION
 
 /* The file in directory `dirfd` (never followed, never waited on, bounded): NULL and
  * *text (malloc'd, NUL-terminated), MIG_FILE_ABSENT, or why it cannot be read. */

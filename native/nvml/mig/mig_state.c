@@ -23,9 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engine/file_id.h"
@@ -277,25 +275,6 @@ int mig_gpu_get(const struct mock_node *n, unsigned int phys, struct mig_gpu *ou
 
 /* --- changes -------------------------------------------------------------------------- */
 
-/* The directory's flock within MIG_LOCK_WAIT_MS: 1, else 0. */
-static int lock_bounded(int dirfd)
-{
-    long long deadline = monotonic_ms() + MOKKA_MIG_LOCK_WAIT_MS;
-    long wait_us = 200;
-    for (;;) {
-        if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
-            return 1;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            return 0;
-        if (monotonic_ms() >= deadline)
-            return 0;
-        struct timespec ts = {0, wait_us * 1000};
-        nanosleep(&ts, NULL);
-        if (wait_us < 2000)                       /* short polls: flock is not fair to a sleeper */
-            wait_us *= 2;
-    }
-}
-
 nvmlReturn_t mig_gpu_change(const struct mock_node *n, unsigned int phys, mig_edit edit, void *arg)
 {
     const struct mig_table *t = mig_table(n, phys);
@@ -307,7 +286,7 @@ nvmlReturn_t mig_gpu_change(const struct mock_node *n, unsigned int phys, mig_ed
         mock_say("cannot change MIG partitions: %s cannot be opened: %s", m->dir, strerror(errno));
         return NVML_ERROR_NO_PERMISSION;
     }
-    if (!lock_bounded(dirfd)) {
+    if (!docfile_lock(dirfd, MOKKA_MIG_LOCK_WAIT_MS)) {
         mock_say("cannot change MIG partitions: %s is locked by another process for over %d ms "
                  "(its holder is in /proc/locks)", m->dir, MOKKA_MIG_LOCK_WAIT_MS);
         close(dirfd);

@@ -1,0 +1,173 @@
+/* settings.nvml on disk: what NVML's setters set, as lines of the library's runtime
+ * document format (docfile.h), one line per setting of a GPU, sorted by key as bytes:
+ *
+ *     # mokka-nvml settings 1
+ *     digest sha256:<hex of every line after this one>
+ *     gpu.0.accounting 1                    accounting mode
+ *     gpu.0.applications_clocks 1593 1410   application clocks: memory, graphics (MHz)
+ *     gpu.0.compute_mode 3                  nvmlComputeMode_t
+ *     gpu.0.ecc 1 0                         ECC mode current, pending
+ *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
+ *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
+ *     gpu.0.persistence 1                   persistence mode
+ *     gpu.0.power_limit_mw 300000           power limit
+ *     gpu.0.uuid GPU-...                    the GPU the lines are for
+ *
+ * Anything a workload can write: the reader is strict (every key and value spelt
+ * exactly so, every number bounded before use) and says what it refused in a few
+ * words; settings.c then checks each value against the board.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "docfile.h"
+#include "engine.h"
+
+#define GPUS MOKKA_SETTINGS_STATE_GPUS             /* the keys: names.SETTINGS_STATE_* */
+#define ACCOUNTING MOKKA_SETTINGS_STATE_ACCOUNTING
+#define APP MOKKA_SETTINGS_STATE_APPLICATIONS_CLOCKS
+#define COMPUTE MOKKA_SETTINGS_STATE_COMPUTE_MODE
+#define ECC MOKKA_SETTINGS_STATE_ECC
+#define LOCKED MOKKA_SETTINGS_STATE_LOCKED_CLOCKS
+#define MEM_LOCKED MOKKA_SETTINGS_STATE_MEMORY_LOCKED_CLOCKS
+#define PERSISTENCE MOKKA_SETTINGS_STATE_PERSISTENCE
+#define POWER MOKKA_SETTINGS_STATE_POWER_LIMIT
+#define UUID MOKKA_SETTINGS_STATE_UUID
+#define UUID_CHARS "0123456789abcdefABCDEF-GPU"
+#define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
+
+void settings_clear(struct gpu_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = -1;
+}
+
+const char *settings_file_read(int dirfd, char **text, size_t *len)
+{
+    return docfile_read(dirfd, MOKKA_SETTINGS_STATE_FILE, MOKKA_SETTINGS_STATE_MAX_BYTES, MAX_TEXT, text, len);
+}
+
+/* "<a> <b>", each at most max. */
+static int pair(const char *v, unsigned long long max, unsigned int *a, unsigned int *b)
+{
+    return docfile_field(&v, ' ', max, a) && docfile_field(&v, '\0', max, b);
+}
+
+static int one(const char *v, unsigned long long max, unsigned int *a)
+{
+    return docfile_field(&v, '\0', max, a);
+}
+
+struct parse_ctx {
+    unsigned int count;
+    struct settings_file *f;
+};
+
+static const char *parse_line(const char *key, const char *value, void *arg)
+{
+    const struct parse_ctx *ctx = arg;
+    const char *p = key;
+    unsigned int phys, a, b;
+    if (strncmp(p, GPUS ".", sizeof GPUS) != 0 ||
+        (p += sizeof GPUS, !docfile_field(&p, '.', ctx->count ? ctx->count - 1 : 0, &phys)) || phys >= ctx->count)
+        return "a GPU the node does not have";
+    struct settings_file_gpu *g = &ctx->f->gpu[phys];
+    struct gpu_settings *s = &g->s;
+    if (!g->present) {
+        g->present = 1;
+        settings_clear(s);
+    }
+    if (strcmp(p, UUID) == 0) {
+        size_t len = strlen(value);
+        if (len == 0 || len >= SETTINGS_UUID_MAX || strspn(value, UUID_CHARS) != len)
+            return "a GPU UUID that is not one";
+        memcpy(g->uuid, value, len + 1);
+    } else if (strcmp(p, POWER) == 0) {
+        if (!one(value, 0xffffffffu, &a) || a == 0)
+            return "a power limit that is not a number of milliwatts";
+        s->power_limit_mw = a;
+    } else if (strcmp(p, PERSISTENCE) == 0) {
+        if (!one(value, 1, &a))
+            return "a persistence mode other than 0 or 1";
+        s->persistence = (int)a;
+    } else if (strcmp(p, ACCOUNTING) == 0) {
+        if (!one(value, 1, &a))
+            return "an accounting mode other than 0 or 1";
+        s->accounting = (int)a;
+    } else if (strcmp(p, COMPUTE) == 0) {
+        if (!one(value, NVML_COMPUTEMODE_COUNT - 1, &a))
+            return "a compute mode that is not one";
+        s->compute_mode = (int)a;
+    } else if (strcmp(p, ECC) == 0) {
+        if (!pair(value, 1, &a, &b))
+            return "an ECC mode other than 0 or 1";
+        s->ecc_current = (int)a;
+        s->ecc_pending = (int)b;
+    } else if (strcmp(p, APP) == 0) {
+        if (!pair(value, SETTINGS_MHZ_MAX, &a, &b) || a == 0 || b == 0)
+            return "application clocks that are not two clocks in MHz";
+        s->app_memory_mhz = a;
+        s->app_graphics_mhz = b;
+    } else if (strcmp(p, LOCKED) == 0) {
+        if (!pair(value, SETTINGS_MHZ_MAX, &a, &b) || a > b || b == 0)
+            return "locked clocks that are not a range of clocks in MHz";
+        s->locked_min_mhz = a;
+        s->locked_max_mhz = b;
+    } else if (strcmp(p, MEM_LOCKED) == 0) {
+        if (!pair(value, SETTINGS_MHZ_MAX, &a, &b) || a > b || b == 0)
+            return "locked memory clocks that are not a range of clocks in MHz";
+        s->mem_locked_min_mhz = a;
+        s->mem_locked_max_mhz = b;
+    } else {
+        return "an unknown key";
+    }
+    return NULL;
+}
+
+const char *settings_file_parse(char *text, size_t len, unsigned int count, struct settings_file *f, int *holds)
+{
+    memset(f, 0, sizeof *f);
+    struct parse_ctx ctx = {count, f};
+    return docfile_parse(text, len, MOKKA_SETTINGS_STATE_KIND, parse_line, &ctx, holds);
+}
+
+const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
+{
+    enum { PER_GPU = 9 };
+    char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
+    if (!lines)
+        return "cannot be written (no memory, or too large)";
+    size_t n = 0;
+    for (unsigned int p = 0; p < count; p++) {
+        const struct settings_file_gpu *g = &f->gpu[p];
+        const struct gpu_settings *s = &g->s;
+        size_t first = n;
+        if (s->power_limit_mw)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." POWER " %u", p, s->power_limit_mw);
+        if (s->persistence >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." PERSISTENCE " %d", p, s->persistence);
+        if (s->accounting >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." ACCOUNTING " %d", p, s->accounting);
+        if (s->compute_mode >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." COMPUTE " %d", p, s->compute_mode);
+        if (s->ecc_current >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." ECC " %d %d", p, s->ecc_current, s->ecc_pending);
+        if (s->app_memory_mhz)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." APP " %u %u", p, s->app_memory_mhz,
+                     s->app_graphics_mhz);
+        if (s->locked_max_mhz)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." LOCKED " %u %u", p, s->locked_min_mhz,
+                     s->locked_max_mhz);
+        if (s->mem_locked_max_mhz)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." MEM_LOCKED " %u %u", p, s->mem_locked_min_mhz,
+                     s->mem_locked_max_mhz);
+        if (n > first && g->uuid[0])
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
+    }
+    const char *why = docfile_write(dirfd, MOKKA_SETTINGS_STATE_FILE, MOKKA_SETTINGS_STATE_KIND, lines, n,
+                                    MOKKA_SETTINGS_STATE_MAX_BYTES);
+    free(lines);
+    return why;
+}
