@@ -48,6 +48,7 @@ REAL_BOARD = {
     ("nvmlDeviceGetMinMaxFanSpeed", BOTH): _fanless,
     ("nvmlDeviceSetFanSpeed_v2", BOTH): _fanless,
     ("nvmlDeviceSetDefaultFanSpeed_v2", BOTH): _fanless,
+    ("nvmlDeviceGetBridgeChipInfo", BOTH): "a single-GPU board has no bridge chip to report",
     ("nvmlDeviceGetEncoderCapacity", BOTH): "A100 and H100 have no NVENC video encoder",
     ("nvmlDeviceGetAutoBoostedClocksEnabled", BOTH): "auto boost is not reported on data-center boards "
                                                      "since Volta (nvidia-smi -q: N/A)",
@@ -102,7 +103,6 @@ NOT_YET = {
     ("nvmlDeviceSetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
     ("nvmlDeviceGetAdaptiveClockInfoStatus", BOTH): "adaptive clocking status is not in the profiles yet",
-    ("nvmlDeviceGetBridgeChipInfo", BOTH): "the board's bridge chips are not in the profiles yet",
     ("nvmlDeviceGetIrqNum", BOTH): "the GPU's interrupt line is not in the profiles yet",
     ("nvmlDeviceGetPowerSource", BOTH): "the power source is not in the profiles yet",
     ("nvmlDeviceGetMaxCustomerBoostClock", BOTH): "the customer boost clock is not in the profiles yet",
