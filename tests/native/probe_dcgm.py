@@ -68,8 +68,9 @@ def struct_versions(header: str, text: str) -> dict[str, int]:
                 f.write(f'printf("{m} %u\\n", (unsigned){m});\n')
             f.write("return 0;}\n")
         exe = os.path.join(tmp, "v")
-        subprocess.run(["cc", "-I", os.path.dirname(header), src, "-o", exe], check=True)
-        out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}   # a sanitizer run's runtime
+        subprocess.run(["cc", "-I", os.path.dirname(header), src, "-o", exe], check=True, env=env)
+        out = subprocess.run([exe], capture_output=True, text=True, check=True, env=env).stdout
     versions = {}
     for line in out.splitlines():
         macro, value = line.split()
