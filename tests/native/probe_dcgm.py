@@ -12,8 +12,8 @@ ample size whose first word is the struct's version (NVML_STRUCT_VERSION, compil
 HEADER) when nvml.h gives the struct one. Setters get the board's current value, so they
 succeed. Destroying and shutdown calls come last.
 
-Prints one JSON object: name -> {"rc": code, "out": [per pointer argument {"u32", "u64",
-"str"}]}; a name the library does not export has rc null; a name HEADER does not declare,
+Prints one JSON object: name -> {"rc": code, "out": [per buffer argument {"u32", "u64", "u32s"
+(its first 16 words), "str"}]}; a name the library does not export has rc null; one HEADER lacks,
 rc "undeclared".
 """
 
@@ -183,8 +183,6 @@ class Caller:
                     ctypes.c_uint.from_buffer(buf).value = self.versions[pointee]
                 elif pointee == "unsigned int" and SIZE_NAME.search(pname):
                     ctypes.c_uint.from_buffer(buf).value = 1024
-                elif pointee == "char" and typ.startswith("const"):
-                    buf.value = self.input_text(name)
                 args.append(buf)
                 if not typ.startswith("const"):
                     outs.append(buf)
@@ -195,20 +193,6 @@ class Caller:
             else:
                 args.append(ctypes.c_uint(0))
         return args, outs
-
-    def input_text(self, name) -> bytes:
-        """A real UUID, PCI bus id or serial of GPU 0 for the lookups that take one."""
-        buf = ctypes.create_string_buffer(256)
-        dev = self.handles["nvmlDevice_t"]
-        if "UUID" in name:
-            self.raw("nvmlDeviceGetUUID", dev, buf, 256)
-        elif "Serial" in name:
-            self.raw("nvmlDeviceGetSerial", dev, buf, 256)
-        elif "PciBusId" in name:
-            info = ctypes.create_string_buffer(BUF)
-            self.raw("nvmlDeviceGetPciInfo_v3", dev, info)
-            buf.value = info.raw[16:48].split(b"\0")[0] or info.raw[:32].split(b"\0")[0]
-        return buf.value
 
     def call(self, name):
         if name not in self.protos:
