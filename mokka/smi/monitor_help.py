@@ -5,9 +5,107 @@ of the help; exit status 0, as 550 exits), which it gives before it opens the li
 
 from __future__ import annotations
 
-DMON_HELP = '\n    GPU statistics are displayed in scrolling format with one line\n    per sampling interval. Metrics to be monitored can be adjusted\n    based on the width of terminal window. Monitoring is limited to\n    a maximum of 16 devices. If no devices are specified, then up to\n    first 16 supported devices under natural enumeration (starting\n    with GPU index 0) are used for monitoring purpose.\n    It is supported on Tesla, GRID, Quadro and limited GeForce products\n    for Kepler or newer GPUs under x64 and ppc64 bare metal Linux.\n    Note: On MIG-enabled GPUs, querying the utilization of encoder,\n    decoder, jpeg, ofa, gpu, and memory is not currently supported.\n\n    Usage: nvidia-smi dmon [options]\n\n    Options include:\n    [-i | --id]:          Comma separated Enumeration index, PCI bus ID or UUID\n    [-d | --delay]:       Collection delay/interval in seconds [default=1sec]\n    [-c | --count]:       Collect specified number of samples and exit\n    [-s | --select]:      One or more metrics [default=puc]\n                          Can be any of the following:\n                              p - Power Usage and Temperature\n                              u - Utilization\n                              c - Proc and Mem Clocks\n                              v - Power and Thermal Violations\n                              m - FB, Bar1 and CC Protected Memory\n                              e - ECC Errors and PCIe Replay errors\n                              t - PCIe Rx and Tx Throughput\n    [N/A | --gpm-metrics]: Comma-separated list of GPM metrics to watch\n                           Available metrics:\n                               Graphics Activity    = 1\n                               SM Activity          = 2\n                               SM Occupancy         = 3\n                               Integer Activity     = 4\n                               Tensor Activity      = 5\n                               DFMA Tensor Activity = 6\n                               HMMA Tensor Activity = 7\n                               IMMA Tensor Activity = 9\n                               DRAM Activity        = 10\n                               FP64 Activity        = 11\n                               FP32 Activity        = 12\n                               FP16 Activity        = 13\n                               PCIe TX              = 20\n                               PCIe RX              = 21\n                               NVDEC 0-7 Activity   = 30-37\n                               NVJPG 0-7 Activity   = 40-47\n                               NVOFA 0 Activity     = 50\n                               NVLink Total RX      = 60\n                               NVLink Total TX      = 61\n                               NVLink L0-17 RX      = 62, 64, 66, ..., 96\n                               NVLink L0-17 TX      = 63, 65, 67, ..., 97\n\n    [N/A | --gpm-options]: options of which level of GPM metrics to monitor:\n                              d  - Display Device level GPM Metrics only\n                              m  - Display MIG level GPM Metrics only\n                              dm - Display both Device and MIG level GPM Metrics only\n                              md - Display both Device and MIG level GPM Metrics only\n    [-o | --options]:     One or more from the following:\n                              D - Include Date (YYYYMMDD) in scrolling output\n                              T - Include Time (HH:MM:SS) in scrolling output\n    [-f | --filename]:    Log to a specified file, rather than to stdout\n    [-h | --help]:        Display help information\n    [N/A | --format]:     Output format specifiers:\n                               csv - Format dmon output as a CSV\n                               nounit - Remove units line from dmon output\n                               noheader - Remove heading line from dmon output\n\n\n'
+DMON_HELP = """
+    GPU statistics are displayed in scrolling format with one line
+    per sampling interval. Metrics to be monitored can be adjusted
+    based on the width of terminal window. Monitoring is limited to
+    a maximum of 16 devices. If no devices are specified, then up to
+    first 16 supported devices under natural enumeration (starting
+    with GPU index 0) are used for monitoring purpose.
+    It is supported on Tesla, GRID, Quadro and limited GeForce products
+    for Kepler or newer GPUs under x64 and ppc64 bare metal Linux.
+    Note: On MIG-enabled GPUs, querying the utilization of encoder,
+    decoder, jpeg, ofa, gpu, and memory is not currently supported.
 
-PMON_HELP = '\n    Process statistics are displayed in scrolling format per sampling\n    interval. This tool lists the statistics for all the compute and \n    graphics processes running on each device. Metrics to be monitored\n     can be adjusted based on the width of terminal window. Monitoring\n    is limited to a maximum of 4 devices. If no devices are specified,\n    then up to first four supported devices under natural enumeration\n    (starting with GPU index 0) are used for monitoring purpose.\n    It is supported on Tesla, GRID, Quadro and limited GeForce products\n    for Kepler or newer GPUs under x64 and ppc64 bare metal Linux.\n    Note: On MIG-enabled GPUs, querying the utilization of encoder,\n    decoder, jpeg, ofa, gpu, and memory is not currently supported.\n\n    Usage: nvidia-smi pmon [options]\n\n    Options include:\n    [-i | --id]:          Comma separated Enumeration index, PCI bus ID or UUID\n    [-d | --delay]:       Collection delay/interval in seconds [default=1sec, max=10secs]\n    [-c | --count]:       Collect specified number of samples and exit\n    [-s | --select]:      One or more metrics [default=u]\n                          Can be any of the following:\n                              u - Utilization\n                              m - FB and CC Protected memory usage\n    [-o | --options]:     One or more from the following:\n                              D - Include Date (YYYYMMDD) in scrolling output\n                              T - Include Time (HH:MM:SS) in scrolling output\n    [-f | --filename]:    Log to a specified file, rather than to stdout\n    [-h | --help]:        Display help information\n\n\n'
+    Usage: nvidia-smi dmon [options]
+
+    Options include:
+    [-i | --id]:          Comma separated Enumeration index, PCI bus ID or UUID
+    [-d | --delay]:       Collection delay/interval in seconds [default=1sec]
+    [-c | --count]:       Collect specified number of samples and exit
+    [-s | --select]:      One or more metrics [default=puc]
+                          Can be any of the following:
+                              p - Power Usage and Temperature
+                              u - Utilization
+                              c - Proc and Mem Clocks
+                              v - Power and Thermal Violations
+                              m - FB, Bar1 and CC Protected Memory
+                              e - ECC Errors and PCIe Replay errors
+                              t - PCIe Rx and Tx Throughput
+    [N/A | --gpm-metrics]: Comma-separated list of GPM metrics to watch
+                           Available metrics:
+                               Graphics Activity    = 1
+                               SM Activity          = 2
+                               SM Occupancy         = 3
+                               Integer Activity     = 4
+                               Tensor Activity      = 5
+                               DFMA Tensor Activity = 6
+                               HMMA Tensor Activity = 7
+                               IMMA Tensor Activity = 9
+                               DRAM Activity        = 10
+                               FP64 Activity        = 11
+                               FP32 Activity        = 12
+                               FP16 Activity        = 13
+                               PCIe TX              = 20
+                               PCIe RX              = 21
+                               NVDEC 0-7 Activity   = 30-37
+                               NVJPG 0-7 Activity   = 40-47
+                               NVOFA 0 Activity     = 50
+                               NVLink Total RX      = 60
+                               NVLink Total TX      = 61
+                               NVLink L0-17 RX      = 62, 64, 66, ..., 96
+                               NVLink L0-17 TX      = 63, 65, 67, ..., 97
+
+    [N/A | --gpm-options]: options of which level of GPM metrics to monitor:
+                              d  - Display Device level GPM Metrics only
+                              m  - Display MIG level GPM Metrics only
+                              dm - Display both Device and MIG level GPM Metrics only
+                              md - Display both Device and MIG level GPM Metrics only
+    [-o | --options]:     One or more from the following:
+                              D - Include Date (YYYYMMDD) in scrolling output
+                              T - Include Time (HH:MM:SS) in scrolling output
+    [-f | --filename]:    Log to a specified file, rather than to stdout
+    [-h | --help]:        Display help information
+    [N/A | --format]:     Output format specifiers:
+                               csv - Format dmon output as a CSV
+                               nounit - Remove units line from dmon output
+                               noheader - Remove heading line from dmon output
+
+
+"""
+
+# One line of 550's pmon help ends in a space, kept here without trailing whitespace.
+PMON_HELP = """
+    Process statistics are displayed in scrolling format per sampling
+    interval. This tool lists the statistics for all the compute and{TRAILING}
+    graphics processes running on each device. Metrics to be monitored
+     can be adjusted based on the width of terminal window. Monitoring
+    is limited to a maximum of 4 devices. If no devices are specified,
+    then up to first four supported devices under natural enumeration
+    (starting with GPU index 0) are used for monitoring purpose.
+    It is supported on Tesla, GRID, Quadro and limited GeForce products
+    for Kepler or newer GPUs under x64 and ppc64 bare metal Linux.
+    Note: On MIG-enabled GPUs, querying the utilization of encoder,
+    decoder, jpeg, ofa, gpu, and memory is not currently supported.
+
+    Usage: nvidia-smi pmon [options]
+
+    Options include:
+    [-i | --id]:          Comma separated Enumeration index, PCI bus ID or UUID
+    [-d | --delay]:       Collection delay/interval in seconds [default=1sec, max=10secs]
+    [-c | --count]:       Collect specified number of samples and exit
+    [-s | --select]:      One or more metrics [default=u]
+                          Can be any of the following:
+                              u - Utilization
+                              m - FB and CC Protected memory usage
+    [-o | --options]:     One or more from the following:
+                              D - Include Date (YYYYMMDD) in scrolling output
+                              T - Include Time (HH:MM:SS) in scrolling output
+    [-f | --filename]:    Log to a specified file, rather than to stdout
+    [-h | --help]:        Display help information
+
+
+""".replace("{TRAILING}", " ")
 
 #: 550's messages for a bad dmon/pmon command line.
 NOT_RECOGNIZED = 'Option "{}" is not recognized.'

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from mokka.core import names
-from tests.native.staged import nvml_build, ok, staged_node  # noqa: F401  (fixtures)
+from tests.native.staged import ctl, nvml_build, ok, staged_node  # noqa: F401  (fixtures)
 
 CUDA_PROBE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cuda", "probe.py")
 HEADER = "# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk "
@@ -50,6 +50,31 @@ def test_dmon_s_selects_the_groups_in_its_order(node):
 def test_dmon_two_rounds_of_one_gpu(node):
     out = lines(node.run_python(["dmon", "-i", "0", "-c", "2", "-d", "1"]))
     assert out == [HEADER, UNITS, GPU0, GPU0]
+
+
+def test_dmon_follows_the_readings_ctl_sets(node):
+    try:
+        ok(ctl(node, "set", "1", "temperature=81", "power=300W", "utilization.gpu=55"))
+        out = lines(node.run_python(["dmon", "-c", "1", "-i", "1", "-s", "pu"]))
+    finally:
+        ok(ctl(node, "reset"))
+    assert out[2] == "    1    300     81     32     55      6      0      0      0      0 "
+
+
+def test_dmon_violations_ecc_and_pcie(node):
+    out = lines(node.run_python(["dmon", "-c", "1", "-i", "0", "-s", "vet"]))
+    assert out == ["# gpu  pviol  tviol  sbecc  dbecc    pci  rxpci  txpci ",
+                   "# Idx      %   bool   errs   errs   errs   MB/s   MB/s ",
+                   "    0      0      -      0      0      0      0      0 "]
+
+
+def test_dmon_date_column_and_no_header_line_into_a_file(node, tmp_path):
+    log = tmp_path / "dmon.log"
+    assert ok(node.run_python(["dmon", "-c", "1", "-i", "0", "-s", "p", "-o", "D", "--format", "noheader",
+                               "-f", str(log)])) == ""
+    units, line = log.read_text().splitlines()
+    assert units == "#YYYYMMDD   Idx      W      C      C "
+    assert len(line.split()[0]) == 8 and line.split()[1:] == ["0", "120", "34", "32"]
 
 
 def test_dmon_csv_without_units(node):
