@@ -47,6 +47,11 @@ def test_dmon_s_selects_the_groups_in_its_order(node):
                    "    0   2619    345      0      0      - "]
 
 
+def test_long_options_take_their_value_after_an_equals_sign(node):
+    out = lines(node.run_python(["dmon", "--count=1", "--id=0", "--select=c"]))
+    assert out == ["# gpu   mclk   pclk ", "# Idx    MHz    MHz ", "    0   2619    345 "]
+
+
 def test_dmon_two_rounds_of_one_gpu(node):
     out = lines(node.run_python(["dmon", "-i", "0", "-c", "2", "-d", "1"]))
     assert out == [HEADER, UNITS, GPU0, GPU0]
@@ -95,6 +100,13 @@ def test_dmon_gpm_metrics_add_their_columns(node):
 def test_pmon_shows_dashes_on_idle_gpus(node):
     out = lines(node.run_python(["pmon", "-c", "1"]))
     assert out == [PMON_HEADER, PMON_UNITS] + [IDLE.format(i) for i in range(4)]
+
+
+def test_pmon_time_column_and_memory_only(node):
+    out = lines(node.run_python(["pmon", "-c", "1", "-i", "2", "-s", "m", "-o", "T"]))
+    assert out[:2] == ["#Time        gpu         pid   type     fb   ccpm    command ",
+                       "#HH:MM:SS    Idx           #    C/G     MB     MB    name "]
+    assert out[2][9:] == "      2          -     -      -      -    -              "
 
 
 def test_pmon_shows_a_cuda_process_with_its_pid_and_command(node):
