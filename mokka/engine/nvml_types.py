@@ -157,3 +157,35 @@ class ComputeInstanceProfileInfo(C.Structure):
 class ComputeInstanceInfo(C.Structure):
     _fields_ = [("device", C.c_void_p), ("gpuInstance", C.c_void_p), ("id", C.c_uint), ("profileId", C.c_uint),
                 ("placement", Placement)]
+
+
+class ProcessUtilizationSample(C.Structure):
+    _fields_ = [("pid", C.c_uint), ("timeStamp", C.c_ulonglong), ("smUtil", C.c_uint), ("memUtil", C.c_uint),
+                ("encUtil", C.c_uint), ("decUtil", C.c_uint)]
+
+
+class ViolationTime(C.Structure):
+    _fields_ = [("referenceTime", C.c_ulonglong), ("violationTime", C.c_ulonglong)]
+
+
+#: nvml.h's NVML_GPM_METRIC_MAX: the size of nvmlGpmMetricsGet_t's array (NVML_GPM_METRICS_GET_VERSION 1).
+GPM_METRIC_MAX = 98
+GPM_METRICS_GET_VERSION = GPM_SUPPORT_VERSION = 1
+
+
+class GpmSupport(C.Structure):
+    _fields_ = [("version", C.c_uint), ("isSupportedDevice", C.c_uint)]
+
+
+class GpmMetricInfo(C.Structure):
+    _fields_ = [("shortName", C.c_char_p), ("longName", C.c_char_p), ("unit", C.c_char_p)]
+
+
+class GpmMetric(C.Structure):
+    _fields_ = [("metricId", C.c_uint), ("nvmlReturn", C.c_int), ("value", C.c_double),
+                ("metricInfo", GpmMetricInfo)]
+
+
+class GpmMetricsGet(C.Structure):
+    _fields_ = [("version", C.c_uint), ("numMetrics", C.c_uint), ("sample1", C.c_void_p),
+                ("sample2", C.c_void_p), ("metrics", GpmMetric * GPM_METRIC_MAX)]

@@ -58,6 +58,8 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -mig  --multi-instance-gpu= Enable or disable Multi Instance GPU: 0/DISABLED, 1/ENABLED
     mig                         MIG management: -lgip, -lgipp, -cgi, -C, -dgi, -lgi, -lcip,
                                 -lcipp, -cci, -dci, -lci (-i, -gi, -ci restrict them).
+    dmon                        Device monitoring in scrolling format ("nvidia-smi dmon -h").
+    pmon                        Process monitoring in scrolling format ("nvidia-smi pmon -h").
     topo -m                     Display the GPUDirect communication matrix.
     nvlink -s                   Display NVLink status.
 """

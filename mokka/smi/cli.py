@@ -54,6 +54,13 @@ def run(opts: dict, out) -> int:
         from mokka.smi import query
         out.write(query.help_text())
         return 0
+    if opts.get("sub") in ("dmon", "pmon"):
+        from mokka.smi import monitor_args
+        try:
+            opts["monitor"] = monitor_args.parse(opts["sub"], opts["rest"])
+        except monitor_args.Answer as answer:      # help, or 550's word on a bad option
+            out.write(str(answer))
+            return 0
     lib = _open_library(out)
     if lib is None:
         return EXIT_NO_DRIVER
@@ -106,6 +113,8 @@ def _on_gpus(lib, head: dict, opts: dict, out) -> int:
     from mokka.smi import devices
     ids = opts.get("id")
     mig_args = None
+    if opts.get("monitor") and opts["monitor"].ids is not None:
+        ids = opts["monitor"].ids
     if opts.get("sub") == "nvlink":
         ids = _nvlink_ids(opts["rest"], ids)
     if opts.get("sub") == "mig":
@@ -136,6 +145,9 @@ def _on_gpus(lib, head: dict, opts: dict, out) -> int:
         return migcmd.set_modes(lib, gpus, opts["mig"], out)
     if mig_args is not None:
         return migcmd.run(lib, gpus, mig_args, out)
+    if opts.get("monitor"):
+        from mokka.smi import monitor
+        return monitor.run(opts["monitor"], gpus, out)
     if opts.get("sub"):
         return _subcommand(opts["sub"], opts["rest"], gpus, out)
     now = time.time()
@@ -254,7 +266,7 @@ def _subcommand(sub: str, rest: list, gpus: list, out) -> int:
             out.write(topo.status(gpus))
             return 0
         raise Usage(sub)
-    if sub in ("pmon", "dmon", "vgpu", "conf-compute", "nvswitch"):
+    if sub in ("vgpu", "conf-compute", "nvswitch"):
         print("Not supported on the device(s)", file=out)
         return EXIT_UNKNOWN
     raise Unrecognized(sub)

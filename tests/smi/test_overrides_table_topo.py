@@ -71,6 +71,12 @@ def test_unsupported_is_an_error_without_traceback(staged, dev_root, args):
     assert res.returncode != 0 and "Traceback" not in res.stderr + res.stdout
 
 
-def test_pmon_is_not_supported_with_255(staged, dev_root):
-    res = staged("t4").run(["pmon", "-c", "1"], str(dev_root))
+def test_vgpu_is_not_supported_with_255(staged, dev_root):
+    res = staged("t4").run(["vgpu"], str(dev_root))
     assert res.returncode == 255 and "Not supported on the device(s)" in res.stdout
+
+
+def test_pmon_through_the_staged_shim_shows_the_idle_gpu(staged, dev_root):
+    res = staged("t4").run(["pmon", "-c", "1"], str(dev_root))
+    assert res.returncode == 0
+    assert res.stdout.splitlines()[2] == "    0          -     -      -      -      -      -      -      -    -              "
