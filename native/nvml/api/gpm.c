@@ -32,11 +32,16 @@
  * percentages are of elapsed time, so the clocks do not scale them. A MIG sample (a GPU
  * instance) reports the same percentages of its own SMs, and the PCIe and NVLink traffic
  * scaled to its share of the GPU's multiprocessors. An id that is none of nvml.h's metrics has
- * its own nvmlReturn NOT_SUPPORTED, as the real library answers per metric. */
+ * its own nvmlReturn NOT_SUPPORTED, as the real library answers per metric.
+ *
+ * A DCGM poll reads every metric of every GPU each second: what the layers answer for a GPU
+ * (support, the rates at 100 %, its active links, the last window's readings) is kept
+ * FACTS_MS and reused, so a poll costs about one nvmlDeviceGetUtilizationRates. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "mig/mig.h"
@@ -44,6 +49,10 @@
 #define GPM_MAX_SAMPLES 1024u
 #define GPM_WINDOW_SECONDS 60ull
 #define MIB_PER_MB (1000000.0 / 1048576.0)
+/* How long what the layers answered for a GPU is reused: the interval at which the overrides
+ * layer rechecks its files (engine/overrides.c), so a change reaches GPM within a second, as
+ * it reaches every reader. */
+#define FACTS_MS 250
 
 struct nvmlGpmSample_st {
     int live;                          /* allocated */
@@ -98,13 +107,112 @@ nvmlReturn_t DECLDIR nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)
     return s ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
-static int supported(const struct mock_gpu *g)
+/* The averaged readings of a window, in percent. */
+struct window {
+    double u, m, d, j, o;
+};
+
+/* What the layers answer for one GPU that GPM reads, kept FACTS_MS: a DCGM poll reads every
+ * metric of every GPU each second, and each lookup through the layers takes a lock. */
+struct facts {
+    const struct mock_node *node;      /* NULL: none kept */
+    long long expires_ms;
+    int supported;
+    double pcie_tx, pcie_rx;           /* MiB/s at 100 % */
+    double link_mib;                   /* one active link's MiB/s each way at 100 % */
+    unsigned int active[NVML_NVLINK_MAX_LINKS], nactive;
+    int windowed;                      /* `w` holds the window (first, last] */
+    unsigned long long first, last;
+    struct window w;
+};
+
+static struct facts kept[MOCK_MAX_GPUS];
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int gpm_supported(const struct mock_gpu *g)
 {
     int flag;
     if (gpu_flag(g, K_GPM_SUPPORTED, &flag))
         return flag;
     unsigned long long major;
     return gpu_u64(g, K_COMPUTE_CAPABILITY_MAJOR, &major) && major >= 9;
+}
+
+static void read_facts(const struct mock_gpu *g, struct facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->node = g->node;
+    f->supported = gpm_supported(g);
+    unsigned long long v = 0;
+    if (gpu_u64(g, K_GPM_PCIE_TX_MIB_PER_SEC, &v))
+        f->pcie_tx = (double)v;
+    v = 0;
+    if (gpu_u64(g, K_GPM_PCIE_RX_MIB_PER_SEC, &v))
+        f->pcie_rx = (double)v;
+    v = 0;
+    if (node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &v))
+        f->link_mib = (double)v * MIB_PER_MB;
+    unsigned int n = nvlink_count(g);
+    for (unsigned int l = 0; l < n && l < NVML_NVLINK_MAX_LINKS; l++) {
+        unsigned int active = 0;
+        if (nvlink_state(g, l, &active) && active) {
+            f->active[l] = 1;
+            f->nactive++;
+        }
+    }
+}
+
+/* The GPU's facts: the kept ones while fresh, else read afresh (outside the lock) and kept. */
+static void facts_of(const struct mock_gpu *g, struct facts *out)
+{
+    long long now = monotonic_ms();
+    unsigned int at = g->phys;
+    if (at >= MOCK_MAX_GPUS) {                    /* never: the node holds at most that many */
+        read_facts(g, out);
+        return;
+    }
+    pthread_mutex_lock(&kept_lock);
+    int fresh = kept[at].node == g->node && now < kept[at].expires_ms;
+    if (fresh)
+        *out = kept[at];
+    pthread_mutex_unlock(&kept_lock);
+    if (fresh)
+        return;
+    read_facts(g, out);
+    out->expires_ms = now + FACTS_MS;
+    pthread_mutex_lock(&kept_lock);
+    kept[at] = *out;
+    pthread_mutex_unlock(&kept_lock);
+}
+
+/* Keeps the window read into *f with the facts it was read beside, while they are the kept ones. */
+static void keep_window(const struct mock_gpu *g, const struct facts *f)
+{
+    unsigned int at = g->phys;
+    if (at >= MOCK_MAX_GPUS)
+        return;
+    pthread_mutex_lock(&kept_lock);
+    if (kept[at].node == f->node && kept[at].expires_ms == f->expires_ms) {
+        kept[at].windowed = 1;
+        kept[at].first = f->first;
+        kept[at].last = f->last;
+        kept[at].w = f->w;
+    }
+    pthread_mutex_unlock(&kept_lock);
+}
+
+static int supported(const struct mock_gpu *g)
+{
+    struct facts f;
+    facts_of(g, &f);
+    return f.supported;
 }
 
 nvmlReturn_t DECLDIR nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport)
@@ -201,11 +309,6 @@ nvmlReturn_t DECLDIR nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuIn
     return NVML_ERROR_NOT_FOUND;
 }
 
-/* The averaged readings of a window, in percent. */
-struct window {
-    double u, m, d, j, o;
-};
-
 static double pct_at(const struct mock_gpu *g, const char *key, unsigned long long t)
 {
     unsigned long long v = 0;
@@ -237,46 +340,21 @@ static void average(const struct mock_gpu *g, unsigned long long first, unsigned
     }
 }
 
-/* What one call computes once, for every metric it is asked. */
+/* What one call computes with. */
 struct context {
-    const struct mock_gpu *g;
-    struct window w;
+    struct facts f;
     double share;
-    double link_mib;                    /* one active link's traffic each way, MiB/s */
-    int links_known;
-    unsigned int active[NVML_NVLINK_MAX_LINKS];
-    unsigned int nactive;
 };
 
-static void links(struct context *c)
+static double link_mib(const struct context *c)
 {
-    if (c->links_known)
-        return;
-    c->links_known = 1;
-    unsigned long long mbps = 0;
-    node_u64(c->g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &mbps);
-    c->link_mib = (double)mbps * MIB_PER_MB * c->w.u / 100.0 * c->share;
-    unsigned int n = nvlink_count(c->g);
-    for (unsigned int l = 0; l < n && l < NVML_NVLINK_MAX_LINKS; l++) {
-        unsigned int active = 0;
-        if (nvlink_state(c->g, l, &active) && active) {
-            c->active[l] = 1;
-            c->nactive++;
-        }
-    }
-}
-
-static double pcie(struct context *c, const char *key)
-{
-    unsigned long long mib = 0;
-    gpu_u64(c->g, key, &mib);
-    return (double)mib * c->w.u / 100.0 * c->share;
+    return c->f.link_mib * c->f.w.u / 100.0 * c->share;
 }
 
 /* One metric's value: 1, or 0 when `id` is none of nvml.h's. */
 static int metric(struct context *c, unsigned int id, double *v)
 {
-    const struct window *w = &c->w;
+    const struct window *w = &c->f.w;
     switch (id) {
     case NVML_GPM_METRIC_GRAPHICS_UTIL:
     case NVML_GPM_METRIC_SM_UTIL:
@@ -307,18 +385,17 @@ static int metric(struct context *c, unsigned int id, double *v)
         *v = w->m;
         return 1;
     case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
-        *v = pcie(c, K_GPM_PCIE_TX_MIB_PER_SEC);
+        *v = c->f.pcie_tx * w->u / 100.0 * c->share;
         return 1;
     case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
-        *v = pcie(c, K_GPM_PCIE_RX_MIB_PER_SEC);
+        *v = c->f.pcie_rx * w->u / 100.0 * c->share;
         return 1;
     case NVML_GPM_METRIC_NVOFA_0_UTIL:
         *v = w->o;
         return 1;
     case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
     case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
-        links(c);
-        *v = c->link_mib * c->nactive;
+        *v = link_mib(c) * c->f.nactive;
         return 1;
     default:
         break;
@@ -332,9 +409,8 @@ static int metric(struct context *c, unsigned int id, double *v)
         return 1;
     }
     if (id >= NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC && id <= NVML_GPM_METRIC_NVLINK_L17_TX_PER_SEC) {
-        links(c);
         unsigned int link = (id - NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC) / 2;
-        *v = link < NVML_NVLINK_MAX_LINKS && c->active[link] ? c->link_mib : 0.0;
+        *v = link < NVML_NVLINK_MAX_LINKS && c->f.active[link] ? link_mib(c) : 0.0;
         return 1;
     }
     return 0;
@@ -368,13 +444,20 @@ nvmlReturn_t DECLDIR nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
     /* Two taken samples of the same GPU or GPU instance. */
     if (!a.taken || !b.taken || a.device != b.device || a.gpu_instance != b.gpu_instance)
         return NVML_ERROR_INVALID_ARGUMENT;
-    struct context c = {0};
-    nvmlReturn_t ret = mock_gpu_of(a.device, &c.g);
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(a.device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
+    struct context c;
+    facts_of(g, &c.f);
     unsigned long long first = a.second < b.second ? a.second : b.second;
     unsigned long long last = a.second < b.second ? b.second : a.second;
-    average(c.g, first, last, &c.w);
+    if (!c.f.windowed || c.f.first != first || c.f.last != last) {
+        average(g, first, last, &c.f.w);
+        c.f.first = first;
+        c.f.last = last;
+        keep_window(g, &c.f);
+    }
     c.share = a.second < b.second ? b.share : a.share;
     for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
         nvmlGpmMetric_t *m = &metricsGet->metrics[i];
