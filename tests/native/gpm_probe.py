@@ -7,6 +7,9 @@ calls through pynvml.
                                                     GI: MIG samples of that GPU instance), then
                                                     every id 1..97: {id: [nvmlReturn, value, unit]}
     gpm_probe.py handles INDEX                      what bad handles and structs answer, by case
+    gpm_probe.py threads INDEX                      4 threads each allocating, sampling, reading
+                                                    SM activity and freeing 500 times, and one
+                                                    freeing garbage: the errors seen, by kind
 
 Prints one JSON document; an NVML error is ["err", code].
 """
@@ -114,6 +117,45 @@ def handles(index: int) -> dict:
     return out
 
 
+def threads(index: int) -> dict:
+    import threading
+    n.nvmlInit()
+    h = handle(index)
+    seen: dict = {}
+    lock = threading.Lock()
+
+    def note(what):
+        with lock:
+            seen[what] = seen.get(what, 0) + 1
+
+    def poll():
+        for _ in range(500):
+            try:
+                a, b = n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc()
+                n.nvmlGpmSampleGet(h, a)
+                n.nvmlGpmSampleGet(h, b)
+                req = n.c_nvmlGpmMetricsGet_t()
+                req.version, req.numMetrics, req.sample1, req.sample2 = n.NVML_GPM_METRICS_GET_VERSION, 1, a, b
+                req.metrics[0].metricId = 2
+                n.nvmlGpmMetricsGet(req)
+                note(f"sm {req.metrics[0].value}")
+                n.nvmlGpmSampleFree(a)
+                n.nvmlGpmSampleFree(b)
+            except n.NVMLError as e:
+                note(f"err {e.value}")
+
+    def garbage():
+        for i in range(2000):
+            note(f"garbage {call(n.nvmlGpmSampleFree, ctypes.cast(ctypes.c_void_p(0x1000 + i * 8), n.c_nvmlGpmSample_t))}")
+
+    workers = [threading.Thread(target=poll) for _ in range(4)] + [threading.Thread(target=garbage)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return seen
+
+
 def main(argv: list[str]) -> None:
     index = int(argv[1])
     if argv[0] == "support":
@@ -127,6 +169,8 @@ def main(argv: list[str]) -> None:
                "sample": call(lambda: n.nvmlGpmSampleGet(h, n.nvmlGpmSampleAlloc()) and "taken")}
     elif argv[0] == "metrics":
         out = call(metrics, index, argv[2], argv[3], int(argv[4]) if len(argv) > 4 else None)
+    elif argv[0] == "threads":
+        out = threads(index)
     else:
         out = handles(index)
     print(json.dumps(out))

@@ -5,7 +5,10 @@ and bad handles answered with an error, never a crash."""
 
 from __future__ import annotations
 
+import os
+
 from mokka.core import names
+from tests.corpus import engine_cases as corpus
 from tests.native.conftest import run_probe
 from tests.native.mig_nodes import board
 
@@ -131,3 +134,16 @@ def test_gpm_agrees_with_the_utilization_rates(nvml_lib, tmp_path):
                       probe=__file__.replace("test_gpm.py", "readers_probe.py"))[0]["UtilizationRates"]
     seen = metrics(nvml_lib, env, NOW, NOW)
     assert [seen[2][1], seen[10][1]] == [float(rates["gpu"]), float(rates["memory"])] == [17.0, 8.0]
+
+
+def test_an_override_of_the_utilization_moves_gpm_with_it(nvml_lib, tmp_path):
+    env = env_of(tmp_path, "h100")
+    corpus.write_overrides(os.path.dirname(env[names.ENV_NVML_CONFIG]),
+                           {0: "utilization:\n  gpu: 90\n  memory: 40\n"})
+    seen = metrics(nvml_lib, env, NOW, NOW)
+    assert [seen[2], seen[10], seen[20]] == [[0, 90.0, "%"], [0, 40.0, "%"], [0, 3686.4, "MiB/sec"]]
+
+
+def test_threads_polling_at_once_each_read_their_samples(nvml_lib, tmp_path):
+    seen = probe(nvml_lib, env_of(tmp_path, "h100"), "threads", "0")
+    assert seen == {"sm 17.0": 2000, "garbage ['err', 2]": 2000}
