@@ -146,7 +146,8 @@ def threads(index: int) -> dict:
 
     def garbage():
         for i in range(2000):
-            note(f"garbage {call(n.nvmlGpmSampleFree, ctypes.cast(ctypes.c_void_p(0x1000 + i * 8), n.c_nvmlGpmSample_t))}")
+            bad = ctypes.cast(ctypes.c_void_p(0x1000 + i * 8), n.c_nvmlGpmSample_t)
+            note(f"garbage {call(n.nvmlGpmSampleFree, bad)}")
 
     workers = [threading.Thread(target=poll) for _ in range(4)] + [threading.Thread(target=garbage)]
     for w in workers:
