@@ -201,15 +201,15 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         return 0
     if opts.gpu is None:
         dropped = ovr.clear(directory)
+        left = [t for t in targets if _undrain(lib, t)]       # before the settings, which hold it
         _reset_settings(lib, [t.physical for t in targets])
-        left = [t for t in targets if _undrain(lib, t)]
         print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
               + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
+    left = "; drain state left" if _undrain(lib, target) else ""      # before the settings, which hold it
     _reset_settings(lib, [target.physical])
-    left = "; drain state left" if _undrain(lib, target) else ""
     print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
     return 0
 

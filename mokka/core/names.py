@@ -183,15 +183,18 @@ MIG_STATE_MAX_BYTES = 256 * 1024
 MIG_LOCK_WAIT_MS = 10000
 
 #: settings.nvml (SETTINGS_STATE_FILE), what NVML's setters set on the node's GPUs (power
-#: limit, persistence and compute mode, application and locked clocks, ECC mode), as the mock
+#: limit, persistence and compute mode, application and locked clocks, ECC mode, the drain
+#: state of nvmlDeviceModifyDrainState), as the mock
 #: library writes it (native/nvml/engine/settings_file.c): a companion with no YAML twin, of
 #: kind "settings", changed under the config directory's flock (MIG_LOCK_WAIT_MS) beside
-#: mig.nvml. A GPU reset drops the GPU's lines but its ECC mode (the pending one becomes current).
+#: mig.nvml. A GPU reset drops the GPU's lines but its ECC mode (the pending one becomes current):
+#: a drained GPU leaves the drain state, as the reset re-initializes it.
 SETTINGS_STATE_KIND = "settings"
 #: Its lines, each ``gpu.<physical index>.<setting> <value>``: ``power_limit_mw <mW>``,
 #: ``persistence``, ``accounting`` (0 or 1), ``compute_mode`` (nvmlComputeMode_t), ``ecc <current>
 #: <pending>``, ``applications_clocks <memory> <graphics>``, ``locked_clocks <min> <max>`` and
-#: ``memory_locked_clocks <min> <max>`` (MHz), and ``uuid <GPU UUID>``.
+#: ``memory_locked_clocks <min> <max>`` (MHz), ``drain 1`` (a drained GPU; leaving the drain
+#: state drops the line), and ``uuid <GPU UUID>``.
 SETTINGS_STATE_GPUS = "gpu"
 SETTINGS_STATE_UUID = "uuid"
 SETTINGS_STATE_POWER_LIMIT = "power_limit_mw"
@@ -202,6 +205,7 @@ SETTINGS_STATE_ECC = "ecc"
 SETTINGS_STATE_APPLICATIONS_CLOCKS = "applications_clocks"
 SETTINGS_STATE_LOCKED_CLOCKS = "locked_clocks"
 SETTINGS_STATE_MEMORY_LOCKED_CLOCKS = "memory_locked_clocks"
+SETTINGS_STATE_DRAIN = "drain"
 #: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
 SETTINGS_STATE_MAX_BYTES = 64 * 1024
 
@@ -341,15 +345,6 @@ MIG_CAP_MODE = 0o444
 #: agent removes it, and every file there whose name starts with it or with "." and it
 #: (a lock, a temp file), when the node boots and at teardown.
 MIG_STATE_FILE = "mig.nvml"
-#: A drained GPU (nvmlDeviceModifyDrainState, ``nvidia-smi drain -m 1``): the file
-#: ``drain-gpu<physical index>.nvml`` beside config.yaml, written by the mock library,
-#: holding DRAIN_STATE_HEADER and the line ``uuid <the GPU's UUID>``; absent: not
-#: draining. Removed when the GPU leaves the drain state or is reset, and by the agent
-#: with the partition state (a reboot loses both).
-DRAIN_STATE_PREFIX = "drain-gpu"
-DRAIN_STATE_SUFFIX = ".nvml"
-DRAIN_STATE_HEADER = "# mokka-nvml drain 1"
-DRAIN_STATE_MAX_BYTES = 256
 #: The node-wide settings of NVML's setters, kept by the mock library beside mig.nvml and
 #: removed with it (the same prefixes) when the node boots and at teardown: a reboot
 #: loses them as it does on a real node.

@@ -199,8 +199,8 @@ def test_a_failing_walk_keeps_the_last_tree_and_says_so_once(node, standin, faul
 def test_the_boot_and_a_new_mig_declaration_drop_the_partition_and_drain_states(node):
     sim, host, _ = node
     config = host.overlay.driver_config
-    for name in ("mig.nvml", ".mig.nvml.lock", "mig.nvml.1234.tmp", "drain-gpu1.nvml",   # a drained GPU
-                 ".drain-gpu1.nvml.77.1.tmp", "settings.nvml", ".settings.nvml.77.1.tmp", "overrides-keep"):
+    for name in ("mig.nvml", ".mig.nvml.lock", "mig.nvml.1234.tmp", "settings.nvml",   # drained GPUs too
+                 ".settings.nvml.77.1.tmp", "overrides-keep"):
         with open(os.path.join(config, name), "w") as f:
             f.write("x")
     sim.stage(desired())

@@ -85,7 +85,7 @@ def test_what_a_workload_puts_at_processes_is_replaced_never_followed(scratch, n
 
 # Names the agent's own clean-up looks at: a killed writer's temp files, the MIG and drain states'.
 RESERVED = [".config.yaml.1234.tmp", ".nvidia0.77.dev", ".machine-type.9.lnk", "mig.nvml",
-            ".mig.nvml.4321.0.tmp", "mig.nvml.lock", "drain-gpu0.nvml", ".drain-gpu0.nvml.4321.1.tmp"]
+            ".mig.nvml.4321.0.tmp", "mig.nvml.lock", "settings.nvml", ".settings.nvml.4321.1.tmp"]
 
 
 @pytest.mark.parametrize("profile", ["t4", "a100"])

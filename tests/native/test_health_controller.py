@@ -230,20 +230,18 @@ def test_a_drained_gpu_reads_drained_in_every_process_until_a_reset(nvml_lib, h1
     assert drain(nvml_lib, h100) == [0] * 8
 
 
-def test_a_drain_file_a_workload_planted_reads_as_not_draining(nvml_lib, h100):
+def test_the_drain_state_is_a_line_of_the_settings_a_workload_cannot_forge(nvml_lib, h100):
     persistence_off(h100, 1)
     assert drain(nvml_lib, h100, "1", "1") == "ok"
     config = os.path.dirname(h100[names.ENV_NVML_CONFIG])
-    with open(os.path.join(config, "drain-gpu1.nvml")) as f:
-        real = f.read()
-    assert real == "# mokka-nvml drain 1\nuuid GPU-01000100-0000-0000-0000-000000000001\n"
-    with open(os.path.join(config, "drain-gpu2.nvml"), "w") as f:       # another GPU's UUID
-        f.write(real)
-    os.symlink("drain-gpu1.nvml", os.path.join(config, "drain-gpu3.nvml"))   # a link: never followed
-    os.mkfifo(os.path.join(config, "drain-gpu4.nvml"))                       # a FIFO: never waited on
-    with open(os.path.join(config, "drain-gpu5.nvml"), "w") as f:           # GPU 5's, then more
-        f.write(real.replace("0001\n", "0005\n") + "x" * 4096)
-    assert drain(nvml_lib, h100) == [0, 1, 0, 0, 0, 0, 0, 0]
+    with open(os.path.join(config, "settings.nvml")) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "# mokka-nvml settings 1"
+    assert lines[2:] == ["gpu.1.drain 1", "gpu.1.uuid GPU-01000100-0000-0000-0000-000000000001"]
+    forged = lines[:2] + ["gpu.1.drain 1", "gpu.2.drain 1"] + lines[3:]   # the digest no longer holds
+    with open(os.path.join(config, "settings.nvml"), "w") as f:
+        f.write("\n".join(forged) + "\n")
+    assert drain(nvml_lib, h100) == [0] * 8
 
 
 @pytest.mark.parametrize("args", [

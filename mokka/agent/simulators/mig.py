@@ -87,7 +87,7 @@ def declaration(desired: Desired) -> str:
 #: The library's runtime documents: the partitions, what NVML's setters set and the GPUs'
 #: drain states. A booting node (and teardown) starts without them, as a reboot loses them
 #: on a real node.
-RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE, names.DRAIN_STATE_PREFIX)
+RUNTIME_DOCUMENTS = (names.MIG_STATE_FILE, names.SETTINGS_STATE_FILE)
 
 
 def drop_runtime_documents(ov: Overlay) -> None:

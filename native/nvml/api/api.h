@@ -60,7 +60,4 @@ int clocks_event_ns(const struct mock_gpu *g, const char *counter_key, unsigned 
 
 /* --- drain.c: the drain states ---------------------------------------------------- */
 
-/* Physical GPU `phys` leaves the drain state, as a GPU reset takes it out. */
-nvmlReturn_t mock_undrain(const struct mock_node *n, unsigned int phys);
-
 #endif

@@ -9,13 +9,14 @@
  *
  * It also does to the GPU's MIG partitions what a reset does on the real driver
  * (mig.c): a pending MIG mode becomes the current one, and no instance survives.
- * And the GPU leaves the drain state (drain.c): the reset re-initializes it, and
- * what held it out of service ends with that. Its recovery action, an override,
+ * Its recovery action, an override,
  * goes with the overrides: after a reset NVML reports NONE, as NVIDIA documents a
  * reset recovering a GPU whose action was GPU_RESET ("Error Recovery and Response
  * Flags"; a NODE_REBOOT is cleared too, though on a real node only a reboot would).
  * And what NVML's setters set goes back to the board's (../engine/settings.c), but a
- * pending ECC mode, which becomes the current one.
+ * pending ECC mode, which becomes the current one; a drained GPU leaves the drain state
+ * with them (drain.c): the reset re-initializes it, and what held it out of service
+ * ends with that.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,8 +71,6 @@ nvmlReturn_t mock_reset_gpus(unsigned int count, const nvmlDevice_t *devices)
         nvmlReturn_t ret = reset_one(n, phys[i]);
         if (ret == NVML_SUCCESS)
             ret = mig_reset(n, phys[i]);
-        if (ret == NVML_SUCCESS)
-            ret = mock_undrain(n, phys[i]);
         if (ret == NVML_SUCCESS)
             ret = settings_reset(n, phys[i]);
         if (ret != NVML_SUCCESS)

@@ -22,6 +22,7 @@ struct gpu_settings {
     unsigned int locked_min_mhz, locked_max_mhz;     /* graphics; both 0: unlocked */
     unsigned int mem_locked_min_mhz, mem_locked_max_mhz;   /* memory; both 0: unlocked */
     int ecc_current, ecc_pending;              /* -1: unset; 0, 1 (both set or neither) */
+    int drain;                                 /* -1: not draining; 1: drained */
 };
 
 struct settings_file_gpu {

@@ -6,6 +6,7 @@
  *     gpu.0.accounting 1                    accounting mode
  *     gpu.0.applications_clocks 1593 1410   application clocks: memory, graphics (MHz)
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
+ *     gpu.0.drain 1                         drained (nvmlDeviceModifyDrainState)
  *     gpu.0.ecc 1 0                         ECC mode current, pending
  *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
  *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
@@ -29,6 +30,7 @@
 #define ACCOUNTING MOKKA_SETTINGS_STATE_ACCOUNTING
 #define APP MOKKA_SETTINGS_STATE_APPLICATIONS_CLOCKS
 #define COMPUTE MOKKA_SETTINGS_STATE_COMPUTE_MODE
+#define DRAIN MOKKA_SETTINGS_STATE_DRAIN
 #define ECC MOKKA_SETTINGS_STATE_ECC
 #define LOCKED MOKKA_SETTINGS_STATE_LOCKED_CLOCKS
 #define MEM_LOCKED MOKKA_SETTINGS_STATE_MEMORY_LOCKED_CLOCKS
@@ -41,7 +43,7 @@
 void settings_clear(struct gpu_settings *s)
 {
     memset(s, 0, sizeof *s);
-    s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = -1;
+    s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = s->drain = -1;
 }
 
 const char *settings_file_read(int dirfd, char **text, size_t *len)
@@ -100,6 +102,10 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         if (!one(value, NVML_COMPUTEMODE_COUNT - 1, &a))
             return "a compute mode that is not one";
         s->compute_mode = (int)a;
+    } else if (strcmp(p, DRAIN) == 0) {
+        if (!one(value, 1, &a) || a != 1)
+            return "a drain state other than 1";
+        s->drain = 1;
     } else if (strcmp(p, ECC) == 0) {
         if (!pair(value, 1, &a, &b))
             return "an ECC mode other than 0 or 1";
@@ -135,7 +141,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 9 };
+    enum { PER_GPU = 10 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -152,6 +158,8 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." ACCOUNTING " %d", p, s->accounting);
         if (s->compute_mode >= 0)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." COMPUTE " %d", p, s->compute_mode);
+        if (s->drain == 1)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." DRAIN " 1", p);
         if (s->ecc_current >= 0)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." ECC " %d %d", p, s->ecc_current, s->ecc_pending);
         if (s->app_memory_mhz)
