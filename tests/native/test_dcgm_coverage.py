@@ -93,7 +93,6 @@ REAL_BOARD = {
     ("nvmlGpmMigSampleGet", ("a100",)): "GPM is Hopper and later: an A100 takes no GPM sample",
 }
 
-_gpm = "GPM is not implemented yet (branch gpm, issue 36)"
 _newer = "newer than the 550 nvml.h the library is built from: not exported yet"
 _setter = "not implemented yet (issue 36's setters)"
 
@@ -119,11 +118,6 @@ NOT_YET = {
     ("nvmlDeviceGetMemClkMinMaxVfOffset", BOTH): "clock offsets are not implemented yet",
     ("nvmlDeviceSetMemClkVfOffset", BOTH): "clock offsets are not implemented yet",
     ("nvmlGetExcludedDeviceInfoByIndex", BOTH): "excluded GPUs (NVreg_ExcludedGpus) are not modelled yet",
-    ("nvmlGpmQueryDeviceSupport", BOTH): _gpm,
-    ("nvmlGpmSampleAlloc", BOTH): _gpm,
-    ("nvmlGpmSampleFree", BOTH): _gpm,
-    ("nvmlGpmSampleGet", ("h100",)): _gpm,
-    ("nvmlGpmMigSampleGet", ("h100",)): _gpm,
     **{(name, BOTH): _newer for name in (
         "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetPlatformInfo", "nvmlDeviceGetUnrepairableMemoryFlag",
         "nvmlDeviceReadPRMCounters_v1", "nvmlDeviceReadWritePRM_v1",

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import REPO
 
-BENCHES = ("agent_stage.py", "capture_fidelity.py", "cuda_driver.py", "first_command.py", "kwok_nodes.py",
+BENCHES = ("agent_stage.py", "capture_fidelity.py", "cuda_driver.py", "first_command.py", "gpm.py", "kwok_nodes.py",
            "metrics_cost.py",
            "mig_lifecycle.py", "mig_list.py", "nri_burst.py", "nri_decision.py", "nri_latency.py",
            "nri_request_path.py", "nri_runtime.py", "nvml_startup.py", "process_records.py", "profile_limits.py",
