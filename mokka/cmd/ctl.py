@@ -5,6 +5,11 @@
                                return what NVML's setters set (power limit, clocks, modes) to the board's
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
+    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture):
+                               the counters, field values, remapped rows or retired pages,
+                               the ECC event and, for a double-bit error, Xid 48 (and 63)
+    ctl nvlink GPU LINK KIND   inject NVLink errors (replay, recovery, crc-flit, crc-data, ecc-data;
+                               --count N): nvmlDeviceGetNvLinkErrorCounter and the field values
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
@@ -43,7 +48,8 @@ class Fail(Exception):
 def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     from mokka.cmd.common import argument_parser
     from mokka.smi import ctl
-    ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W")
+    ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W; "
+                                                          f"{prog} ecc 0 dbe --count 1; {prog} nvlink 0 2 crc-flit --count 5")
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
     s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
                        epilog=f"keys: {ctl.allowed_keys()}. Each is also held to the GPU's board, as "
@@ -65,6 +71,37 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                         "instance id) or its MIG UUID, as nvidia-smi -L lists them. The event names "
                         "the instance in nvmlEventData_t.gpuInstanceId and computeInstanceId")
     x.add_argument("code", metavar="CODE", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
+    _kmsg_options(x)
+    e = sub.add_parser("ecc", help="inject ECC errors on one GPU, as its memory would report them",
+                       description="Inject single- (sbe) or double-bit (dbe) ECC errors on one GPU, "
+                                   "ECC on: raise its volatile and aggregate counts (total and the "
+                                   "location's) and the ECC field values, deliver the ECC event to "
+                                   "nvmlEventSetWait callers; a double-bit error also raises Xid 48 "
+                                   "and, in device memory, remaps a row (Ampere on: Xid 63) or "
+                                   "retires a page (before Ampere: Xid 63). A GPU reset clears the "
+                                   "volatile counts and the pending flags, and keeps the rest.",
+                       epilog=f"example: {prog} ecc 0 sbe --count 3 --location dram")
+    e.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    e.add_argument("kind", metavar="KIND", choices=("sbe", "dbe"),
+                   help="sbe (single bit, corrected) or dbe (double bit, uncorrected)")
+    e.add_argument("--count", default="1", help="how many errors (1 to 1000000; default 1)")
+    e.add_argument("--location", default="dram", choices=("dram", "l1", "l2", "register", "texture"),
+                   help="where the errors are counted (default dram: device memory)")
+    _kmsg_options(e)
+    n = sub.add_parser("nvlink", help="inject NVLink errors on one link of one GPU",
+                       description="Raise one NVLink error counter of one link of a GPU "
+                                   "(nvmlDeviceGetNvLinkErrorCounter and the NVLink error field "
+                                   "values). A GPU reset clears it.",
+                       epilog=f"example: {prog} nvlink 0 2 crc-flit --count 5")
+    n.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    n.add_argument("link", metavar="LINK", help="the link number, as nvidia-smi nvlink -s lists them")
+    n.add_argument("kind", metavar="KIND", choices=("replay", "recovery", "crc-flit", "crc-data", "ecc-data"),
+                   help="the counter: replay, recovery, crc-flit, crc-data or ecc-data")
+    n.add_argument("--count", default="1", help="how many errors (1 to 1000000; default 1)")
+    return ap
+
+
+def _kmsg_options(x: argparse.ArgumentParser) -> None:
     x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH) or None,
                    help=f"kernel log to append the driver's line to (never created). Default: "
                         f"the one the node agent announces Xids on, as it recorded it in the "
@@ -73,7 +110,6 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     x.add_argument("--node-name", default=os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
                    help=f"node named on the kernel log line (default: the host name). "
                         f"Env {ENV_NODE_NAME}.")
-    return ap
 
 
 class Target:
@@ -190,6 +226,11 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
             raise Fail(str(exc))
         return raise_xid(lib.node_path(names.NODE_PATH_XID_EVENTS), target, _bus_id(lib, target), code,
                          opts.kmsg_path, opts.node_name)
+    if opts.verb in ("ecc", "nvlink"):
+        from mokka.cmd import ctl_inject
+        target = _target(targets, opts.gpu)
+        inject = ctl_inject.ecc if opts.verb == "ecc" else ctl_inject.nvlink
+        return inject(lib, target, directory, opts)
     if opts.verb == "set":
         target = _target(targets, opts.gpu)
         try:

@@ -152,6 +152,56 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
     return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
 }
 
+/* The NVLink error counters' field ids of nvml.h, per counter: links 0-5, their total, links 6-11. */
+static const struct { unsigned int counter, first, total, later; } link_errors[] = {
+    {NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_CRC_DATA, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_REPLAY, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_RECOVERY, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L6},
+};
+
+/* The sum of counter `counter` over the GPU's links, held at what 64 bits count. */
+static int link_error_total(const struct mock_gpu *g, unsigned int counter, nvmlFieldValue_t *v)
+{
+    unsigned long long total = 0, x;
+    if (nvlink_count(g) == 0)
+        return 0;
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++)
+        if (nvlink_error_count(g, link, counter, &x) && __builtin_add_overflow(total, x, &total))
+            total = ~0ull;
+    return set_u64(v, total);
+}
+
+/* An NVLink error counter's field: 1 with v set, 0 when the GPU cannot answer it;
+ * -1 when `fid` is none of them. The per-link ids of NVML 12 (161, 162) name the link
+ * in scopeId. */
+static int link_error_field(const struct mock_gpu *g, unsigned int fid, unsigned int scope, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY || fid == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)
+        return nvlink_error_count(g, scope, fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY ? NVML_NVLINK_ERROR_DL_REPLAY
+                                                 : NVML_NVLINK_ERROR_DL_RECOVERY, &x) && set_u64(v, x);
+    if (fid >= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0 && fid <= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L11)
+        return nvlink_error_count(g, fid - NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0, NVML_NVLINK_ERROR_DL_ECC_DATA,
+                                  &x) && set_u64(v, x);
+    if (fid == NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL)
+        return link_error_total(g, NVML_NVLINK_ERROR_DL_ECC_DATA, v);
+    for (size_t i = 0; i < sizeof link_errors / sizeof link_errors[0]; i++) {
+        unsigned int c = link_errors[i].counter;
+        if (fid >= link_errors[i].first && fid < link_errors[i].first + 6)
+            return nvlink_error_count(g, fid - link_errors[i].first, c, &x) && set_u64(v, x);
+        if (fid >= link_errors[i].later && fid < link_errors[i].later + 6)
+            return nvlink_error_count(g, fid - link_errors[i].later + 6, c, &x) && set_u64(v, x);
+        if (fid == link_errors[i].total)
+            return link_error_total(g, c, v);
+    }
+    return -1;
+}
+
 /* The GPU's recovery action (nvmlDeviceGpuRecoveryAction_t): its failure.recovery_action
  * (a profile's, or `mokka ctl set GPU recovery_action=...`); NONE (0) without one, and
  * for a word that is not one of names.GPU_RECOVERY_ACTIONS (a hand-written override). */
@@ -243,8 +293,10 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, recovery_action(g) == RECOVERY_DRAIN_AND_RESET);
     case FI_DEV_GET_GPU_RECOVERY_ACTION:
         return set_u32(v, recovery_action(g));
-    default:
-        return 0;
+    default: {
+        int found = link_error_field(g, v->fieldId, v->scopeId, v);
+        return found > 0;
+    }
     }
 }
 
