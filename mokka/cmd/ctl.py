@@ -2,7 +2,9 @@
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
     ctl reset [GPU]            drop GPU's overrides, or every override; leave the drain state, and
-                               return what NVML's setters set (power limit, clocks, modes) to the board's
+                               return what NVML's setters set (power limit, clocks, modes) to the board's;
+                               keep what a GPU reset keeps (aggregate ECC counts, remapped rows) unless
+                               --lasting
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
     ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture):
@@ -61,6 +63,9 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                        description="Drop one GPU's overrides, or all of them, and return what NVML's "
                                    "setters set (power limit, clocks, modes) to the board's.")
     r.add_argument("gpu", nargs="?", metavar="GPU", help=GPU_HELP + "; none: every GPU")
+    r.add_argument("--lasting", action="store_true",
+                   help="also drop what a GPU reset keeps: the aggregate ECC counts and the remapped "
+                        "rows or retired pages ctl ecc raised (a board fresh from the factory)")
     sub.add_parser("status", help="the visible GPUs and their overrides, as JSON",
                    description="The visible GPUs and their overrides, as JSON.")
     x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does",
@@ -214,7 +219,9 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
             except ovr.OverridesError as exc:
                 return {"error": str(exc)}
         gpus = [{"index": t.index, "physical_index": t.physical, "uuid": t.uuid,
-                 "overrides": doc(ovr.scope_path(directory, t.physical))} for t in targets]
+                 "overrides": doc(ovr.scope_path(directory, t.physical)),
+                 "kept_by_reset": doc(os.path.join(directory, names.overrides_lasting_file(t.physical)))}
+                for t in targets]
         print(json.dumps({"overrides": directory, "all": doc(ovr.scope_path(directory, None)),
                           "gpus": gpus}, indent=2))
         return 0
@@ -240,6 +247,9 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         ovr.update(directory, target.physical, change)
         print(f"{_named(target)}: set {' '.join(opts.assignments)}")
         return 0
+    if opts.lasting:
+        ovr.reset_lasting(directory, [t.physical for t in targets if opts.gpu is None]
+                          or [_target(targets, opts.gpu).physical])
     if opts.gpu is None:
         dropped = ovr.clear(directory)
         _reset_settings(lib, [t.physical for t in targets])

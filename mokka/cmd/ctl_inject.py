@@ -93,7 +93,7 @@ def nvlink(lib, target, directory: str, opts) -> int:
             code = lib.ask("nvmlDeviceGetNvLinkErrorCounter", handle, C.c_uint(link), C.c_int(index),
                            C.byref(out))
             if code == nvml.NOT_SUPPORTED:
-                raise Fail(f"{_named(target)}: has no NVLink; inject NVLink errors on a GPU that has")
+                raise Fail(f"{_named(target)} has no NVLink; inject NVLink errors on a GPU that has one")
             if code != nvml.SUCCESS:
                 break
             row.append(out.value)

@@ -244,6 +244,19 @@ def reset(directory: str, physical_indices: list) -> bool:
         return removed
 
 
+def reset_lasting(directory: str, physical_indices: list) -> bool:
+    """Drop what a reset of the named GPUs keeps (their lasting documents); True if one was there."""
+    from mokka.engine import pair
+
+    with _opened(directory) as fd:
+        if fd is None:
+            return False
+        removed = False
+        for index in physical_indices:
+            removed |= pair.remove_at(fd, names.overrides_lasting_file(index))
+        return removed
+
+
 def clear(directory: str) -> int:
     """Every override gone: ``all`` and every GPU's document (other files stay); how
     many documents were there."""

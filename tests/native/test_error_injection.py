@@ -171,3 +171,39 @@ def test_ecc_off_refuses_in_one_line(nvml_lib, h100):
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == ("ctl: GPU 0 (GPU-01000100-0000-0000-0000-000000000000): ECC is off, so it counts no "
                            "ECC errors; turn it on first (nvidia-smi -e 1, then nvidia-smi -r)\n")
+
+
+RETIRED = """
+import json, pynvml as n
+n.nvmlInit()
+g = n.nvmlDeviceGetHandleByIndex(0)
+print(json.dumps([n.nvmlDeviceGetRetiredPages(g, 1), [p["address"] for p in n.nvmlDeviceGetRetiredPages_v2(g, 1)],
+                  n.nvmlDeviceGetRetiredPagesPendingStatus(g), n.nvmlDeviceGetTotalEccErrors(g, 1, 0)]))
+"""
+
+
+def test_a_double_bit_error_retires_a_page_on_a_board_before_ampere(nvml_lib, tmp_path):
+    t4 = mn.board(str(tmp_path), "t4")
+    done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "2")
+    assert done.stdout == ("GPU 0 (GPU-00000074-0000-0000-0000-000000000000): 2 DBE in dram: volatile DBE 2; "
+                           "aggregate DBE 2; retired pages (double bit) 2, pending until a reset\n"), done.stderr
+    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 1, 2]
+    assert mn.nvidia_smi(nvml_lib, t4, "-r", "-i", "0").returncode == 0
+    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 0, 0]
+    no_links = ctl(nvml_lib, t4, "nvlink", "0", "0", "replay")
+    assert (no_links.returncode, no_links.stderr) == (1, "ctl: GPU 0 (GPU-00000074-0000-0000-0000-000000000000) "
+                                                         "has no NVLink; inject NVLink errors on a GPU that has one\n")
+
+
+def test_clearing_the_counts_through_nvml_is_not_supported_and_ctl_reset_lasting_drops_them(nvml_lib, h100):
+    assert ctl(nvml_lib, h100, "ecc", "0", "dbe").returncode == 0
+    cleared = mn.nvidia_smi(nvml_lib, h100, "-p", "1", "-i", "0")     # root: NOT_SUPPORTED, a warning
+    assert cleared.stdout.splitlines()[0] == "ECC features not supported for GPU 00000000:1A:00.0."
+    assert read(nvml_lib, h100)["aggregate"] == [0, 1]
+    status = json.loads(ctl(nvml_lib, h100, "status").stdout)
+    assert status["gpus"][0]["kept_by_reset"] == {
+        "ecc": {"errors": {"aggregate": {"double_bit": {"total": 1, "device_memory": 1}}}},
+        "remapped_rows": {"uncorrectable": 1}}
+    assert ctl(nvml_lib, h100, "reset", "--lasting").returncode == 0
+    got = read(nvml_lib, h100)
+    assert (got["volatile"], got["aggregate"], got["remapped"]) == ([0, 0], [0, 0], [0, 0, 0, 0])
