@@ -220,7 +220,7 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
                 return {"error": str(exc)}
         gpus = [{"index": t.index, "physical_index": t.physical, "uuid": t.uuid,
                  "overrides": doc(ovr.scope_path(directory, t.physical)),
-                 "kept_by_reset": doc(os.path.join(directory, names.overrides_lasting_file(t.physical)))}
+                 "lasting": doc(os.path.join(directory, names.overrides_lasting_file(t.physical)))}
                 for t in targets]
         print(json.dumps({"overrides": directory, "all": doc(ovr.scope_path(directory, None)),
                           "gpus": gpus}, indent=2))
@@ -247,21 +247,22 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         ovr.update(directory, target.physical, change)
         print(f"{_named(target)}: set {' '.join(opts.assignments)}")
         return 0
-    if opts.lasting:
-        ovr.reset_lasting(directory, [t.physical for t in targets if opts.gpu is None]
-                          or [_target(targets, opts.gpu).physical])
+    kept = ""
+    if opts.lasting and ovr.reset_lasting(directory, [t.physical for t in targets if opts.gpu is None]
+                                          or [_target(targets, opts.gpu).physical]):
+        kept = "; what a GPU reset keeps dropped too"
     if opts.gpu is None:
         dropped = ovr.clear(directory)
         _reset_settings(lib, [t.physical for t in targets])
         left = [t for t in targets if _undrain(lib, t)]
-        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
+        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped{kept}"
               + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
     _reset_settings(lib, [target.physical])
     left = "; drain state left" if _undrain(lib, target) else ""
-    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
+    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{kept}{left}")
     return 0
 
 

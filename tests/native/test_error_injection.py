@@ -201,7 +201,7 @@ def test_clearing_the_counts_through_nvml_is_not_supported_and_ctl_reset_lasting
     assert cleared.stdout.splitlines()[0] == "ECC features not supported for GPU 00000000:1A:00.0."
     assert read(nvml_lib, h100)["aggregate"] == [0, 1]
     status = json.loads(ctl(nvml_lib, h100, "status").stdout)
-    assert status["gpus"][0]["kept_by_reset"] == {
+    assert status["gpus"][0]["lasting"] == {
         "ecc": {"errors": {"aggregate": {"double_bit": {"total": 1, "device_memory": 1}}}},
         "remapped_rows": {"uncorrectable": 1}}
     assert ctl(nvml_lib, h100, "reset", "--lasting").returncode == 0
