@@ -224,8 +224,9 @@ def update(directory: str, physical_index: int, change: dict, lasting: bool = Fa
         try:
             doc = _read_at(fd, name, path) or {}
         except ValueRefused as exc:
+            how = "ctl reset GPU --lasting" if lasting else "ctl reset GPU"
             raise OverridesError(f"{path}: {exc.key} {exc.problem}; correct it or drop the GPU's "
-                                 "overrides (ctl reset GPU), then run this again") from None
+                                 f"overrides ({how}), then run this again") from None
         except OverridesError:
             doc = {}                       # a broken document is replaced, as a fresh start
         _write_at(fd, name, _dump(deep_merge(doc, change)), None)

@@ -207,3 +207,19 @@ def test_clearing_the_counts_through_nvml_is_not_supported_and_ctl_reset_lasting
     assert ctl(nvml_lib, h100, "reset", "--lasting").returncode == 0
     got = read(nvml_lib, h100)
     assert (got["volatile"], got["aggregate"], got["remapped"]) == ([0, 0], [0, 0], [0, 0, 0, 0])
+
+
+def test_a_lasting_document_holding_a_date_refuses_the_injection_in_one_line(nvml_lib, h100):
+    overrides = os.path.join(os.path.dirname(h100[names.ENV_NVML_CONFIG]), names.OVERRIDES_DIR)
+    os.makedirs(overrides)
+    path = os.path.join(overrides, "lasting-gpu0.yaml")
+    with open(path, "w") as f:
+        f.write("remapped_rows: {uncorrectable: 2024-01-01}\n")
+    done = ctl(nvml_lib, h100, "ecc", "0", "dbe")
+    assert (done.returncode, done.stdout) == (1, "")
+    companion = path[:-len("yaml")] + "nvml"                   # the library says, too, that it ignores it
+    assert done.stderr.splitlines() == [
+        f"mock NVML: ignoring overrides {path}: {companion}: missing: run 'mokka compile --companion {path}'", (
+        f"ctl: {path}: remapped_rows.uncorrectable is a date, not an integer; correct it or drop the GPU's "
+        "overrides (ctl reset GPU --lasting), then run this again")]
+    assert read(nvml_lib, h100)["volatile"] == [0, 0]
