@@ -43,6 +43,7 @@ try:
     out["remapped"] = list(n.nvmlDeviceGetRemappedRows(g))
 except n.NVMLError as exc:
     out["remapped"] = exc.value
+out["remapped_fields"] = [v.value.uiVal for v in n.nvmlDeviceGetFieldValues(g, [142, 143, 144, 145])]
 print(json.dumps(out))
 """
 
@@ -92,7 +93,7 @@ def test_injected_ecc_errors_raise_the_counters_rows_and_events_a_controller_rea
     assert read(nvml_lib, h100) == {
         "volatile": [3, 1], "volatile_dram": [3, 1], "volatile_detailed_dbe": [0, 0, 1, 0],
         "aggregate": [3, 1], "aggregate_dram": [3, 1], "aggregate_detailed_dbe": [0, 0, 1, 0],
-        "fields": [3, 1, 3, 1], "remapped": [0, 1, 1, 0]}
+        "fields": [3, 1, 3, 1], "remapped": [0, 1, 1, 0], "remapped_fields": [0, 1, 1, 0]}
     again = ctl(nvml_lib, h100, "ecc", "0", "sbe", "--count", "2")
     assert again.returncode == 0, again.stderr
     assert read(nvml_lib, h100)["volatile"] == [5, 1]
@@ -102,14 +103,28 @@ def test_injected_ecc_errors_raise_the_counters_rows_and_events_a_controller_rea
     assert read(nvml_lib, h100) == {
         "volatile": [0, 0], "volatile_dram": [0, 0], "volatile_detailed_dbe": [0, 0, 0, 0],
         "aggregate": [5, 1], "aggregate_dram": [5, 1], "aggregate_detailed_dbe": [0, 0, 1, 0],
-        "fields": [0, 0, 5, 1], "remapped": [0, 1, 0, 0]}
+        "fields": [0, 0, 5, 1], "remapped": [0, 1, 0, 0], "remapped_fields": [0, 1, 0, 0]}
 
 
-def test_ctl_reset_keeps_what_a_gpu_reset_keeps(nvml_lib, h100):
-    assert ctl(nvml_lib, h100, "ecc", "0", "dbe", "--count", "2").returncode == 0
-    done = ctl(nvml_lib, h100, "reset", "0")
+@pytest.mark.parametrize("profile", ["h100", "a100"])
+def test_ctl_reset_keeps_what_a_gpu_reset_keeps(nvml_lib, tmp_path, profile):
+    node = mn.board(str(tmp_path), profile)
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    raised = ctl(nvml_lib, node, "ecc", "0", "dbe", "--count", "2", "--kmsg-path", str(kmsg),
+                 "--node-name", "kind-worker")
+    assert raised.returncode == 0, raised.stderr
+    got = read(nvml_lib, node)
+    assert (got["volatile"], got["aggregate"], got["remapped"]) == ([0, 2], [0, 2], [0, 2, 1, 0])
+    bus = {"h100": "0000:1a:00", "a100": "0000:07:00"}[profile]
+    assert kmsg.read_text().splitlines() == [
+        f"<3>NVRM: Xid (PCI:{bus}): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error "
+        "(DBE) has been detected on GPU node=kind-worker",
+        f"<3>NVRM: Xid (PCI:{bus}): 63, pid='<unknown>', name=<unknown>, ECC page retirement or row "
+        "remapping recording event node=kind-worker"]
+    done = ctl(nvml_lib, node, "reset", "0")
     assert done.returncode == 0, done.stderr
-    got = read(nvml_lib, h100)
+    got = read(nvml_lib, node)
     assert (got["volatile"], got["aggregate"], got["remapped"]) == ([0, 0], [0, 2], [0, 2, 0, 0])
 
 
@@ -178,7 +193,8 @@ import json, pynvml as n
 n.nvmlInit()
 g = n.nvmlDeviceGetHandleByIndex(0)
 print(json.dumps([n.nvmlDeviceGetRetiredPages(g, 1), [p["address"] for p in n.nvmlDeviceGetRetiredPages_v2(g, 1)],
-                  n.nvmlDeviceGetRetiredPagesPendingStatus(g), n.nvmlDeviceGetTotalEccErrors(g, 1, 0)]))
+                  n.nvmlDeviceGetRetiredPagesPendingStatus(g), n.nvmlDeviceGetTotalEccErrors(g, 1, 0),
+                  [v.value.uiVal for v in n.nvmlDeviceGetFieldValues(g, [29, 30, 31])]]))
 """
 
 
@@ -187,9 +203,9 @@ def test_a_double_bit_error_retires_a_page_on_a_board_before_ampere(nvml_lib, tm
     done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "2")
     assert done.stdout == ("GPU 0 (GPU-00000074-0000-0000-0000-000000000000): 2 DBE in dram: volatile DBE 2; "
                            "aggregate DBE 2; retired pages (double bit) 2, pending until a reset\n"), done.stderr
-    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 1, 2]
+    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 1, 2, [0, 2, 1]]
     assert mn.nvidia_smi(nvml_lib, t4, "-r", "-i", "0").returncode == 0
-    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 0, 0]
+    assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 0, 0, [0, 2, 0]]
     no_links = ctl(nvml_lib, t4, "nvlink", "0", "0", "replay")
     assert (no_links.returncode, no_links.stderr) == (1, "ctl: GPU 0 (GPU-00000074-0000-0000-0000-000000000000) "
                                                          "has no NVLink; inject NVLink errors on a GPU that has one\n")

@@ -6,7 +6,9 @@
  * counters (74, 76, 251-253), the PCIe atomics (228, 229) and the inactive row
  * remappings (301, 302) of NVML 13 included. The recovery action (230) is the GPU's
  * failure.recovery_action; "Reset Required" (226) and "Drain and Reset Recommended"
- * (227) follow from it, as NVIDIA's error recovery flags pair them. */
+ * (227) follow from it, as NVIDIA's error recovery flags pair them. The ECC totals (3-6), the
+ * retired pages (29-31), the remapped rows (142-145) and the NVLink error counters (32-59,
+ * 96-119, 148-162) read what `mokka ctl ecc` and `ctl nvlink` raise. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -300,6 +302,37 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     }
 }
 
+/* The memory health fields, each as its own call answers it (ecc.c): the remapped rows from
+ * Ampere on, the retired pages before; 1 with v set, 0 when the board cannot answer, -1 for
+ * another field. */
+static int memory_health_field(nvmlDevice_t device, nvmlFieldValue_t *v)
+{
+    unsigned int rows[4];
+    nvmlEnableState_t pending;
+    unsigned int count = 0;
+    switch (v->fieldId) {
+    case NVML_FI_DEV_REMAPPED_COR:
+    case NVML_FI_DEV_REMAPPED_UNC:
+    case NVML_FI_DEV_REMAPPED_PENDING:
+    case NVML_FI_DEV_REMAPPED_FAILURE:
+        return nvmlDeviceGetRemappedRows(device, &rows[0], &rows[1], &rows[2], &rows[3]) == NVML_SUCCESS &&
+               set_u32(v, rows[v->fieldId - NVML_FI_DEV_REMAPPED_COR]);
+    case NVML_FI_DEV_RETIRED_SBE:
+    case NVML_FI_DEV_RETIRED_DBE: {
+        nvmlReturn_t ret = nvmlDeviceGetRetiredPages(device, v->fieldId == NVML_FI_DEV_RETIRED_SBE
+                                                                 ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+                                                                 : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                                                     &count, NULL);
+        return (ret == NVML_SUCCESS || ret == NVML_ERROR_INSUFFICIENT_SIZE) && set_u32(v, count);
+    }
+    case NVML_FI_DEV_RETIRED_PENDING:
+        return nvmlDeviceGetRetiredPagesPendingStatus(device, &pending) == NVML_SUCCESS &&
+               set_u32(v, pending == NVML_FEATURE_ENABLED);
+    default:
+        return -1;
+    }
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
 {
     const struct mock_gpu *g;
@@ -318,7 +351,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCou
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
         v->nvmlReturn = NVML_SUCCESS;
-        if (!field(g, v))
+        int health = memory_health_field(device, v);
+        if (health == 0 || (health < 0 && !field(g, v)))
             v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
     }
     return NVML_SUCCESS;
