@@ -7,7 +7,7 @@
                                --lasting
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
-    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture):
+    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture|sram):
                                the counters, field values, remapped rows or retired pages,
                                the ECC event and, for a double-bit error, Xid 48 (and 63)
     ctl nvlink GPU LINK KIND   inject NVLink errors (replay, recovery, crc-flit, crc-data, ecc-data;
@@ -48,10 +48,9 @@ class Fail(Exception):
 
 
 def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
-    from mokka.cmd.common import argument_parser
+    from mokka.cmd.common import argument_parser, example
     from mokka.smi import ctl
-    ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W; "
-                                                          f"{prog} ecc 0 dbe --count 1; {prog} nvlink 0 2 crc-flit --count 5")
+    ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W")
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
     s = sub.add_parser("set", help="set readings of one GPU", description="Set readings of one GPU.",
                        epilog=f"keys: {ctl.allowed_keys()}. Each is also held to the GPU's board, as "
@@ -85,19 +84,20 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                                    "and, in device memory, remaps a row (Ampere on: Xid 63) or "
                                    "retires a page (before Ampere: Xid 63). A GPU reset clears the "
                                    "volatile counts and the pending flags, and keeps the rest.",
-                       epilog=f"example: {prog} ecc 0 sbe --count 3 --location dram")
+                       epilog=example(f"{prog} ecc 0 sbe --count 3 --location dram"))
     e.add_argument("gpu", metavar="GPU", help=GPU_HELP)
     e.add_argument("kind", metavar="KIND", choices=("sbe", "dbe"),
                    help="sbe (single bit, corrected) or dbe (double bit, uncorrected)")
     e.add_argument("--count", default="1", help="how many errors (1 to 1000000; default 1)")
-    e.add_argument("--location", default="dram", choices=("dram", "l1", "l2", "register", "texture"),
+    e.add_argument("--location", default="dram",
+                   choices=("dram", "l1", "l2", "register", "texture", "sram"),
                    help="where the errors are counted (default dram: device memory)")
     _kmsg_options(e)
     n = sub.add_parser("nvlink", help="inject NVLink errors on one link of one GPU",
                        description="Raise one NVLink error counter of one link of a GPU "
                                    "(nvmlDeviceGetNvLinkErrorCounter and the NVLink error field "
                                    "values). A GPU reset clears it.",
-                       epilog=f"example: {prog} nvlink 0 2 crc-flit --count 5")
+                       epilog=example(f"{prog} nvlink 0 2 crc-flit --count 5"))
     n.add_argument("gpu", metavar="GPU", help=GPU_HELP)
     n.add_argument("link", metavar="LINK", help="the link number, as nvidia-smi nvlink -s lists them")
     n.add_argument("kind", metavar="KIND", choices=("replay", "recovery", "crc-flit", "crc-data", "ecc-data"),

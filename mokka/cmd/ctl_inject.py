@@ -36,16 +36,19 @@ def ecc(lib, target, directory: str, opts) -> int:
                    "(nvidia-smi -e 1, then nvidia-smi -r)")
     kind, (_, where) = opts.kind, ei.LOCATIONS[opts.location]
     readings = []
+    split = opts.location == "sram" and kind == "dbe" and gpu.sram_ecc()
     for scope in (VOLATILE, AGGREGATE):
         total = gpu.ecc_total(ei.ERROR_TYPE[kind], scope)
         here = gpu.ecc_counter(ei.ERROR_TYPE[kind], scope, where)
+        if split:                            # SEC-DED's own count: the counter sums it with parity's
+            here = split.volatileUncSecDed if scope == VOLATILE else split.aggregateUncSecDed
         if not isinstance(here, int) or not isinstance(total, int):
             raise Fail(f"--location {opts.location}: {_named(target)} counts no ECC errors there; "
                        f"give another location (dram counts on every board with ECC)")
         readings.append((total, here))
     remapped = gpu.remapped_rows()
     now = ei.EccNow(readings[0], readings[1], remapped,
-                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE))
+                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split))
     plan = ei.ecc_plan(kind, opts.location, count, now)
     ovr.update(directory, target.physical, plan.lasting, lasting=True)
     ovr.update(directory, target.physical, plan.own)

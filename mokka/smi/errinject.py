@@ -42,7 +42,7 @@ ERROR_TYPE = {"sbe": 0, "dbe": 1}
 BITS = {"sbe": "single_bit", "dbe": "double_bit"}
 #: --location -> (the state's count under ecc.errors.<scope>.<bits>, nvmlMemoryLocation_t).
 LOCATIONS = {"dram": ("device_memory", 2), "l1": ("l1_cache", 0), "l2": ("l2_cache", 1),
-             "register": ("register_file", 3), "texture": ("texture_memory", 4)}
+             "register": ("register_file", 3), "texture": ("texture_memory", 4), "sram": ("sram", 7)}
 #: The Xids of a double-bit error, and of the row remapping or page retirement it records.
 XID_DBE, XID_RECORDED = 48, 63
 #: The address a retired page of the n-th injected double-bit error gets (4 KiB pages).
@@ -94,6 +94,18 @@ class EccNow:
     aggregate: tuple[int, int]
     remapped: tuple | None = None
     retired: list | None = None
+    #: The SRAM's uncorrectable errors split by protection (Ampere on: parity, SEC-DED), so a
+    #: double-bit error there counts as SEC-DED; ``here`` is then that count.
+    sram_split: bool = False
+
+
+def _location_key(kind: str, location: str, scope: str, split: bool) -> str:
+    """The state's count of ``location``: ecc.errors.<scope>.<bits>.<location>, or the
+    SRAM's ecc.sram.<scope>.<count>."""
+    if location != "sram":
+        return f"ecc.errors.{scope}.{BITS[kind]}.{LOCATIONS[location][0]}"
+    count = "correctable" if kind == "sbe" else "uncorrectable_secded" if split else "uncorrectable"
+    return f"ecc.sram.{scope}.{count}"
 
 
 @dataclass
@@ -106,14 +118,14 @@ class Plan:
 
 def ecc_plan(kind: str, location: str, count: int, now: EccNow) -> Plan:
     plan = Plan()
-    bits, (leaf, _) = BITS[kind], LOCATIONS[location]
+    bits = BITS[kind]
     for scope, (total, here) in (("volatile", now.volatile), ("aggregate", now.aggregate)):
         change = _merge(_nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)),
-                        _nested(f"ecc.errors.{scope}.{bits}.{leaf}", _add(here, count)))
+                        _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
         _merge(plan.own, change)
         if scope == "aggregate":
             _merge(plan.lasting, _nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)))
-            _merge(plan.lasting, _nested(f"ecc.errors.{scope}.{bits}.{leaf}", _add(here, count)))
+            _merge(plan.lasting, _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
         plan.said.append(f"{scope} {kind.upper()} {_add(total, count)}")
     plan.events.append((EVENT_TYPE[kind], 0))
     if kind != "dbe":

@@ -239,3 +239,23 @@ def test_a_lasting_document_holding_a_date_refuses_the_injection_in_one_line(nvm
         f"ctl: {path}: remapped_rows.uncorrectable is a date, not an integer; correct it or drop the GPU's "
         "overrides (ctl reset GPU --lasting), then run this again")]
     assert read(nvml_lib, h100)["volatile"] == [0, 0]
+
+
+SRAM = """
+import json, pynvml as n
+n.nvmlInit()
+g = n.nvmlDeviceGetHandleByIndex(0)
+print(json.dumps([[n.nvmlDeviceGetMemoryErrorCounter(g, t, s, 7) for t in (0, 1)] for s in (0, 1)]
+                 + [n.nvmlDeviceGetTotalEccErrors(g, 1, 0)]))
+"""
+
+
+@pytest.mark.parametrize("profile", ["h100", "t4"])          # SEC-DED split from Ampere on; one count before
+def test_sram_errors_count_in_the_sram(nvml_lib, tmp_path, profile):
+    node = mn.board(str(tmp_path), profile)
+    assert ctl(nvml_lib, node, "ecc", "0", "sbe", "--location", "sram", "--count", "4").returncode == 0
+    done = ctl(nvml_lib, node, "ecc", "0", "dbe", "--location", "sram", "--count", "2")
+    assert done.stdout.endswith("2 DBE in sram: volatile DBE 2; aggregate DBE 2\n"), done.stderr
+    assert read(nvml_lib, node, SRAM) == [[4, 2], [4, 2], 2]
+    assert mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0").returncode == 0
+    assert read(nvml_lib, node, SRAM) == [[0, 0], [4, 2], 0]

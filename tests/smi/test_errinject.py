@@ -61,3 +61,12 @@ def test_a_count_out_of_range_or_not_ascii_digits_is_refused(text):
 def test_a_link_the_gpu_lacks_is_refused(text):
     with pytest.raises(CtlError, match=r": not an NVLink of this GPU; expected a link from 0 to 3$"):
         ei.parse_link(text, 4)
+
+
+def test_a_double_bit_sram_error_counts_as_sec_ded_where_the_board_splits_them():
+    split = ei.ecc_plan("dbe", "sram", 1, ei.EccNow((0, 3), (0, 3), sram_split=True))
+    assert split.own["ecc"]["sram"] == {"volatile": {"uncorrectable_secded": 4},
+                                        "aggregate": {"uncorrectable_secded": 4}}
+    whole = ei.ecc_plan("dbe", "sram", 1, ei.EccNow((0, 3), (0, 3)))
+    assert whole.lasting["ecc"]["sram"] == {"aggregate": {"uncorrectable": 4}}
+    assert split.events == whole.events == [(2, 0), (None, 48)]

@@ -319,10 +319,10 @@ static int memory_health_field(nvmlDevice_t device, nvmlFieldValue_t *v)
                set_u32(v, rows[v->fieldId - NVML_FI_DEV_REMAPPED_COR]);
     case NVML_FI_DEV_RETIRED_SBE:
     case NVML_FI_DEV_RETIRED_DBE: {
-        nvmlReturn_t ret = nvmlDeviceGetRetiredPages(device, v->fieldId == NVML_FI_DEV_RETIRED_SBE
-                                                                 ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
-                                                                 : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
-                                                     &count, NULL);
+        nvmlPageRetirementCause_t cause = v->fieldId == NVML_FI_DEV_RETIRED_SBE
+                                              ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+                                              : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR;
+        nvmlReturn_t ret = nvmlDeviceGetRetiredPages(device, cause, &count, NULL);
         return (ret == NVML_SUCCESS || ret == NVML_ERROR_INSUFFICIENT_SIZE) && set_u32(v, count);
     }
     case NVML_FI_DEV_RETIRED_PENDING:
