@@ -281,6 +281,12 @@ def is_scope(stem: str) -> bool:
         stem.startswith(names.OVERRIDES_GPU_SCOPE_PREFIX) and number.isdigit() and number.isascii())
 
 
+def is_lasting(stem: str) -> bool:
+    """``lasting-gpu<N>``: what a reset of GPU N keeps (names.overrides_lasting_file)."""
+    number = stem[len(names.OVERRIDES_LASTING_SCOPE_PREFIX):]
+    return stem.startswith(names.OVERRIDES_LASTING_SCOPE_PREFIX) and number.isdigit() and number.isascii()
+
+
 def _dump(doc: dict) -> bytes:
     import yaml
 

@@ -259,3 +259,18 @@ def test_sram_errors_count_in_the_sram(nvml_lib, tmp_path, profile):
     assert read(nvml_lib, node, SRAM) == [[4, 2], [4, 2], 2]
     assert mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0").returncode == 0
     assert read(nvml_lib, node, SRAM) == [[0, 0], [4, 2], 0]
+
+
+def test_a_lasting_document_written_by_hand_compiles_and_reads_back(nvml_lib, h100):
+    import subprocess
+    import sys
+    from tests.native.conftest import REPO
+    overrides = os.path.join(os.path.dirname(h100[names.ENV_NVML_CONFIG]), names.OVERRIDES_DIR)
+    os.makedirs(overrides)
+    path = os.path.join(overrides, "lasting-gpu0.yaml")
+    with open(path, "w") as f:
+        f.write('{"remapped_rows": {"uncorrectable": 7}}\n')                  # JSON, as YAML takes it
+    done = subprocess.run([sys.executable, "-m", "mokka", "compile", "--companion", path], capture_output=True,
+                          text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert read(nvml_lib, h100)["remapped"] == [0, 7, 0, 0]
