@@ -14,9 +14,19 @@ VOLATILE, AGGREGATE = 0, 1
 DBE_CAUSE = 1                        # NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
 
 
+def _handle(lib, target):
+    """The GPU's handle; a GPU NVML cannot open (lost: ctl set GPU lost=true) is one line."""
+    from mokka.cmd.ctl import Fail, _named
+    from mokka.engine import nvml
+    try:
+        return lib.handle(target.index)
+    except nvml.NvmlError as exc:
+        raise Fail(f"{_named(target)}: {exc}; nothing injected")
+
+
 def _gpu(lib, target):
     from mokka.smi.gpu import Gpu
-    return Gpu(lib, target.index, lib.handle(target.index))
+    return Gpu(lib, target.index, _handle(lib, target))
 
 
 def ecc(lib, target, directory: str, opts) -> int:
@@ -87,7 +97,7 @@ def nvlink(lib, target, directory: str, opts) -> int:
     from mokka.smi import errinject as ei
     from mokka.smi.ctl import CtlError
 
-    handle = lib.handle(target.index)
+    handle = _handle(lib, target)
     counters: list[list[int]] = []
     for link in range(names.MAX_NVLINK_LINKS):
         row = []

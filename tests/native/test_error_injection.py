@@ -274,3 +274,11 @@ def test_a_lasting_document_written_by_hand_compiles_and_reads_back(nvml_lib, h1
                           text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert read(nvml_lib, h100)["remapped"] == [0, 7, 0, 0]
+
+
+def test_a_lost_gpu_is_one_line_and_gets_nothing(nvml_lib, h100):
+    assert ctl(nvml_lib, h100, "set", "0", "lost=true").returncode == 0
+    for args in (("ecc", "0", "sbe"), ("nvlink", "0", "2", "replay")):
+        done = ctl(nvml_lib, h100, *args)
+        assert (done.returncode, done.stdout) == (1, ""), args
+        assert done.stderr == "ctl: GPU 0 (GPU-01000100-0000-0000-0000-000000000000): GPU is lost; nothing injected\n"
