@@ -282,3 +282,12 @@ def test_a_lost_gpu_is_one_line_and_gets_nothing(nvml_lib, h100):
         done = ctl(nvml_lib, h100, *args)
         assert (done.returncode, done.stdout) == (1, ""), args
         assert done.stderr == "ctl: GPU 0 (GPU-01000100-0000-0000-0000-000000000000): GPU is lost; nothing injected\n"
+
+
+@pytest.mark.parametrize("nobody, expected", [(False, 3), (True, 4)])     # NOT_SUPPORTED; NO_PERMISSION
+def test_clear_ecc_error_counts_is_root_only_and_clears_nothing(nvml_lib, h100, nobody, expected):
+    from tests.native.test_setters import settable
+    assert ctl(nvml_lib, h100, "ecc", "0", "sbe").returncode == 0
+    for counter in (0, 1):                                       # NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC
+        assert settable(nvml_lib, h100, 0, "ClearEccErrorCounts", counter, nobody=nobody) == expected
+    assert read(nvml_lib, h100)["volatile"] == [1, 0]
