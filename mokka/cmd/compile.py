@@ -59,13 +59,13 @@ def _topology(path: str) -> dict:
 
 
 def kind_of(path: str, doc) -> str:
-    """What a YAML document is: one of the overrides (by its name: all.yaml, gpu<N>.yaml),
-    a topology document or a profile."""
-    from mokka.engine.overrides import is_scope
+    """What a YAML document is: one of the overrides (by its name: all.yaml, gpu<N>.yaml,
+    lasting-gpu<N>.yaml), a topology document or a profile."""
+    from mokka.engine.overrides import is_lasting, is_scope
 
     stem, _, suffix = os.path.basename(path).rpartition(".")
     profile_keys = isinstance(doc, dict) and bool(set(doc) & {"system", "device_defaults", "devices"})
-    if suffix == "yaml" and is_scope(stem) and not profile_keys:
+    if suffix == "yaml" and (is_scope(stem) or is_lasting(stem)) and not profile_keys:
         return "overrides"
     if isinstance(doc, dict) and "domains" in doc:
         return "topology"

@@ -2,9 +2,16 @@
 
     ctl set GPU KEY=VALUE...   write GPU's runtime overrides (see ``ctl set --help``)
     ctl reset [GPU]            drop GPU's overrides, or every override; leave the drain state, and
-                               return what NVML's setters set (power limit, clocks, modes) to the board's
+                               return what NVML's setters set (power limit, clocks, modes) to the board's;
+                               keep what a GPU reset keeps (aggregate ECC counts, remapped rows) unless
+                               --lasting
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
+    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture|sram):
+                               the counters, field values, remapped rows or retired pages,
+                               the ECC event and, for a double-bit error, Xid 48 (and 63)
+    ctl nvlink GPU LINK KIND   inject NVLink errors (replay, recovery, crc-flit, crc-data, ecc-data;
+                               --count N): nvmlDeviceGetNvLinkErrorCounter and the field values
     ctl status                 the visible GPUs and what is set on them, as JSON
 
 GPU is an index as this process sees it (inside a container that sees a subset,
@@ -41,7 +48,7 @@ class Fail(Exception):
 
 
 def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
-    from mokka.cmd.common import argument_parser
+    from mokka.cmd.common import argument_parser, example
     from mokka.smi import ctl
     ap = argument_parser(prog, DESCRIPTION, example_line=f"{prog} set 0 temperature=85 power=300W")
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -55,6 +62,9 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                        description="Drop one GPU's overrides, or all of them, and return what NVML's "
                                    "setters set (power limit, clocks, modes) to the board's.")
     r.add_argument("gpu", nargs="?", metavar="GPU", help=GPU_HELP + "; none: every GPU")
+    r.add_argument("--lasting", action="store_true",
+                   help="also drop what a GPU reset keeps: the aggregate ECC counts and the remapped "
+                        "rows or retired pages ctl ecc raised (a board fresh from the factory)")
     sub.add_parser("status", help="the visible GPUs and their overrides, as JSON",
                    description="The visible GPUs and their overrides, as JSON.")
     x = sub.add_parser("xid", help="raise an Xid on one GPU, as the agent's kernellog does",
@@ -65,6 +75,38 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                         "instance id) or its MIG UUID, as nvidia-smi -L lists them. The event names "
                         "the instance in nvmlEventData_t.gpuInstanceId and computeInstanceId")
     x.add_argument("code", metavar="CODE", help="the Xid code, e.g. 79 (fallen off the bus) or 48 (double bit ECC)")
+    _kmsg_options(x)
+    e = sub.add_parser("ecc", help="inject ECC errors on one GPU, as its memory would report them",
+                       description="Inject single- (sbe) or double-bit (dbe) ECC errors on one GPU, "
+                                   "ECC on: raise its volatile and aggregate counts (total and the "
+                                   "location's) and the ECC field values, deliver the ECC event to "
+                                   "nvmlEventSetWait callers; a double-bit error also raises Xid 48 "
+                                   "and, in device memory, remaps a row (Ampere on: Xid 63) or "
+                                   "retires a page (before Ampere: Xid 63). A GPU reset clears the "
+                                   "volatile counts and the pending flags, and keeps the rest.",
+                       epilog=example(f"{prog} ecc 0 sbe --count 3 --location dram"))
+    e.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    e.add_argument("kind", metavar="KIND", choices=("sbe", "dbe"),
+                   help="sbe (single bit, corrected) or dbe (double bit, uncorrected)")
+    e.add_argument("--count", default="1", help="how many errors (1 to 1000000; default 1)")
+    e.add_argument("--location", default="dram",
+                   choices=("dram", "l1", "l2", "register", "texture", "sram"),
+                   help="where the errors are counted (default dram: device memory)")
+    _kmsg_options(e)
+    n = sub.add_parser("nvlink", help="inject NVLink errors on one link of one GPU",
+                       description="Raise one NVLink error counter of one link of a GPU "
+                                   "(nvmlDeviceGetNvLinkErrorCounter and the NVLink error field "
+                                   "values). A GPU reset clears it.",
+                       epilog=example(f"{prog} nvlink 0 2 crc-flit --count 5"))
+    n.add_argument("gpu", metavar="GPU", help=GPU_HELP)
+    n.add_argument("link", metavar="LINK", help="the link number, as nvidia-smi nvlink -s lists them")
+    n.add_argument("kind", metavar="KIND", choices=("replay", "recovery", "crc-flit", "crc-data", "ecc-data"),
+                   help="the counter: replay, recovery, crc-flit, crc-data or ecc-data")
+    n.add_argument("--count", default="1", help="how many errors (1 to 1000000; default 1)")
+    return ap
+
+
+def _kmsg_options(x: argparse.ArgumentParser) -> None:
     x.add_argument("--kmsg-path", default=os.environ.get(ENV_KMSG_PATH) or None,
                    help=f"kernel log to append the driver's line to (never created). Default: "
                         f"the one the node agent announces Xids on, as it recorded it in the "
@@ -73,7 +115,6 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     x.add_argument("--node-name", default=os.environ.get(ENV_NODE_NAME) or socket.gethostname(),
                    help=f"node named on the kernel log line (default: the host name). "
                         f"Env {ENV_NODE_NAME}.")
-    return ap
 
 
 class Target:
@@ -178,7 +219,9 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
             except ovr.OverridesError as exc:
                 return {"error": str(exc)}
         gpus = [{"index": t.index, "physical_index": t.physical, "uuid": t.uuid,
-                 "overrides": doc(ovr.scope_path(directory, t.physical))} for t in targets]
+                 "overrides": doc(ovr.scope_path(directory, t.physical)),
+                 "lasting": doc(os.path.join(directory, names.overrides_lasting_file(t.physical)))}
+                for t in targets]
         print(json.dumps({"overrides": directory, "all": doc(ovr.scope_path(directory, None)),
                           "gpus": gpus}, indent=2))
         return 0
@@ -190,6 +233,11 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
             raise Fail(str(exc))
         return raise_xid(lib.node_path(names.NODE_PATH_XID_EVENTS), target, _bus_id(lib, target), code,
                          opts.kmsg_path, opts.node_name)
+    if opts.verb in ("ecc", "nvlink"):
+        from mokka.cmd import ctl_inject
+        target = _target(targets, opts.gpu)
+        inject = ctl_inject.ecc if opts.verb == "ecc" else ctl_inject.nvlink
+        return inject(lib, target, directory, opts)
     if opts.verb == "set":
         target = _target(targets, opts.gpu)
         try:
@@ -199,18 +247,22 @@ def run(args: list[str], prog: str = f"mokka {PROG}") -> int:
         ovr.update(directory, target.physical, change)
         print(f"{_named(target)}: set {' '.join(opts.assignments)}")
         return 0
+    kept = ""
+    if opts.lasting and ovr.reset_lasting(directory, [t.physical for t in targets if opts.gpu is None]
+                                          or [_target(targets, opts.gpu).physical]):
+        kept = "; what a GPU reset keeps dropped too"
     if opts.gpu is None:
         dropped = ovr.clear(directory)
         left = [t for t in targets if _undrain(lib, t)]       # before the settings, which hold it
         _reset_settings(lib, [t.physical for t in targets])
-        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped"
+        print(f"every GPU: {dropped} override document{'' if dropped == 1 else 's'} dropped{kept}"
               + "".join(f"; {_named(t)} left the drain state" for t in left))
         return 0
     target = _target(targets, opts.gpu)
     dropped = ovr.reset(directory, [target.physical])
     left = "; drain state left" if _undrain(lib, target) else ""      # before the settings, which hold it
     _reset_settings(lib, [target.physical])
-    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{left}")
+    print(f"{_named(target)}: {'overrides dropped' if dropped else 'no overrides to drop'}{kept}{left}")
     return 0
 
 

@@ -119,6 +119,9 @@ PROFILE_FILE = "config.yaml"          # MOCK_NVML_CONFIG names this one
 OVERRIDES_DIR = "overrides"
 OVERRIDES_ALL_SCOPE = "all"
 OVERRIDES_GPU_SCOPE_PREFIX = "gpu"
+#: ``lasting-gpu<N>.yaml``: what a reset of GPU N keeps (the aggregate ECC counts and the
+#: remapped rows or retired pages ``mokka ctl ecc`` raises), layered under ``gpu<N>.yaml``.
+OVERRIDES_LASTING_SCOPE_PREFIX = "lasting-gpu"
 MACHINE_TYPE_FILE = "machine-type"
 TOPOLOGY_FILE = "topology.yaml"       # the topology copy beside config.yaml
 #: Each YAML above has a compiled companion beside it, ``X.yaml`` -> ``X.nvml``
@@ -153,6 +156,8 @@ XID_COMPANION_GPU = "gpu"
 XID_COMPANION_CODE = "code"
 XID_COMPANION_GI = "gi"
 XID_COMPANION_CI = "ci"
+#: An event that is no Xid: its NVML event type (1: single bit ECC error, 2: double bit).
+XID_COMPANION_TYPE = "type"
 #: The kernel log kernellog announces Xids on (a host path; --kmsg-path).
 KMSG_PATH = "/dev/kmsg"
 #: The agent records that kernel log and the overlay's place, both as host paths before
@@ -359,6 +364,11 @@ def overrides_scope_file(physical_index: int | None) -> str:
     """``gpu3.yaml`` for physical GPU 3, ``all.yaml`` for None (every GPU)."""
     scope = OVERRIDES_ALL_SCOPE if physical_index is None else f"{OVERRIDES_GPU_SCOPE_PREFIX}{physical_index}"
     return scope + ".yaml"
+
+
+def overrides_lasting_file(physical_index: int) -> str:
+    """``lasting-gpu3.yaml``: what a reset of physical GPU 3 keeps."""
+    return f"{OVERRIDES_LASTING_SCOPE_PREFIX}{physical_index}.yaml"
 
 
 # --- The build ---------------------------------------------------------------

@@ -399,6 +399,10 @@ DEVICE_FIELDS = {
                           "availability_histogram": Map(ints("high low max none partial"))}),
     "retired_pages": Map({**bools("pending_blacklist pending_retirement"),
                           "double_bit_retirement": _RETIRED, "single_bit_retirement": _RETIRED}),
+    # Each NVLink's error counters (nvmlDeviceGetNvLinkErrorCounter), item N for link N;
+    # what ``mokka ctl nvlink`` raises. A reset clears them, as NVML's counters are the driver's.
+    "nvlink_errors": List(Map(ints("replay recovery crc_flit crc_data ecc_data", maximum=2**64 - 1)),
+                          max_len=names.MAX_NVLINK_LINKS),
     "topology": Map({"default_level": Str()}),
     "virtualization": Map(strs("host_vgpu_mode mode")),
 }

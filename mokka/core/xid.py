@@ -47,6 +47,10 @@ KMSG_PRIORITY = "<3>"          # KERN_ERR, as the driver's printk of an Xid
 NO_INSTANCE = 0xFFFFFFFF
 
 
+#: The NVML event types of an ECC error (nvmlEventTypeSingleBitEccError, ...DoubleBitEccError).
+ECC_EVENT_TYPES = (0x1, 0x2)
+
+
 @dataclass(frozen=True)
 class Injection:
     gpu: int                   # the index in the state (the physical index)
@@ -55,6 +59,9 @@ class Injection:
     code: int
     gi: int | None = None      # the GPU instance the Xid is attributable to; None: the whole GPU
     ci: int | None = None      # its compute instance; None: the GPU instance as a whole
+    #: The NVML event type when this is no Xid (ECC_EVENT_TYPES: a single or double bit ECC
+    #: error, delivered with eventData 0 and code 0); None: an Xid.
+    event_type: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -182,7 +189,8 @@ def render(events: list[Event], last_seq: int) -> tuple[bytes, bytes]:
         lines.append("events:\n")
         for e in events:
             i = e.injection
-            where = "".join(f", {k}: {v}" for k, v in (("gi", i.gi), ("ci", i.ci)) if v is not None)
+            where = "".join(f", {k}: {v}" for k, v in (("gi", i.gi), ("ci", i.ci), ("type", i.event_type))
+                            if v is not None)
             lines.append(f"- {{seq: {e.seq}, gpu: {i.gpu}, uuid: '{i.uuid}', bus_id: '{i.bus_id}', "
                          f"code: {i.code}{where}}}\n")
     text = "".join(lines).encode()
@@ -195,7 +203,8 @@ def _listed(e: Event) -> dict:
     """An event as the companion lists it; its instance ids only when it names them."""
     i = e.injection
     out = {names.XID_COMPANION_SEQ: e.seq, names.XID_COMPANION_GPU: i.gpu, names.XID_COMPANION_CODE: i.code}
-    for key, value in ((names.XID_COMPANION_GI, i.gi), (names.XID_COMPANION_CI, i.ci)):
+    for key, value in ((names.XID_COMPANION_GI, i.gi), (names.XID_COMPANION_CI, i.ci),
+                       (names.XID_COMPANION_TYPE, i.event_type)):
         if value is not None:
             out[key] = value
     return out
@@ -240,9 +249,13 @@ def parse(doc) -> tuple[list[Event], int]:
         ci = _number(item, "ci", 0, names.MIG_COMPUTE_INSTANCE_IDS - 1, where) if "ci" in item else None
         if ci is not None and gi is None:
             raise Refused(f"{where}ci is given without gi")
+        event_type = None
+        if "type" in item:
+            event_type = _number(item, "type", 1, 2, where)
         events.append(Event(_number(item, "seq", 1, last, where),
                             Injection(_number(item, "gpu", 0, names.MAX_GPUS - 1, where), uuid, bus_id,
-                                      _number(item, "code", 1, 0xFFFFFFFF, where), gi, ci)))
+                                      _number(item, "code", 0 if event_type else 1, 0xFFFFFFFF, where),
+                                      gi, ci, event_type)))
     return events, last
 
 

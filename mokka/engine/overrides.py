@@ -4,9 +4,11 @@
 (names.overrides_scope_file), each a mapping in the shape of a GPU's state, with
 its compiled companion beside it: the mock NVML library reads only those, and
 layers a GPU's own document over ``all`` over the profile (native/nvml/engine/lookup.c).
-Writers: ``mokka ctl set/reset``, ``mokka compile --companion`` for a document
+Writers: ``mokka ctl set/reset/ecc/nvlink``, ``mokka compile --companion`` for a document
 written by hand (any YAML: flow style, anchors, JSON). Resetting a GPU removes
-its two files, as NVIDIA's ``nvidia-smi -r`` does through the library.
+its two files, as NVIDIA's ``nvidia-smi -r`` does through the library; it keeps
+``lasting-gpu<N>.yaml``, what a real GPU keeps across a reset (the aggregate ECC
+counts, remapped rows and retired pages ``ctl ecc`` raises), layered under the GPU's own.
 
 Every container can write the directory (driver/config is bound writable), and
 root runs ``mokka ctl`` too: the directory is opened without following a link and
@@ -205,8 +207,9 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return base
 
 
-def update(directory: str, physical_index: int, change: dict) -> None:
-    """Deep-merge ``change`` into GPU ``physical_index``'s document, under the directory's
+def update(directory: str, physical_index: int, change: dict, lasting: bool = False) -> None:
+    """Deep-merge ``change`` into GPU ``physical_index``'s document (``lasting``: the one a
+    reset of the GPU keeps, names.overrides_lasting_file), under the directory's
     lock (waited for at most fsutil.LOCK_WAIT_S: fsutil.LockHeld names the holder).
     A document that cannot be read or parsed is replaced; one holding a value of the wrong
     type (ValueRefused) is left as it is and the change refused, naming the key: it may
@@ -214,14 +217,16 @@ def update(directory: str, physical_index: int, change: dict) -> None:
     from mokka.core import fsutil
 
     os.makedirs(os.path.dirname(directory) or ".", exist_ok=True)
-    path = scope_path(directory, physical_index)
+    path = (os.path.join(directory, names.overrides_lasting_file(physical_index)) if lasting
+            else scope_path(directory, physical_index))
     name = os.path.basename(path)
     with _opened(directory, create=True) as fd, fsutil.fd_locked(fd, directory):
         try:
             doc = _read_at(fd, name, path) or {}
         except ValueRefused as exc:
+            how = "ctl reset GPU --lasting" if lasting else "ctl reset GPU"
             raise OverridesError(f"{path}: {exc.key} {exc.problem}; correct it or drop the GPU's "
-                                 "overrides (ctl reset GPU), then run this again") from None
+                                 f"overrides ({how}), then run this again") from None
         except OverridesError:
             doc = {}                       # a broken document is replaced, as a fresh start
         _write_at(fd, name, _dump(deep_merge(doc, change)), None)
@@ -237,6 +242,19 @@ def reset(directory: str, physical_indices: list) -> bool:
         removed = False
         for index in physical_indices:
             removed |= pair.remove_at(fd, names.overrides_scope_file(index))
+        return removed
+
+
+def reset_lasting(directory: str, physical_indices: list) -> bool:
+    """Drop what a reset of the named GPUs keeps (their lasting documents); True if one was there."""
+    from mokka.engine import pair
+
+    with _opened(directory) as fd:
+        if fd is None:
+            return False
+        removed = False
+        for index in physical_indices:
+            removed |= pair.remove_at(fd, names.overrides_lasting_file(index))
         return removed
 
 
@@ -261,6 +279,12 @@ def is_scope(stem: str) -> bool:
     number = stem[len(names.OVERRIDES_GPU_SCOPE_PREFIX):]
     return stem == names.OVERRIDES_ALL_SCOPE or (
         stem.startswith(names.OVERRIDES_GPU_SCOPE_PREFIX) and number.isdigit() and number.isascii())
+
+
+def is_lasting(stem: str) -> bool:
+    """``lasting-gpu<N>``: what a reset of GPU N keeps (names.overrides_lasting_file)."""
+    number = stem[len(names.OVERRIDES_LASTING_SCOPE_PREFIX):]
+    return stem.startswith(names.OVERRIDES_LASTING_SCOPE_PREFIX) and number.isdigit() and number.isascii()
 
 
 def _dump(doc: dict) -> bytes:

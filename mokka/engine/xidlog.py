@@ -1,7 +1,8 @@
 """The Xid events document (xid-events.yaml and its companion): the one way events are added.
 
 Two writers add events: the agent's kernellog (the Xids a profile injects, as the
-profile changes) and ``mokka ctl xid`` (one Xid, now). Both hold the config
+profile changes) and ``mokka ctl xid`` (one Xid, now) or ``ctl ecc`` (an ECC error's
+event and its Xids, now). Both hold the config
 directory's lock, read what the document holds, let mokka.core.xid number what is
 new after its last event, and publish the pair in the engine's order
 (mokka.engine.pair). A document that is not one Mokka wrote is replaced whole,
@@ -45,6 +46,18 @@ def inject(injection: xid.Injection) -> Step:
     def step(previous: list[xid.Event], last: int):
         events, event, last = xid.inject(previous, injection, last)
         return events, [event], last
+    return step
+
+
+def inject_all(injections: list[xid.Injection]) -> Step:
+    """The step of several events raised now, in order (``mokka ctl ecc``: the ECC event,
+    then the Xids the driver logs for it)."""
+    def step(previous: list[xid.Event], last: int):
+        events, new = previous, []
+        for injection in injections:
+            events, event, last = xid.inject(events, injection, last)
+            new.append(event)
+        return events, new, last
     return step
 
 

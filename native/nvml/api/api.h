@@ -19,6 +19,8 @@
 /* The GPU's NVLinks (0 when none); whether link number `link` exists and is active. */
 unsigned int nvlink_count(const struct mock_gpu *g);
 int nvlink_state(const struct mock_gpu *g, unsigned int link, unsigned int *active);
+/* Link `link`'s error counter `counter` (nvmlNvLinkErrorCounter_t): 0 when the GPU has no such link. */
+int nvlink_error_count(const struct mock_gpu *g, unsigned int link, unsigned int counter, unsigned long long *out);
 
 /* --- api.c: the shapes most queries share -------------------------------- */
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "mig/mig.h"
@@ -225,4 +226,21 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
     gpu_flag(g, K_RETIRED_PAGES_PENDING_RETIREMENT, &pending);
     *isPending = pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
+}
+
+/* Clearing the counts: NVML's permission rule first (root only), then NOT_SUPPORTED. The
+ * counts a node reports beyond its profile's are `mokka ctl ecc`'s, held in the runtime
+ * overrides, whose one writer is ctl: the library writes none, so it clears none (a GPU
+ * reset drops the volatile counts, as the driver's does). */
+nvmlReturn_t DECLDIR nvmlDeviceClearEccErrorCounts(nvmlDevice_t device, nvmlEccCounterType_t counterType)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (counterType != NVML_VOLATILE_ECC && counterType != NVML_AGGREGATE_ECC)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!ecc_enabled(g))
+        return NVML_ERROR_NOT_SUPPORTED;
+    return geteuid() == 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_NO_PERMISSION;
 }

@@ -7,7 +7,8 @@
  * polls the events file every POLL_MS until its timeout (or until the set is
  * freed): an injected Xid newer than the set, on a GPU registered for
  * nvmlEventTypeXidCriticalError in it, is returned once per set (eventData =
- * the Xid); otherwise the wait answers NVML_ERROR_TIMEOUT, as a healthy GPU
+ * the Xid); so is an ECC error `mokka ctl ecc` injects, to a set registered for its
+ * type (nvmlEventTypeSingleBitEccError or ...DoubleBitEccError, eventData 0); otherwise the wait answers NVML_ERROR_TIMEOUT, as a healthy GPU
  * with nothing to report does. A set sees only events injected after it was
  * created, as NVML delivers only events that occur after registration.
  *
@@ -212,11 +213,11 @@ static int take(nvmlEventSet_t set, const struct mock_xid_event *events, int cou
             continue;
         set->seen = e->seq;
         nvmlDevice_t device = mock_handle_of_physical(e->gpu);
-        if (device == NULL || !(set->types[e->gpu] & nvmlEventTypeXidCriticalError))
+        if (device == NULL || !(set->types[e->gpu] & e->type))
             continue;
         data->device = device;
-        data->eventType = nvmlEventTypeXidCriticalError;
-        data->eventData = e->code;
+        data->eventType = e->type;
+        data->eventData = e->type == nvmlEventTypeXidCriticalError ? e->code : 0;   /* nvml.h: 0 for others */
         data->gpuInstanceId = e->gi;           /* MOCK_XID_NO_INSTANCE: not a MIG device's */
         data->computeInstanceId = e->ci;
         return 1;

@@ -6,7 +6,9 @@
  * counters (74, 76, 251-253), the PCIe atomics (228, 229) and the inactive row
  * remappings (301, 302) of NVML 13 included. The recovery action (230) is the GPU's
  * failure.recovery_action; "Reset Required" (226) and "Drain and Reset Recommended"
- * (227) follow from it, as NVIDIA's error recovery flags pair them. */
+ * (227) follow from it, as NVIDIA's error recovery flags pair them. The ECC totals (3-6), the
+ * retired pages (29-31), the remapped rows (142-145) and the NVLink error counters (32-59,
+ * 96-119, 148-162) read what `mokka ctl ecc` and `ctl nvlink` raise. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -152,6 +154,56 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
     return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
 }
 
+/* The NVLink error counters' field ids of nvml.h, per counter: links 0-5, their total, links 6-11. */
+static const struct { unsigned int counter, first, total, later; } link_errors[] = {
+    {NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_CRC_DATA, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_REPLAY, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L6},
+    {NVML_NVLINK_ERROR_DL_RECOVERY, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L0,
+     NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_L6},
+};
+
+/* The sum of counter `counter` over the GPU's links, held at what 64 bits count. */
+static int link_error_total(const struct mock_gpu *g, unsigned int counter, nvmlFieldValue_t *v)
+{
+    unsigned long long total = 0, x;
+    if (nvlink_count(g) == 0)
+        return 0;
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++)
+        if (nvlink_error_count(g, link, counter, &x) && __builtin_add_overflow(total, x, &total))
+            total = ~0ull;
+    return set_u64(v, total);
+}
+
+/* An NVLink error counter's field: 1 with v set, 0 when the GPU cannot answer it;
+ * -1 when `fid` is none of them. The per-link ids of NVML 12 (161, 162) name the link
+ * in scopeId. */
+static int link_error_field(const struct mock_gpu *g, unsigned int fid, unsigned int scope, nvmlFieldValue_t *v)
+{
+    unsigned long long x;
+    if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY || fid == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)
+        return nvlink_error_count(g, scope, fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY ? NVML_NVLINK_ERROR_DL_REPLAY
+                                                 : NVML_NVLINK_ERROR_DL_RECOVERY, &x) && set_u64(v, x);
+    if (fid >= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0 && fid <= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L11)
+        return nvlink_error_count(g, fid - NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0, NVML_NVLINK_ERROR_DL_ECC_DATA,
+                                  &x) && set_u64(v, x);
+    if (fid == NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL)
+        return link_error_total(g, NVML_NVLINK_ERROR_DL_ECC_DATA, v);
+    for (size_t i = 0; i < sizeof link_errors / sizeof link_errors[0]; i++) {
+        unsigned int c = link_errors[i].counter;
+        if (fid >= link_errors[i].first && fid < link_errors[i].first + 6)
+            return nvlink_error_count(g, fid - link_errors[i].first, c, &x) && set_u64(v, x);
+        if (fid >= link_errors[i].later && fid < link_errors[i].later + 6)
+            return nvlink_error_count(g, fid - link_errors[i].later + 6, c, &x) && set_u64(v, x);
+        if (fid == link_errors[i].total)
+            return link_error_total(g, c, v);
+    }
+    return -1;
+}
+
 /* The GPU's recovery action (nvmlDeviceGpuRecoveryAction_t): its failure.recovery_action
  * (a profile's, or `mokka ctl set GPU recovery_action=...`); NONE (0) without one, and
  * for a word that is not one of names.GPU_RECOVERY_ACTIONS (a hand-written override). */
@@ -243,8 +295,41 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return refused(g, K_REFUSED_RESET_STATUS, v) || set_u32(v, recovery_action(g) == RECOVERY_DRAIN_AND_RESET);
     case FI_DEV_GET_GPU_RECOVERY_ACTION:
         return set_u32(v, recovery_action(g));
+    default: {
+        int found = link_error_field(g, v->fieldId, v->scopeId, v);
+        return found > 0;
+    }
+    }
+}
+
+/* The memory health fields, each as its own call answers it (ecc.c): the remapped rows from
+ * Ampere on, the retired pages before; 1 with v set, 0 when the board cannot answer, -1 for
+ * another field. */
+static int memory_health_field(nvmlDevice_t device, nvmlFieldValue_t *v)
+{
+    unsigned int rows[4];
+    nvmlEnableState_t pending;
+    unsigned int count = 0;
+    switch (v->fieldId) {
+    case NVML_FI_DEV_REMAPPED_COR:
+    case NVML_FI_DEV_REMAPPED_UNC:
+    case NVML_FI_DEV_REMAPPED_PENDING:
+    case NVML_FI_DEV_REMAPPED_FAILURE:
+        return nvmlDeviceGetRemappedRows(device, &rows[0], &rows[1], &rows[2], &rows[3]) == NVML_SUCCESS &&
+               set_u32(v, rows[v->fieldId - NVML_FI_DEV_REMAPPED_COR]);
+    case NVML_FI_DEV_RETIRED_SBE:
+    case NVML_FI_DEV_RETIRED_DBE: {
+        nvmlPageRetirementCause_t cause = v->fieldId == NVML_FI_DEV_RETIRED_SBE
+                                              ? NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+                                              : NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR;
+        nvmlReturn_t ret = nvmlDeviceGetRetiredPages(device, cause, &count, NULL);
+        return (ret == NVML_SUCCESS || ret == NVML_ERROR_INSUFFICIENT_SIZE) && set_u32(v, count);
+    }
+    case NVML_FI_DEV_RETIRED_PENDING:
+        return nvmlDeviceGetRetiredPagesPendingStatus(device, &pending) == NVML_SUCCESS &&
+               set_u32(v, pending == NVML_FEATURE_ENABLED);
     default:
-        return 0;
+        return -1;
     }
 }
 
@@ -266,7 +351,8 @@ nvmlReturn_t DECLDIR nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCou
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
         v->nvmlReturn = NVML_SUCCESS;
-        if (!field(g, v))
+        int health = memory_health_field(device, v);
+        if (health == 0 || (health < 0 && !field(g, v)))
             v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
     }
     return NVML_SUCCESS;

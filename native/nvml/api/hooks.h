@@ -25,6 +25,7 @@ struct mock_xid_event {
     unsigned long long code;           /* the Xid */
     unsigned int gpu;                  /* the physical index (the state's) */
     unsigned int gi, ci;               /* the MIG instances it names; MOCK_XID_NO_INSTANCE: none */
+    unsigned long long type;           /* its NVML event type: an Xid's, or an ECC error's */
 };
 
 /* nvmlEventData_t's instance id of an Xid no GPU or compute instance is named by. */

@@ -5,7 +5,10 @@
  * from the overrides directory, the YAML first (a companion alone counts as no
  * document) and the companion after. Nothing is parsed or edited, so a reset
  * needs no lock and works whatever style the document was written in; the
- * documents of other GPUs and the one for every GPU stay as they are.
+ * documents of other GPUs and the one for every GPU stay as they are, and so does the GPU's
+ * lasting-gpu<N> document: what the real GPU keeps across a reset (its aggregate ECC counts,
+ * remapped rows and retired pages, in the InfoROM), while its volatile counts, NVLink error
+ * counters and pending remaps or retirements go with its own document.
  *
  * It also does to the GPU's MIG partitions what a reset does on the real driver
  * (mig.c): a pending MIG mode becomes the current one, and no instance survives.

@@ -6,6 +6,7 @@
  *     event.len 1
  *     event.0.seq 3   event.0.gpu 0   event.0.code 79
  *     event.0.gi 2    event.0.ci 0                  (a MIG device's Xid only)
+ *     event.0.type 2                                (an ECC error: its NVML event type, code 0)
  *
  * The file is rewritten whole (companion first, then the YAML, each by rename);
  * a reader that catches the pair between the two renames sees a stale companion
@@ -83,6 +84,10 @@ int mock_xid_read(const char *yaml, unsigned long long after, struct mock_xid_ev
         snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_CI, i);
         if (u64_of(&f, key, &id))
             e.ci = (unsigned int)id;
+        e.type = nvmlEventTypeXidCriticalError;   /* held to the ECC error types when present (kinds.c) */
+        snprintf(key, sizeof key, MOKKA_XID_COMPANION_EVENTS ".%llu." MOKKA_XID_COMPANION_TYPE, i);
+        if (u64_of(&f, key, &id))
+            e.type = id;
         /* keep them in sequence order (the file already is; insertion keeps it so regardless) */
         unsigned int at = found;
         while (at > 0 && out[at - 1].seq > e.seq) {

@@ -126,6 +126,8 @@ struct ovr_layer *overrides_acquire(struct mock_overrides *o);
 void overrides_release(struct mock_overrides *o, struct ovr_layer *l);
 /* The layer's document for physical GPU `phys`, and the one for every GPU (NULL: none). */
 const struct flat *overrides_gpu(const struct ovr_layer *l, unsigned int phys);
+/* What a reset of physical GPU `phys` keeps (lasting-gpu<N>): below the GPU's own scope. */
+const struct flat *overrides_lasting(const struct ovr_layer *l, unsigned int phys);
 const struct flat *overrides_all(const struct ovr_layer *l);
 
 /* --- lookup.c: one GPU's values through the layers ------------------------ */

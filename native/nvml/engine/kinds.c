@@ -64,6 +64,12 @@ static int events_hold(const struct flat *f, char *reason, size_t size)
                      MOKKA_XID_COMPANION_GI, MOKKA_MIG_COMPUTE_INSTANCE_IDS - 1);
             return 0;
         }
+        /* An event that is no Xid names its NVML event type: a single (1) or double (2) bit ECC error. */
+        if (flat_get(f, event_key(i, MOKKA_XID_COMPANION_TYPE, key, sizeof key)) != NULL &&
+            (!event_field(f, i, MOKKA_XID_COMPANION_TYPE, 2, &v) || v == 0)) {
+            snprintf(reason, size, "event %llu has a %s other than 1 or 2", i, MOKKA_XID_COMPANION_TYPE);
+            return 0;
+        }
     }
     return 1;
 }

@@ -1,5 +1,5 @@
 /* One GPU's values through the layers (see engine.h):
- * overrides gpu<p>: K > overrides all: K > settings (NVML's setters, node-wide) >
+ * overrides gpu<p>: K > overrides lasting-gpu<p>: K > overrides all: K > settings (NVML's setters, node-wide) >
  * derived (moving readings, fabric) > state gpu.<p>.K. A current clock found in any layer
  * runs within its locked clocks, and a power draw stays at most the power limit (settings.c).
  *
@@ -65,6 +65,8 @@ static int gpu_raw_at(const struct mock_gpu *g, const char *key, unsigned long l
     const char *val = NULL;
     char moving[32], set[32];
     int where = layer_lookup(overrides_gpu(l, g->phys), "", key, &val);
+    if (where == MISS)
+        where = layer_lookup(overrides_lasting(l, g->phys), "", key, &val);
     if (where == MISS)
         where = layer_lookup(overrides_all(l), "", key, &val);
     if (where == MISS && settings_value(g, key, set, sizeof set)) {
@@ -182,7 +184,9 @@ int gpu_has_prefix(const struct mock_gpu *g, const char *prefix)
     struct mock_overrides *o = g->node->overrides;
     struct ovr_layer *l = overrides_acquire(o);
     const struct flat *own = overrides_gpu(l, g->phys), *all = overrides_all(l);
-    int found = (own && flat_has_prefix(own, prefix)) || (all && flat_has_prefix(all, prefix));
+    const struct flat *lasting = overrides_lasting(l, g->phys);
+    int found = (own && flat_has_prefix(own, prefix)) || (all && flat_has_prefix(all, prefix)) ||
+                (lasting && flat_has_prefix(lasting, prefix));
     overrides_release(o, l);
     return found;
 }

@@ -1,7 +1,9 @@
 /* The runtime overrides layer: the overrides directory beside config.yaml.
  *
  * One compiled document per scope (mokka/core/names.py): all.nvml for every
- * GPU, gpu<N>.nvml for physical GPU N, each beside its YAML. The pairs are
+ * GPU, gpu<N>.nvml for physical GPU N, lasting-gpu<N>.nvml for what a reset of
+ * GPU N keeps (the aggregate ECC counts and remapped rows `mokka ctl ecc` raises),
+ * each beside its YAML. The pairs are
  * re-checked (a stat of each file) at most every CHECK_MS, so a change written
  * while a process runs is seen within a second. A new layer holding every
  * scope is swapped in under the lock; readers hold a reference, so the old one
@@ -33,10 +35,12 @@
 #define CHECK_MS 250
 #define GRACE_MS 1000
 #define ALL_SCOPE MOCK_MAX_GPUS           /* scopes 0..count-1 are GPUs; this one is `all` */
+#define LASTING_SCOPE(p) (MOCK_MAX_GPUS + 1 + (p))   /* what a reset of GPU p keeps */
+#define SCOPES (2 * MOCK_MAX_GPUS + 1)
 
 struct ovr_layer {
     unsigned int refs;
-    struct flat scope[MOCK_MAX_GPUS + 1];
+    struct flat scope[SCOPES];
 };
 
 struct scope_files {
@@ -53,13 +57,13 @@ struct mock_overrides {
     struct ovr_layer *cur;
     long long next_check_ms;
     int seen_valid;
-    struct scope_files files[MOCK_MAX_GPUS + 1];
+    struct scope_files files[SCOPES];
 };
 
 static void layer_unref(struct ovr_layer *l)
 {
     if (l && --l->refs == 0) {
-        for (unsigned int s = 0; s <= MOCK_MAX_GPUS; s++)
+        for (unsigned int s = 0; s < SCOPES; s++)
             flat_free(&l->scope[s]);
         free(l);
     }
@@ -74,11 +78,14 @@ struct scope_paths {
     char nvml_name[32];
 };
 
-/* The pair of files of scope `s` (a physical GPU index, or ALL_SCOPE). */
+/* The pair of files of scope `s` (a physical GPU index, ALL_SCOPE or a LASTING_SCOPE). */
 static void paths_of(const struct mock_overrides *o, unsigned int s, struct scope_paths *p)
 {
     if (s == ALL_SCOPE)
         snprintf(p->yaml_name, sizeof p->yaml_name, "%s.yaml", MOKKA_OVERRIDES_ALL_SCOPE);
+    else if (s > ALL_SCOPE)
+        snprintf(p->yaml_name, sizeof p->yaml_name, "%s%u.yaml", MOKKA_OVERRIDES_LASTING_SCOPE_PREFIX,
+                 s - LASTING_SCOPE(0));
     else
         snprintf(p->yaml_name, sizeof p->yaml_name, "%s%u.yaml", MOKKA_OVERRIDES_GPU_SCOPE_PREFIX, s);
     config_companion_path(p->yaml_name, p->nvml_name, sizeof p->nvml_name);
@@ -106,7 +113,7 @@ static int open_dir(const struct mock_overrides *o)
 
 static struct scope_files *files_of(struct mock_overrides *o, unsigned int s)
 {
-    return &o->files[s];                          /* ALL_SCOPE is the last slot */
+    return &o->files[s];
 }
 
 /* Load scope `s` into *out (left empty when absent or ignored).
@@ -164,13 +171,13 @@ static void reload_from(struct mock_overrides *o, int dirfd, long long now, int 
 {
     int changed = !o->seen_valid || scope_changed(o, dirfd, ALL_SCOPE);
     for (unsigned int s = 0; s < o->count && !changed; s++)
-        changed = scope_changed(o, dirfd, s);
+        changed = scope_changed(o, dirfd, s) || scope_changed(o, dirfd, LASTING_SCOPE(s));
     struct ovr_layer *l = changed ? calloc(1, sizeof *l) : NULL;
     if (!l)
         return;
     l->refs = 1;
-    for (unsigned int s = 0; s <= o->count; s++) {
-        unsigned int slot = s == o->count ? ALL_SCOPE : s;
+    for (unsigned int s = 0; s <= 2 * o->count; s++) {
+        unsigned int slot = s < o->count ? s : s == o->count ? ALL_SCOPE : LASTING_SCOPE(s - o->count - 1);
         if (load_scope(o, dirfd, slot, now, first, &l->scope[slot]) == SCOPE_PENDING) {
             layer_unref(l);
             return;
@@ -241,6 +248,11 @@ void overrides_release(struct mock_overrides *o, struct ovr_layer *l)
 const struct flat *overrides_gpu(const struct ovr_layer *l, unsigned int phys)
 {
     return l && phys < MOCK_MAX_GPUS ? &l->scope[phys] : NULL;
+}
+
+const struct flat *overrides_lasting(const struct ovr_layer *l, unsigned int phys)
+{
+    return l && phys < MOCK_MAX_GPUS ? &l->scope[LASTING_SCOPE(phys)] : NULL;
 }
 
 const struct flat *overrides_all(const struct ovr_layer *l)

@@ -1,0 +1,174 @@
+"""What ``mokka ctl ecc`` and ``ctl nvlink`` change, as plain data.
+
+Pure: from what NVML reads now (``EccNow``, ``LinkNow``) and what the user asked,
+the override changes to write and the events to raise. Counts are absolute (what NVML
+reads plus what is injected), held at 2**64 - 1 (NVML's unsigned long long), so two
+injections add up and none wraps.
+
+Where each count goes follows what a GPU reset does on the real driver (nvml.h,
+nvmlEccCounterType_t: volatile counts are reset each time the driver loads, aggregate
+counts persist), so the overrides the reset drops hold what it clears:
+
+- the GPU's own document (``gpu<N>.yaml``): the volatile counts, the pending flags of
+  row remapping and page retirement, the NVLink error counters;
+- its lasting document (``lasting-gpu<N>.yaml``, names.overrides_lasting_file): the
+  aggregate counts and the remapped rows or retired pages, which the InfoROM keeps.
+  They are written to the GPU's own document too, which is layered over the lasting
+  one, so a count ``ctl set`` put there earlier cannot hide them.
+
+A double-bit error in device memory is answered as NVIDIA's "A100 GPU Memory Error
+Management" (User Visible Statistics) describes: Xid 48 (an uncorrectable ECC error),
+then on a board that remaps rows (Ampere on) one more uncorrectable remapped row,
+remapping pending until the GPU is reset, and Xid 63 (the remapping recorded in the
+InfoROM); on a board that retires pages (before Ampere) one more page retired for a
+double-bit error, pending retirement until the reset, and Xid 63 (the page retirement
+recorded). A single-bit error remaps and retires nothing here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mokka.smi.ctl import CtlError, ascii_int, shown
+
+U64_MAX = 2**64 - 1
+#: --count: at most this many errors per call.
+MAX_COUNT = 1_000_000
+
+#: nvmlEventType_t of each kind (nvmlEventTypeSingleBitEccError, ...DoubleBitEccError).
+EVENT_TYPE = {"sbe": 0x1, "dbe": 0x2}
+#: nvmlMemoryErrorType_t: corrected (single bit), uncorrected (double bit).
+ERROR_TYPE = {"sbe": 0, "dbe": 1}
+BITS = {"sbe": "single_bit", "dbe": "double_bit"}
+#: --location -> (the state's count under ecc.errors.<scope>.<bits>, nvmlMemoryLocation_t).
+LOCATIONS = {"dram": ("device_memory", 2), "l1": ("l1_cache", 0), "l2": ("l2_cache", 1),
+             "register": ("register_file", 3), "texture": ("texture_memory", 4), "sram": ("sram", 7)}
+#: The Xids of a double-bit error, and of the row remapping or page retirement it records.
+XID_DBE, XID_RECORDED = 48, 63
+#: The address a retired page of the n-th injected double-bit error gets (4 KiB pages).
+RETIRED_PAGE_BASE, PAGE_SIZE = 0x100000, 0x1000
+
+#: ctl nvlink's error kinds -> (the state's counter, nvmlNvLinkErrorCounter_t).
+LINK_ERRORS = {"replay": ("replay", 0), "recovery": ("recovery", 1), "crc-flit": ("crc_flit", 2),
+               "crc-data": ("crc_data", 3), "ecc-data": ("ecc_data", 4)}
+
+
+def parse_count(text: str) -> int:
+    value = ascii_int(text.strip())
+    if value is None or not 1 <= value <= MAX_COUNT:
+        raise CtlError(f"--count {shown(text)}: expected an integer from 1 to {MAX_COUNT}")
+    return value
+
+
+def _add(a: int, b: int) -> int:
+    return min(U64_MAX, a + b)
+
+
+def _nested(path: str, value) -> dict:
+    out: dict = {}
+    node = out
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return out
+
+
+def _merge(into: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+@dataclass
+class EccNow:
+    """What NVML reads now of one GPU for one error kind. ``volatile``/``aggregate``:
+    (total, the location's count); ``remapped``: nvmlDeviceGetRemappedRows' four values,
+    None where the board remaps no rows; ``retired``: the pages retired for double-bit
+    errors, None where the board retires none."""
+
+    volatile: tuple[int, int]
+    aggregate: tuple[int, int]
+    remapped: tuple | None = None
+    retired: list | None = None
+    #: The SRAM's uncorrectable errors split by protection (Ampere on: parity, SEC-DED), so a
+    #: double-bit error there counts as SEC-DED; ``here`` is then that count.
+    sram_split: bool = False
+
+
+def _location_key(kind: str, location: str, scope: str, split: bool) -> str:
+    """The state's count of ``location``: ecc.errors.<scope>.<bits>.<location>, or the
+    SRAM's ecc.sram.<scope>.<count>."""
+    if location != "sram":
+        return f"ecc.errors.{scope}.{BITS[kind]}.{LOCATIONS[location][0]}"
+    count = "correctable" if kind == "sbe" else "uncorrectable_secded" if split else "uncorrectable"
+    return f"ecc.sram.{scope}.{count}"
+
+
+@dataclass
+class Plan:
+    own: dict = field(default_factory=dict)        # the GPU's own document: what a reset drops
+    lasting: dict = field(default_factory=dict)    # what a reset keeps
+    events: list = field(default_factory=list)     # (NVML event type or None, Xid code)
+    said: list = field(default_factory=list)       # what changed, for the one line ctl prints
+
+
+def ecc_plan(kind: str, location: str, count: int, now: EccNow) -> Plan:
+    plan = Plan()
+    bits = BITS[kind]
+    for scope, (total, here) in (("volatile", now.volatile), ("aggregate", now.aggregate)):
+        change = _merge(_nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)),
+                        _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
+        _merge(plan.own, change)
+        if scope == "aggregate":
+            _merge(plan.lasting, _nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)))
+            _merge(plan.lasting, _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
+        plan.said.append(f"{scope} {kind.upper()} {_add(total, count)}")
+    plan.events.append((EVENT_TYPE[kind], 0))
+    if kind != "dbe":
+        return plan
+    plan.events.append((None, XID_DBE))
+    if location != "dram":
+        return plan
+    if now.remapped is not None:
+        unc = min(_add(now.remapped[1], count), 2**32 - 1)          # an unsigned int in NVML
+        _merge(plan.lasting, _nested("remapped_rows.uncorrectable", unc))
+        _merge(plan.own, _nested("remapped_rows.uncorrectable", unc))
+        _merge(plan.own, _nested("remapped_rows.pending", True))
+        plan.events.append((None, XID_RECORDED))
+        plan.said.append(f"remapped rows (uncorrectable) {unc}, pending until a reset")
+    elif now.retired is not None:
+        pages = list(now.retired)
+        room = max(0, 4096 - len(pages))                           # the state's list bound
+        top = max(pages, default=RETIRED_PAGE_BASE - PAGE_SIZE)
+        pages += [min(U64_MAX, top + PAGE_SIZE * (n + 1)) for n in range(min(count, room))]
+        retired = {"count": len(pages), "addresses": pages}
+        _merge(plan.lasting, {"retired_pages": {"double_bit_retirement": retired}})
+        _merge(plan.own, {"retired_pages": {"double_bit_retirement": dict(retired),
+                                             "pending_retirement": True}})
+        plan.events.append((None, XID_RECORDED))
+        plan.said.append(f"retired pages (double bit) {len(pages)}, pending until a reset")
+    return plan
+
+
+def nvlink_plan(link: int, kind: str, count: int, counters: list[list[int]]) -> Plan:
+    """``counters``: every link's five counters as NVML reads them now, item N for link N
+    (the list the GPU's own document holds whole: a list's layer owns every item)."""
+    name, index = LINK_ERRORS[kind]
+    rows = [list(c) for c in counters]
+    rows[link][index] = _add(rows[link][index], count)
+    keys = [n for n, _ in sorted(LINK_ERRORS.values(), key=lambda x: x[1])]
+    listed = [dict(zip(keys, row)) for row in rows]
+    plan = Plan(own={"nvlink_errors": listed})
+    plan.said.append(f"NVLink {link} {kind} errors {rows[link][index]}")
+    return plan
+
+
+def parse_link(text: str, links: int) -> int:
+    value = ascii_int(text.strip())
+    if value is None or not 0 <= value < links:
+        raise CtlError(f"{shown(text)}: not an NVLink of this GPU; expected a link from 0 to {links - 1}")
+    return value

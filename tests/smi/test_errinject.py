@@ -1,0 +1,72 @@
+"""What ctl ecc and ctl nvlink write, from what NVML reads now: counts add up and stop at
+NVML's largest, the retired pages stay within the state's list, and what a reset keeps goes to
+the lasting document."""
+
+from __future__ import annotations
+
+import pytest
+
+from mokka.smi import errinject as ei
+from mokka.smi.ctl import CtlError
+
+
+def test_counts_add_to_what_nvml_reads_and_stop_at_the_largest_unsigned_long_long():
+    near = 18446744073709551610
+    plan = ei.ecc_plan("sbe", "l2", 10, ei.EccNow((near, 7), (near, near)))
+    assert plan.own == {"ecc": {"errors": {
+        "volatile": {"single_bit": {"total": 18446744073709551615, "l2_cache": 17}},
+        "aggregate": {"single_bit": {"total": 18446744073709551615, "l2_cache": 18446744073709551615}}}}}
+    assert plan.lasting == {"ecc": {"errors": {"aggregate": {"single_bit": {
+        "total": 18446744073709551615, "l2_cache": 18446744073709551615}}}}}
+    assert plan.events == [(1, 0)]
+
+
+def test_a_double_bit_error_outside_device_memory_remaps_nothing():
+    plan = ei.ecc_plan("dbe", "register", 1, ei.EccNow((0, 0), (4, 4), remapped=(0, 0, 0, 0)))
+    assert plan.events == [(2, 0), (None, 48)]
+    assert "remapped_rows" not in plan.own and "remapped_rows" not in plan.lasting
+
+
+def test_remapped_rows_stop_at_an_unsigned_int_and_stay_pending_until_a_reset():
+    plan = ei.ecc_plan("dbe", "dram", 5, ei.EccNow((0, 0), (0, 0), remapped=(2, 4294967293, 0, 0)))
+    assert plan.lasting["remapped_rows"] == {"uncorrectable": 4294967295}
+    assert plan.own["remapped_rows"] == {"uncorrectable": 4294967295, "pending": True}
+    assert plan.events == [(2, 0), (None, 48), (None, 63)]
+
+
+def test_retired_pages_follow_the_highest_and_stay_within_the_list_bound():
+    plan = ei.ecc_plan("dbe", "dram", 3, ei.EccNow((0, 0), (0, 0), retired=[0x7000]))
+    assert plan.lasting["retired_pages"]["double_bit_retirement"] == {
+        "count": 4, "addresses": [0x7000, 0x8000, 0x9000, 0xA000]}
+    assert plan.own["retired_pages"]["pending_retirement"] is True
+    full = ei.ecc_plan("dbe", "dram", 5, ei.EccNow((0, 0), (0, 0), retired=list(range(4094))))
+    assert full.lasting["retired_pages"]["double_bit_retirement"]["count"] == 4096
+
+
+def test_an_nvlink_error_raises_one_counter_of_one_link_and_lists_every_link():
+    plan = ei.nvlink_plan(1, "crc-flit", 5, [[0, 0, 0, 0, 0], [1, 2, 3, 4, 5]])
+    assert plan.own == {"nvlink_errors": [
+        {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc_data": 0},
+        {"replay": 1, "recovery": 2, "crc_flit": 8, "crc_data": 4, "ecc_data": 5}]}
+    assert plan.lasting == {} and plan.events == []
+
+
+@pytest.mark.parametrize("text", ["0", "1000001", "-3", "٣", "1_0", "x", "99999999999999999999999"])
+def test_a_count_out_of_range_or_not_ascii_digits_is_refused(text):
+    with pytest.raises(CtlError, match=r"^--count .*: expected an integer from 1 to 1000000$"):
+        ei.parse_count(text)
+
+
+@pytest.mark.parametrize("text", ["4", "-1", "a", ""])
+def test_a_link_the_gpu_lacks_is_refused(text):
+    with pytest.raises(CtlError, match=r": not an NVLink of this GPU; expected a link from 0 to 3$"):
+        ei.parse_link(text, 4)
+
+
+def test_a_double_bit_sram_error_counts_as_sec_ded_where_the_board_splits_them():
+    split = ei.ecc_plan("dbe", "sram", 1, ei.EccNow((0, 3), (0, 3), sram_split=True))
+    assert split.own["ecc"]["sram"] == {"volatile": {"uncorrectable_secded": 4},
+                                        "aggregate": {"uncorrectable_secded": 4}}
+    whole = ei.ecc_plan("dbe", "sram", 1, ei.EccNow((0, 3), (0, 3)))
+    assert whole.lasting["ecc"]["sram"] == {"aggregate": {"uncorrectable": 4}}
+    assert split.events == whole.events == [(2, 0), (None, 48)]
