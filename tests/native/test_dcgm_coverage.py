@@ -106,18 +106,6 @@ NOT_YET = {
     ("nvmlDeviceGetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
-    ("nvmlDeviceGetAdaptiveClockInfoStatus", BOTH): "adaptive clocking status is not in the profiles yet",
-    ("nvmlDeviceGetIrqNum", BOTH): "the GPU's interrupt line is not in the profiles yet",
-    ("nvmlDeviceGetPowerSource", BOTH): "the power source is not in the profiles yet",
-    ("nvmlDeviceGetMaxCustomerBoostClock", BOTH): "the customer boost clock is not in the profiles yet (a real A100 "
-                                                  "answers 1410 MHz)",
-    ("nvmlDeviceGetGpcClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetGpcClkMinMaxVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceSetGpcClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetMemClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetMemClkMinMaxVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceSetMemClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlGetExcludedDeviceInfoByIndex", BOTH): "excluded GPUs (NVreg_ExcludedGpus) are not modelled yet",
     **{(name, BOTH): _newer for name in (
         "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetPlatformInfo", "nvmlDeviceGetUnrepairableMemoryFlag",
         "nvmlDeviceReadPRMCounters_v1", "nvmlDeviceReadWritePRM_v1",
