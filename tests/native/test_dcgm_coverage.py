@@ -197,6 +197,11 @@ VALUES = {
                                     "a100": ("a GPU's handle", lambda o: o[0]["u32"] == 0)},
     "nvmlDeviceGetAttributes_v2": {"h100": ("16 SMs of a 1g.10gb", lambda o: o[0]["u32"] == 16)},
     "nvmlGpuInstanceGetInfo": {"h100": ("the 1g.10gb profile (19)", lambda o: o[0]["u32s"][3] == 19)},
+    "nvmlDeviceGetMaxCustomerBoostClock": {"h100": ("1980 MHz", lambda o: o[0]["u32"] == 1980),
+                                           "a100": ("1410 MHz", lambda o: o[0]["u32"] == 1410)},
+    "nvmlDeviceGetIrqNum": {b: ("GPU 0's interrupt, 300", lambda o: o[0]["u32"] == 300) for b in BOARDS},
+    "nvmlDeviceGetPowerSource": {b: ("AC (0)", lambda o: o[0]["u32"] == 0) for b in BOARDS},
+    "nvmlDeviceGetAdaptiveClockInfoStatus": {b: ("enabled (1)", lambda o: o[0]["u32"] == 1) for b in BOARDS},
 }
 
 
