@@ -28,6 +28,9 @@ from mokka.core.profile import Profile, copy_tree, parse_bus_id, _as_int
 from mokka.core import topology as topo
 
 NVIDIA_VENDOR = 0x10DE
+#: The interrupt of GPU 0 when the profile gives none, the next GPU's one more: the GPU's
+#: MSI-X vector, which on a multi-socket HGX node the kernel numbers in the hundreds.
+FIRST_IRQ = 300
 
 IB_DEFAULTS = {
     "enabled": False, "hca_type": "MT4129", "fw_version": "28.39.2048", "hw_rev": "0x0",
@@ -139,6 +142,7 @@ def _fill_identity(gpus: list[dict]) -> None:
             "device_id": device_id, "vendor_id": device_id & 0xFFFF or NVIDIA_VENDOR,
             "pci_device": device_id >> 16, "subsystem_id": subsystem_id,
             "subsystem_vendor": subsystem_id & 0xFFFF, "subsystem_device": subsystem_id >> 16,
+            "irq": _as_int(pci.get("irq")) if _as_int(pci.get("irq")) is not None else FIRST_IRQ + idx,
         })
         g["pci"] = pci
         board_id = _as_int(g.get("board_id"))

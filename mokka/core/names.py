@@ -211,6 +211,12 @@ SETTINGS_STATE_APPLICATIONS_CLOCKS = "applications_clocks"
 SETTINGS_STATE_LOCKED_CLOCKS = "locked_clocks"
 SETTINGS_STATE_MEMORY_LOCKED_CLOCKS = "memory_locked_clocks"
 SETTINGS_STATE_DRAIN = "drain"
+#: ``clock_vf_offsets <graphics> <memory>``: the clocks' VF offsets in MHz, signed
+#: (nvmlDeviceSetGpcClkVfOffset, nvmlDeviceSetMemClkVfOffset); absent, both 0.
+SETTINGS_STATE_CLOCK_VF_OFFSETS = "clock_vf_offsets"
+#: The VF offsets a board allows either clock, in MHz either way (nvmlDeviceGet*ClkMinMaxVfOffset):
+#: Mokka's choice for every board, within what NVIDIA's drivers offer boards that take offsets.
+CLOCK_VF_OFFSET_LIMIT_MHZ = 1000
 #: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
 SETTINGS_STATE_MAX_BYTES = 64 * 1024
 

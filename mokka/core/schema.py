@@ -347,7 +347,9 @@ DEVICE_FIELDS = {
                              "threshold_exceeded": Bool(),
                              "uncorrectable_sources": Map(ints("l2 microcontroller other pcie "
                                                                "sm"))})}),
-    "pci": Map({"bus_id": _BUS, "device_id": Id(), "subsystem_id": Id()}),
+    # irq: the GPU's interrupt (sysfs ``irq``, the driver's /proc ``information``,
+    # nvmlDeviceGetIrqNum); without it, mokka.core.compile gives each GPU its own.
+    "pci": Map({"bus_id": _BUS, "device_id": Id(), "subsystem_id": Id(), "irq": Int(maximum=UINT32_MAX)}),
     "pcie": Map({**ints("current_link_gen current_link_width max_link_gen max_link_width "
                         "replay_counter rx_throughput_kbps tx_throughput_kbps gpu_max_link_gen"),
                  # the host's side of the link (without it, max_link_gen)

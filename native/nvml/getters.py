@@ -40,6 +40,8 @@ GETTERS = (
      "u32", "memory.memory_bus_width"),
     ("nvmlReturn_t DECLDIR nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)",
      "u32", "numa_node"),
+    ("nvmlReturn_t DECLDIR nvmlDeviceGetIrqNum(nvmlDevice_t device, unsigned int *irqNum)",
+     "u32", "pci.irq"),
     # --- PCIe --------------------------------------------------------------------------------
     ("nvmlReturn_t DECLDIR nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)",
      "u32", "pcie.max_link_gen"),

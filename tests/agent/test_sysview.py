@@ -194,7 +194,7 @@ def test_each_gpu_has_the_drivers_information_file(scratch):
     assert sorted(os.listdir(gpus)) == [T4_0, T4_1]
     assert read(os.path.join(gpus, T4_1, "information")) == (
         "Model: \t\t NVIDIA T4\n"
-        "IRQ:   \t\t 0\n"
+        "IRQ:   \t\t 301\n"
         "GPU UUID: \t GPU-00000074-0000-0000-0000-000000000001\n"
         "Video BIOS: \t 90.04.96.00.02\n"
         "Bus Type: \t PCIe\n"

@@ -106,18 +106,6 @@ NOT_YET = {
     ("nvmlDeviceGetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
-    ("nvmlDeviceGetAdaptiveClockInfoStatus", BOTH): "adaptive clocking status is not in the profiles yet",
-    ("nvmlDeviceGetIrqNum", BOTH): "the GPU's interrupt line is not in the profiles yet",
-    ("nvmlDeviceGetPowerSource", BOTH): "the power source is not in the profiles yet",
-    ("nvmlDeviceGetMaxCustomerBoostClock", BOTH): "the customer boost clock is not in the profiles yet (a real A100 "
-                                                  "answers 1410 MHz)",
-    ("nvmlDeviceGetGpcClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetGpcClkMinMaxVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceSetGpcClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetMemClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceGetMemClkMinMaxVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlDeviceSetMemClkVfOffset", BOTH): "clock offsets are not implemented yet",
-    ("nvmlGetExcludedDeviceInfoByIndex", BOTH): "excluded GPUs (NVreg_ExcludedGpus) are not modelled yet",
     **{(name, BOTH): _newer for name in (
         "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetPlatformInfo", "nvmlDeviceGetUnrepairableMemoryFlag",
         "nvmlDeviceReadPRMCounters_v1", "nvmlDeviceReadWritePRM_v1",
@@ -209,6 +197,11 @@ VALUES = {
                                     "a100": ("a GPU's handle", lambda o: o[0]["u32"] == 0)},
     "nvmlDeviceGetAttributes_v2": {"h100": ("16 SMs of a 1g.10gb", lambda o: o[0]["u32"] == 16)},
     "nvmlGpuInstanceGetInfo": {"h100": ("the 1g.10gb profile (19)", lambda o: o[0]["u32s"][3] == 19)},
+    "nvmlDeviceGetMaxCustomerBoostClock": {"h100": ("1980 MHz", lambda o: o[0]["u32"] == 1980),
+                                           "a100": ("1410 MHz", lambda o: o[0]["u32"] == 1410)},
+    "nvmlDeviceGetIrqNum": {b: ("GPU 0's interrupt, 300", lambda o: o[0]["u32"] == 300) for b in BOARDS},
+    "nvmlDeviceGetPowerSource": {b: ("AC (0)", lambda o: o[0]["u32"] == 0) for b in BOARDS},
+    "nvmlDeviceGetAdaptiveClockInfoStatus": {b: ("enabled (1)", lambda o: o[0]["u32"] == 1) for b in BOARDS},
 }
 
 

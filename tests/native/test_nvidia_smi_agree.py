@@ -18,6 +18,7 @@ from mokka.core import names
 from tests.corpus import engine_cases as corpus
 from tests.conftest import REPO
 from tests.corpus.dynamic_cases import PINNED_CLOCK
+from tests.native import mig_nodes as mn
 from tests.native.smi_compare import NA, blackwell_unknown, gpu_matrix, parse_q, xml_leaves
 from tests.native.staged import nvml_build  # noqa: F401 (fixture)
 from tests.peers import peer
@@ -154,3 +155,11 @@ def test_one_gpu_of_several_still_counts_every_gpu_attached(ids, nvml_build, tmp
         "Attached GPUs                             : 8"]
     theirs, ours = run_both(nvml_build, env, ["-q", "-x", "-i", ids])
     assert "<attached_gpus>8</attached_gpus>" in theirs.stdout and "<attached_gpus>8</attached_gpus>" in ours.stdout
+
+
+def test_both_print_the_boards_max_customer_boost_clock(nvml_build, tmp_path):
+    env = mn.board(str(tmp_path), "a100")
+    theirs, ours = run_both(nvml_build, env, ["-q", "-d", "CLOCK", "-i", "0"])
+    boost = "    Max Customer Boost Clocks\n        Graphics                          : 1410 MHz\n"
+    assert (theirs.returncode, ours.returncode) == (0, 0), theirs.stderr + ours.stderr
+    assert boost in theirs.stdout and boost in ours.stdout

@@ -21,7 +21,7 @@ import os
 
 from mokka.agent.desired import Desired
 from mokka.agent.hostfs import CharDev, Entry, File, Link, remove_tree_quiet
-from mokka.agent.simulators import Host, Readiness, pcibus
+from mokka.agent.simulators import Host, Readiness
 from mokka.agent.simulators.publish import DriverPublisher
 from mokka.core import fsutil, kernelmodules, launcher, names
 from mokka.engine import pair
@@ -72,7 +72,7 @@ def information(gpu: dict, driver_version: str) -> str:
     bits = 52 if arch in DMA_BITS_52 else 47
     # The driver prints the VBIOS as five lower-case hex bytes; unread, as question marks.
     vbios = str(gpu.get("vbios_version") or "??.??.??.??.??").lower()
-    lines = [f"Model: \t\t {gpu.get('name', '')}", f"IRQ:   \t\t {pcibus.IRQ}",
+    lines = [f"Model: \t\t {gpu.get('name', '')}", f"IRQ:   \t\t {gpu['pci'].get('irq', 0)}",
              f"GPU UUID: \t {gpu['uuid']}", f"Video BIOS: \t {vbios}", "Bus Type: \t PCIe",
              f"DMA Size: \t {bits} bits", f"DMA Mask: \t 0x{(1 << bits) - 1:x}",
              f"Bus Location: \t {gpu['pci']['bdf']}", f"Device Minor: \t {gpu['minor_number']}"]

@@ -39,8 +39,6 @@ OWNER = "pcibus"
 NFD_OWNER = "pcibus:nfd"
 PCI_CLASS = 0x030200              # 3D controller
 RESOURCE_ROWS = 7
-#: The interrupt line a GPU reports: sysfs ``irq`` and the driver's /proc ``information``.
-IRQ = 0
 #: The kernel driver bound to every GPU (``bus/pci/drivers/nvidia``).
 DRIVER = "nvidia"
 
@@ -57,11 +55,11 @@ def config_header(vendor: int, device: int, sub_vendor: int, sub_device: int,
 
 
 def _attribute_files(vendor: int, device: int, sub_vendor: int, sub_device: int, pci_class: int,
-                     numa_node: int) -> dict[str, File]:
+                     numa_node: int, irq: int = 0) -> dict[str, File]:
     attrs = {
         "numa_node": f"{numa_node}", "vendor": f"0x{vendor:04x}",
         "device": f"0x{device:04x}", "class": f"0x{pci_class:06x}",
-        "revision": "0x00", "irq": f"{IRQ}",
+        "revision": "0x00", "irq": f"{irq}",
         "subsystem_vendor": f"0x{sub_vendor:04x}",
         "subsystem_device": f"0x{sub_device:04x}",
         "resource": "\n".join(["0x0000000000000000 0x0000000000000000 0x0000000000000000"]
@@ -77,7 +75,7 @@ def attributes(gpu: dict) -> dict[str, File]:
     pci = gpu["pci"]
     return _attribute_files(pci.get("vendor_id") or 0x10DE, pci.get("pci_device", 0),
                             pci.get("subsystem_vendor", 0), pci.get("subsystem_device", 0),
-                            PCI_CLASS, gpu.get("numa_node", 0))
+                            PCI_CLASS, gpu.get("numa_node", 0), pci.get("irq", 0))
 
 
 def hca_attributes(fn: hcapci.HcaFunction) -> dict[str, File]:

@@ -7,7 +7,11 @@
  * pass, however many records there are. A scan is kept while `processes/` and each
  * user's directory it read have the inode, mtime and ctime it saw and it is younger
  * than SNAPSHOT_TTL_NS; it runs under the records' lock, so this process's own
- * records cannot appear while it reads (it must never open them).
+ * records cannot appear while it reads (it must never open them). The records directory
+ * a scan read stays open: each call looks at it and at the users' directories in it
+ * through that descriptor (a new record shows at once), and whether its path still names
+ * it is looked up again at most every CHECK_NS, as the other layers recheck their files,
+ * so a monitor polling every GPU many times a second walks the path once per window.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -44,6 +48,9 @@
 /* How long a scan serves when the directories do not change: a process SIGKILLed
  * leaves its record unchanged, only its lock goes. */
 #define SNAPSHOT_TTL_NS 500000000LL
+/* How long the records directory's path is taken to name the directory held open (the
+ * overrides layer's recheck interval, engine/overrides.c). */
+#define CHECK_NS 250000000LL
 /* The slots of a scan's table of listed processes: a power of two, twice the most it takes. */
 #define TALLY_SLOTS (2u * OPEN_MAX)
 
@@ -70,6 +77,9 @@ static struct snapshot {
     struct stamp *users;           /* the users' directories read */
     unsigned int nusers;
     struct timespec taken;
+    struct timespec checked;       /* when `dir` last named the directory held */
+    int holding;                   /* `top_fd` is the records directory the scan read */
+    int top_fd;
     struct seen *rec;
     unsigned int n;
 } snap;
@@ -109,8 +119,19 @@ static void drop(struct seen *rec, unsigned int n)
     free(rec);
 }
 
+/* The records directory held open is let go: closed only if the descriptor is still it
+ * (a program may have closed it and had the number reused). */
+static void release_top(void)
+{
+    struct stat st;
+    if (snap.holding && fstat(snap.top_fd, &st) == 0 && st.st_dev == snap.top.dev && st.st_ino == snap.top.ino)
+        close(snap.top_fd);
+    snap.holding = 0;
+}
+
 void records_scan_forget(void)
 {
+    release_top();                                /* the child's copy of the descriptor */
     memset(&snap, 0, sizeof snap);                /* the parent's copy: not freed in the child */
 }
 
@@ -324,16 +345,35 @@ static void scan(int top)
 
 /* 1 when every user's directory the snapshot read is as it was. A directory made
  * since, or one removed, changes `processes/` itself. */
-static int users_unchanged(const char *top)
+static int users_unchanged(int top)
 {
-    char path[MOCK_PATH_MAX];
+    char name[16];
     struct stat st;
     for (unsigned int i = 0; i < snap.nusers; i++) {
-        int len = snprintf(path, sizeof path, "%s/%u", top, (unsigned int)snap.users[i].uid);
-        if (len <= 0 || (size_t)len >= sizeof path || lstat(path, &st) != 0 ||
-            !same_stamp(&snap.users[i], &st))
+        snprintf(name, sizeof name, "%u", (unsigned int)snap.users[i].uid);
+        if (fstatat(top, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !same_stamp(&snap.users[i], &st))
             return 0;
     }
+    return 1;
+}
+
+static long long ns_since(const struct timespec *then, const struct timespec *now)
+{
+    return (long long)(now->tv_sec - then->tv_sec) * 1000000000LL + (now->tv_nsec - then->tv_nsec);
+}
+
+/* 1 when the snapshot's records directory is still `path`'s: looked up once per CHECK_NS. */
+static int same_directory(const char *path, const struct timespec *now)
+{
+    if (!snap.valid || !snap.holding || strcmp(snap.dir, path) != 0)
+        return 0;
+    long long looked = ns_since(&snap.checked, now);
+    if (looked >= 0 && looked < CHECK_NS)
+        return 1;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_dev != snap.top.dev || st.st_ino != snap.top.ino)
+        return 0;
+    snap.checked = *now;
     return 1;
 }
 
@@ -344,14 +384,15 @@ static int current(const struct mock_node *node)
     char path[MOCK_PATH_MAX];
     struct stat st;
     struct timespec now;
-    if (!records_dir(node, path, sizeof path) || lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!records_dir(node, path, sizeof path))
         return 0;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long long age = (long long)(now.tv_sec - snap.taken.tv_sec) * 1000000000LL +
-                    (now.tv_nsec - snap.taken.tv_nsec);
-    if (snap.valid && strcmp(snap.dir, path) == 0 && same_stamp(&snap.top, &st) && age >= 0 &&
-        age < SNAPSHOT_TTL_NS && users_unchanged(path))
+    long long age = ns_since(&snap.taken, &now);
+    if (same_directory(path, &now) && fstat(snap.top_fd, &st) == 0 && same_stamp(&snap.top, &st) &&
+        age >= 0 && age < SNAPSHOT_TTL_NS && users_unchanged(snap.top_fd))
         return 1;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return 0;
     int dir = records_open_dir(path, 0);
     if (dir < 0 || fstat(dir, &st) != 0) {        /* replaced since: no records this time */
         if (dir >= 0)
@@ -361,12 +402,14 @@ static int current(const struct mock_node *node)
     /* Stamped as before the scan: a change during it reads as a change next time (or,
      * in the same tick of the file system's clock, once the scan is SNAPSHOT_TTL_NS old);
      * the users' directories are stamped as each is opened. */
+    release_top();
     stamp_of(&snap.top, &st, 0);
     scan(dir);
-    close(dir);
+    snap.top_fd = dir;
+    snap.holding = 1;
     snap.valid = 1;
     snprintf(snap.dir, sizeof snap.dir, "%s", path);
-    snap.taken = now;
+    snap.taken = snap.checked = now;
     return 1;
 }
 

@@ -4,15 +4,38 @@
  * memory, encoder, decoder, JPEG and OFA utilization divided by their number, so the shares
  * never add up past the GPU's reading. Each sample is of the current second; a caller that
  * has seen it gets NOT_FOUND, as from a driver with no newer samples. Not on a MIG-enabled
- * GPU (nvml.h). */
+ * GPU (nvml.h).
+ *
+ * A monitor polls these for every GPU several times a second: what the layers answer for a
+ * GPU (its MIG mode and six utilizations of the second) is kept READINGS_MS for that second
+ * and reused, as GPM keeps its facts (gpm.c), so a change reaches these readers when it
+ * reaches every other. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "api.h"
+#include "engine/file_id.h"
 #include "mig/mig.h"
 #include "processes.h"
 
 #define US_PER_SECOND 1000000ull
+/* The overrides layer's recheck interval (engine/overrides.c). */
+#define READINGS_MS 250
+
+enum { SM, MEM, ENC, DEC, JPG, OFA, READINGS };
+
+/* What the layers answered for one GPU in one second. */
+struct readings {
+    const struct mock_node *node;      /* NULL: none kept */
+    long long expires_ms;
+    unsigned long long stamp;
+    int mig;
+    unsigned int util[READINGS];       /* percent, at most 100 */
+};
+
+static struct readings kept[MOCK_MAX_GPUS];
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The samples of one call: the processes' pids, the second's timestamp, the shares. */
 struct shares {
@@ -29,11 +52,39 @@ static void collect_pid(const struct mock_process *p, void *arg)
         s->pids[s->found++] = p->pid;
 }
 
-static unsigned int share(const struct mock_gpu *g, const char *key, unsigned int n)
+static unsigned int percent(const struct mock_gpu *g, const char *key)
 {
     unsigned long long v = 0;
     gpu_u64(g, key, &v);
-    return (unsigned int)((v > 100 ? 100 : v) / n);
+    return (unsigned int)(v > 100 ? 100 : v);
+}
+
+/* The GPU's readings of the second `stamp`: kept ones while they last, else the layers'. */
+static void readings_of(const struct mock_gpu *g, unsigned long long stamp, struct readings *out)
+{
+    static const char *const keys[READINGS] = {
+        [SM] = K_UTILIZATION_GPU, [MEM] = K_UTILIZATION_MEMORY, [ENC] = K_UTILIZATION_ENCODER,
+        [DEC] = K_UTILIZATION_DECODER, [JPG] = K_UTILIZATION_JPEG, [OFA] = K_UTILIZATION_OFA};
+    long long now = monotonic_ms();
+    struct readings *k = g->phys < MOCK_MAX_GPUS ? &kept[g->phys] : NULL;
+    pthread_mutex_lock(&kept_lock);
+    int fresh = k && k->node == g->node && k->stamp == stamp && now < k->expires_ms;
+    if (fresh)
+        *out = *k;
+    pthread_mutex_unlock(&kept_lock);
+    if (fresh)
+        return;
+    out->node = g->node;
+    out->stamp = stamp;
+    out->expires_ms = now + READINGS_MS;
+    out->mig = mig_enabled(g);
+    for (unsigned int i = 0; i < READINGS; i++)
+        out->util[i] = out->mig ? 0 : percent(g, keys[i]);
+    if (!k)
+        return;
+    pthread_mutex_lock(&kept_lock);
+    *k = *out;
+    pthread_mutex_unlock(&kept_lock);
 }
 
 /* The samples newer than `last_seen`: NVML_SUCCESS with s->pids to free and s->found >= 1,
@@ -44,9 +95,11 @@ static nvmlReturn_t sample(nvmlDevice_t device, unsigned long long last_seen, st
     nvmlReturn_t ret = mock_gpu_of(device, &g);
     if (ret != NVML_SUCCESS)
         return ret;
-    if (mig_enabled(g))
-        return NVML_ERROR_NOT_SUPPORTED;
     s->stamp = dynamic_clock(g->node) * US_PER_SECOND;
+    struct readings r;
+    readings_of(g, s->stamp, &r);
+    if (r.mig)
+        return NVML_ERROR_NOT_SUPPORTED;
     if (last_seen >= s->stamp)
         return NVML_ERROR_NOT_FOUND;
     s->found = 0;
@@ -57,12 +110,12 @@ static nvmlReturn_t sample(nvmlDevice_t device, unsigned long long last_seen, st
         free(s->pids);
         return NVML_ERROR_NOT_FOUND;
     }
-    s->sm = share(g, K_UTILIZATION_GPU, s->found);
-    s->mem = share(g, K_UTILIZATION_MEMORY, s->found);
-    s->enc = share(g, K_UTILIZATION_ENCODER, s->found);
-    s->dec = share(g, K_UTILIZATION_DECODER, s->found);
-    s->jpg = share(g, K_UTILIZATION_JPEG, s->found);
-    s->ofa = share(g, K_UTILIZATION_OFA, s->found);
+    s->sm = r.util[SM] / s->found;
+    s->mem = r.util[MEM] / s->found;
+    s->enc = r.util[ENC] / s->found;
+    s->dec = r.util[DEC] / s->found;
+    s->jpg = r.util[JPG] / s->found;
+    s->ofa = r.util[OFA] / s->found;
     return NVML_SUCCESS;
 }
 

@@ -23,6 +23,8 @@ struct gpu_settings {
     unsigned int mem_locked_min_mhz, mem_locked_max_mhz;   /* memory; both 0: unlocked */
     int ecc_current, ecc_pending;              /* -1: unset; 0, 1 (both set or neither) */
     int drain;                                 /* -1: not draining; 1: drained */
+    /* The clocks' VF offsets (MHz, within +-MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ); 0: none. */
+    int gpc_vf_offset_mhz, mem_vf_offset_mhz;
 };
 
 struct settings_file_gpu {

@@ -5,6 +5,7 @@
  *     digest sha256:<hex of every line after this one>
  *     gpu.0.accounting 1                    accounting mode
  *     gpu.0.applications_clocks 1593 1410   application clocks: memory, graphics (MHz)
+ *     gpu.0.clock_vf_offsets -100 200       VF offsets: graphics, memory (MHz, signed)
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
  *     gpu.0.drain 1                         drained (nvmlDeviceModifyDrainState)
  *     gpu.0.ecc 1 0                         ECC mode current, pending
@@ -37,6 +38,7 @@
 #define PERSISTENCE MOKKA_SETTINGS_STATE_PERSISTENCE
 #define POWER MOKKA_SETTINGS_STATE_POWER_LIMIT
 #define UUID MOKKA_SETTINGS_STATE_UUID
+#define VF_OFFSETS MOKKA_SETTINGS_STATE_CLOCK_VF_OFFSETS
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
 #define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
 
@@ -60,6 +62,18 @@ static int pair(const char *v, unsigned long long max, unsigned int *a, unsigned
 static int one(const char *v, unsigned long long max, unsigned int *a)
 {
     return docfile_field(&v, '\0', max, a);
+}
+
+/* "[-]<n>", |n| at most max, then `sep`. */
+static int signed_field(const char **v, char sep, unsigned int max, int *out)
+{
+    int neg = **v == '-';
+    unsigned int a;
+    *v += neg;
+    if (!docfile_field(v, sep, max, &a))
+        return 0;
+    *out = neg ? -(int)a : (int)a;
+    return 1;
 }
 
 struct parse_ctx {
@@ -126,6 +140,11 @@ static const char *parse_line(const char *key, const char *value, void *arg)
             return "locked memory clocks that are not a range of clocks in MHz";
         s->mem_locked_min_mhz = a;
         s->mem_locked_max_mhz = b;
+    } else if (strcmp(p, VF_OFFSETS) == 0) {
+        const char *v = value;
+        if (!signed_field(&v, ' ', MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ, &s->gpc_vf_offset_mhz) ||
+            !signed_field(&v, '\0', MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ, &s->mem_vf_offset_mhz))
+            return "clock VF offsets that are not two offsets in MHz within the board's range";
     } else {
         return "an unknown key";
     }
@@ -141,7 +160,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 10 };
+    enum { PER_GPU = 11 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -171,6 +190,9 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
         if (s->mem_locked_max_mhz)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." MEM_LOCKED " %u %u", p, s->mem_locked_min_mhz,
                      s->mem_locked_max_mhz);
+        if (s->gpc_vf_offset_mhz || s->mem_vf_offset_mhz)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." VF_OFFSETS " %d %d", p, s->gpc_vf_offset_mhz,
+                     s->mem_vf_offset_mhz);
         if (n > first && g->uuid[0])
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
     }
