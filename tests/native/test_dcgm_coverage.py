@@ -98,13 +98,8 @@ _setter = "not implemented yet (issue 36's setters)"
 
 #: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
 NOT_YET = {
-    ("nvmlDeviceClearEccErrorCounts", BOTH): "ECC error injection and clearing: branch errinject, issue 36",
     ("nvmlDeviceClearAccountingPids", BOTH): _setter,
     ("nvmlDeviceGetAccountingStats", BOTH): "accounting stats from the CUDA process records: issue 36",
-    ("nvmlDeviceSetCpuAffinity", BOTH): _setter,
-    ("nvmlDeviceClearCpuAffinity", BOTH): _setter,
-    ("nvmlDeviceGetAPIRestriction", BOTH): _setter,
-    ("nvmlDeviceSetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
     ("nvmlDeviceGetAdaptiveClockInfoStatus", BOTH): "adaptive clocking status is not in the profiles yet",
     ("nvmlDeviceGetIrqNum", BOTH): "the GPU's interrupt line is not in the profiles yet",

@@ -13,6 +13,9 @@
  *     gpu.0.persistence 1                   persistence mode
  *     gpu.0.power_limit_mw 300000           power limit
  *     gpu.0.uuid GPU-...                    the GPU the lines are for
+ *     gpu.0.applications_clocks_restricted 0   application clocks settable by anyone (1: root)
+ *     gpu.0.ecc_cleared_volatile 0 2 ...    the volatile ECC counts when they were cleared
+ *     gpu.0.ecc_cleared_aggregate 0 5 ...   the aggregate ones (settings_ecc_keys' order, 16)
  *
  * Anything a workload can write: the reader is strict (every key and value spelt
  * exactly so, every number bounded before use) and says what it refused in a few
@@ -37,6 +40,10 @@
 #define PERSISTENCE MOKKA_SETTINGS_STATE_PERSISTENCE
 #define POWER MOKKA_SETTINGS_STATE_POWER_LIMIT
 #define UUID MOKKA_SETTINGS_STATE_UUID
+#define APP_RESTRICTED MOKKA_SETTINGS_STATE_APP_CLOCKS_RESTRICTED
+#define ECC_CLEARED_VOL MOKKA_SETTINGS_STATE_ECC_CLEARED_VOLATILE
+#define ECC_CLEARED_AGG MOKKA_SETTINGS_STATE_ECC_CLEARED_AGGREGATE
+#define ECC_COUNT_MAX 0xffffffffu                /* a count a baseline holds */
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
 #define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
 
@@ -44,6 +51,7 @@ void settings_clear(struct gpu_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = s->drain = -1;
+    s->app_clocks_restricted = -1;
 }
 
 const char *settings_file_read(int dirfd, char **text, size_t *len)
@@ -60,6 +68,23 @@ static int pair(const char *v, unsigned long long max, unsigned int *a, unsigned
 static int one(const char *v, unsigned long long max, unsigned int *a)
 {
     return docfile_field(&v, '\0', max, a);
+}
+
+/* SETTINGS_ECC_COUNTS counts, space-separated. */
+static int counts(const char *v, unsigned int *out)
+{
+    for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS; i++)
+        if (!docfile_field(&v, i + 1 < SETTINGS_ECC_COUNTS ? ' ' : '\0', ECC_COUNT_MAX, &out[i]))
+            return 0;
+    return 1;
+}
+
+/* The ECC baseline as a line's value. */
+static void counts_text(const unsigned int *c, char *out, size_t size)
+{
+    size_t n = 0;
+    for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, i ? " %u" : "%u", c[i]);
 }
 
 struct parse_ctx {
@@ -126,6 +151,15 @@ static const char *parse_line(const char *key, const char *value, void *arg)
             return "locked memory clocks that are not a range of clocks in MHz";
         s->mem_locked_min_mhz = a;
         s->mem_locked_max_mhz = b;
+    } else if (strcmp(p, APP_RESTRICTED) == 0) {
+        if (!one(value, 1, &a))
+            return "an application clocks restriction other than 0 or 1";
+        s->app_clocks_restricted = (int)a;
+    } else if (strcmp(p, ECC_CLEARED_VOL) == 0 || strcmp(p, ECC_CLEARED_AGG) == 0) {
+        int scope = strcmp(p, ECC_CLEARED_AGG) == 0;
+        if (!counts(value, s->ecc_base[scope]))
+            return "ECC counts at a clearing that are not 16 counts";
+        s->ecc_cleared[scope] = 1;
     } else {
         return "an unknown key";
     }
@@ -141,7 +175,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 10 };
+    enum { PER_GPU = 13 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -171,6 +205,16 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
         if (s->mem_locked_max_mhz)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." MEM_LOCKED " %u %u", p, s->mem_locked_min_mhz,
                      s->mem_locked_max_mhz);
+        if (s->app_clocks_restricted >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." APP_RESTRICTED " %d", p, s->app_clocks_restricted);
+        for (int scope = 0; scope < 2; scope++) {
+            char text[DOCFILE_LINE_MAX];
+            if (!s->ecc_cleared[scope])
+                continue;
+            counts_text(s->ecc_base[scope], text, sizeof text);
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u.%s %s", p, scope ? ECC_CLEARED_AGG : ECC_CLEARED_VOL,
+                     text);
+        }
         if (n > first && g->uuid[0])
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
     }
