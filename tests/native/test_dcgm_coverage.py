@@ -98,8 +98,6 @@ _setter = "not implemented yet (issue 36's setters)"
 
 #: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
 NOT_YET = {
-    ("nvmlDeviceClearAccountingPids", BOTH): _setter,
-    ("nvmlDeviceGetAccountingStats", BOTH): "accounting stats from the CUDA process records: issue 36",
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
     ("nvmlDeviceGetAdaptiveClockInfoStatus", BOTH): "adaptive clocking status is not in the profiles yet",
     ("nvmlDeviceGetIrqNum", BOTH): "the GPU's interrupt line is not in the profiles yet",

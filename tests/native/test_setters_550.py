@@ -1,5 +1,5 @@
 """NVIDIA's nvidia-smi 550 over the mock library on a node the agent staged: its device
-modifications (-pl, -pm, -c, -lgc, -lmc, -ac, -e, -p, -acp, then -r) change what pynvml reads in another
+modifications (-pl, -pm, -c, -lgc, -lmc, -ac, -e, -p, -acp, -caa, then -r) change what pynvml reads in another
 process and what our nvidia-smi prints; ours prints what NVIDIA's prints for the same
 commands on a node of the same board; a user that is not root gets NVIDIA's
 insufficient-permissions texts; the agent's teardown leaves no settings behind.
@@ -31,7 +31,7 @@ SESSION = [["-pl", "300", "-i", "0"], ["-pm", "0", "-i", "0"], ["-lmc", "2619", 
            ["-e", "0", "-i", "0"], ["-pl", "5", "-i", "0"],
            ["-lgc", "1500,1000", "-i", "0"], ["-c", "9", "-i", "0"], ["-rac", "-i", "0"], ["-p", "0", "-i", "0"],
            ["-p", "AGGREGATE", "-i", "0"], ["-p", "+1", "-i", "0"], ["-p", "2", "-i", "0"], ["-p", "x", "-i", "0"],
-           ["-acp", "0", "-i", "0"], ["-acp", "UNRESTRICTED", "-i", "0"], ["-acp", "x", "-i", "0"]]
+           ["-acp", "0", "-i", "0"], ["-acp", "UNRESTRICTED", "-i", "0"], ["-acp", "x", "-i", "0"], ["-caa", "-i", "0"]]
 QUERY = ["--query-gpu=power.limit,persistence_mode,compute_mode,clocks.sm,clocks.applications.graphics,"
          "ecc.mode.current,ecc.mode.pending", "--format=csv,noheader", "-i", "0"]
 

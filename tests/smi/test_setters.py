@@ -1,8 +1,8 @@
-"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -lmc/-rmc, -ac/-rac, -e, -p, -acp): NVIDIA's
-550 texts and exit statuses (tests/native/test_setters_550.py runs NVIDIA's binary over
-the same library for them), and the change read back by the next run. An h100 overlay:
-power limits 200-700 W, persistence on, compute mode Default, ECC on, application clocks
-2619/1980 MHz, its graphics clock 345 MHz idle."""
+"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -lmc/-rmc, -ac/-rac, -e, -p,
+-acp, -caa): NVIDIA's 550 texts and exit statuses (tests/native/test_setters_550.py runs
+NVIDIA's binary over the same library for them), and the change read back by the next run.
+An h100 overlay: power limits 200-700 W, persistence on, compute mode Default, ECC on,
+application clocks 2619/1980 MHz, its graphics clock 345 MHz idle."""
 
 from __future__ import annotations
 
@@ -136,6 +136,7 @@ def test_ecc_counts_reset_to_zero_volatile_then_aggregate_and_count_on_from_ther
                        "Treating as warning and moving on.\nAll done.\n"),
     (["-acp", "restricted"], 2, "ERROR: Option restricted is invalid for -acp. Please run 'nvidia-smi -h' for "
                                 "help.\n\n"),
+    (["-caa"], 0, f"Cleared Accounted PIDs for GPU {BUS0}.\nAll done.\n"),
     (["-p", "0", "-acp", "0"], 2, "Invalid combination of input arguments. Only one device modification may be "
                                   "done at a time.\n\n"),
     (["-pl", "300", "-pm", "1"], 2, "Invalid combination of input arguments. Only one device modification may be "
@@ -173,6 +174,7 @@ def test_a_user_that_is_not_root_gets_nvidias_insufficient_permissions(readable)
                        (["-c", "3"], "Unable to set the compute mode for GPU {}: Insufficient Permissions"),
                        (["-e", "0"], "Unable to set ECC config for GPU {}: Insufficient Permissions"),
                        (["-p", "1"], "Unable to clear ECC errors for GPU {}: Insufficient Permissions"),
+                       (["-caa"], "Unable to clear Accounted PIDs for GPU {}: Insufficient Permissions"),
                        (["-lgc", "1000,1500"], "The current user does not have permission to change clocks for "
                                                "GPU {}.")):
         done = subprocess.run([sys.executable, "-c", script, *args, "-i", "0"], env=env, capture_output=True,
