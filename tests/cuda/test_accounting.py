@@ -2,7 +2,8 @@
 ones (nvmlDeviceGetAccountingPids) with a running process's stats (GetAccountingStats: its
 share of the GPU's utilization, the memory it holds, time 0, running), and NVIDIA's 550
 nvidia-smi lists them; with accounting off none is; a process that ended leaves none behind.
-ClearAccountingPids (root only) clears terminated processes: the live ones stay. An h100
+ClearAccountingPids (root only) clears terminated processes: the live ones stay. Our
+nvidia-smi prints what NVIDIA's does (-q -d ACCOUNTING, --query-accounted-apps). An h100
 pinned to one second: 17 % GPU and 8 % memory utilization."""
 
 from __future__ import annotations
@@ -71,14 +72,35 @@ def test_a_live_cuda_process_is_accounted_while_accounting_is_on(cuda_lib, h100,
     assert settable(cuda_lib, h100, 0, "SetAccountingMode", 1) == 0
     assert accounted(cuda_lib, h100, 0, pid) == [[pid], {pid: [17, 8, GiB, 0, started_us(pid), 1]}]
     assert accounted(cuda_lib, h100, 1, pid) == [[], {pid: ["err", NOT_FOUND]}]          # it runs on GPU 0
-    report = mn.nvidia_smi(cuda_lib, h100, "-q", "-d", "ACCOUNTING", "-i", "0").stdout   # NVIDIA's 550
-    assert report.split("Accounted Processes\n", 1)[1].splitlines()[:6] == [
+
+
+def smis(lib, env, *args) -> list:
+    """What NVIDIA's 550 and ours print, the report's timestamp line left out."""
+    theirs = mn.nvidia_smi(lib, env, *args)
+    ours = subprocess.run([sys.executable, "-m", "mokka", "nvidia-smi", *args], env=cuda_env(lib, env),
+                          capture_output=True, text=True, timeout=60)
+    return [(done.returncode, [line for line in done.stdout.splitlines() if not line.startswith("Timestamp")])
+            for done in (theirs, ours)]
+
+
+def test_both_nvidia_smis_list_the_accounted_process(cuda_lib, h100, holders):
+    assert settable(cuda_lib, h100, 0, "SetAccountingMode", 1) == 0
+    holders.append(Holder(cuda_lib, h100, 0, GiB))
+    pid = holders[0].pid
+    theirs, ours = smis(cuda_lib, h100, "-q", "-d", "ACCOUNTING", "-i", "0")
+    assert theirs == ours
+    assert "\n".join(theirs[1]).split("Accounted Processes\n", 1)[1].splitlines() == [
         f"        Process ID                        : {pid}",
         "            GPU Utilization               : 17 %",
         "            Memory Utilization            : 8 %",
         "            Max memory usage              : 1024 MiB",
         "            Time                          : 0 ms",
         "            Is Running                    : 1"]
+    query = "--query-accounted-apps=gpu_bus_id,pid,gpu_util,mem_util,max_memory_usage,time,vgpu_instance"
+    theirs, ours = smis(cuda_lib, h100, query, "--format=csv")
+    assert theirs == ours == (0, [
+        "gpu_bus_id, pid, gpu_utilization [%], mem_utilization [%], max_memory_usage [MiB], time [ms], vgpu_instance",
+        f"00000000:1A:00.0, {pid}, 17 %, 8 %, 1024 MiB, 0 ms, N/A"])
 
 
 def test_clearing_keeps_the_live_processes_and_an_ended_one_is_gone(cuda_lib, h100, holders):
