@@ -208,7 +208,7 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
         if (s->app_clocks_restricted >= 0)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." APP_RESTRICTED " %d", p, s->app_clocks_restricted);
         for (int scope = 0; scope < 2; scope++) {
-            char text[DOCFILE_LINE_MAX];
+            char text[SETTINGS_ECC_COUNTS * 11 + 1];   /* a space and 10 digits each: the line fits */
             if (!s->ecc_cleared[scope])
                 continue;
             counts_text(s->ecc_base[scope], text, sizeof text);
