@@ -219,18 +219,21 @@ def test_cleared_ecc_counts_read_zero_in_every_reader_and_a_reset_keeps_the_aggr
     assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 2) == INVALID_ARGUMENT
     assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 0) == SUCCESS          # volatile
     assert read(nvml_lib, node)["ecc_counts"] == [0, 3, 0, 3]
-    ctl(nvml_lib, node, "ecc", "0", "sbe", "--count", "2")
-    assert read(nvml_lib, node)["ecc_counts"] == [2, 5, 2, 5]                         # and they grow from there
+    done = subprocess.run([sys.executable, "-m", "mokka", "ctl", "ecc", "0", "sbe", "--count", "5"],
+                          env=clean_env(nvml_lib, node), capture_output=True, text=True, timeout=60)
+    assert done.stdout == ("GPU 0 (GPU-01000100-0000-0000-0000-000000000000): 5 SBE in dram: volatile SBE 5; "
+                           "aggregate SBE 8\n"), done.stderr
+    assert read(nvml_lib, node)["ecc_counts"] == [5, 8, 5, 8]                         # and they grow from there
     assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 1) == SUCCESS          # aggregate
-    assert read(nvml_lib, node) == {**BOOT, "ecc_counts": [2, 0, 2, 0]}
+    assert read(nvml_lib, node) == {**BOOT, "ecc_counts": [5, 0, 5, 0]}
     overrides = os.path.join(os.path.dirname(mn.state_file(node)), names.OVERRIDES_DIR)
     assert sorted(os.listdir(overrides)) == ["gpu0.nvml", "gpu0.yaml", "lasting-gpu0.nvml", "lasting-gpu0.yaml"]
     assert mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0").returncode == 0
     assert read(nvml_lib, node) == BOOT                                 # volatile counts gone, aggregate still 0
-    ctl(nvml_lib, node, "ecc", "0", "sbe")
-    assert read(nvml_lib, node)["ecc_counts"] == [1, 1, 1, 1]
+    ctl(nvml_lib, node, "ecc", "0", "sbe", "--count", "9")                # past the aggregate clearing's 8
+    assert read(nvml_lib, node)["ecc_counts"] == [9, 9, 9, 9]
     smi = mn.nvidia_smi(nvml_lib, node, "-q", "-d", "ECC", "-i", "0")   # NVIDIA's 550 reads the same
-    assert [line.split(":")[1].strip() for line in smi.stdout.splitlines() if "DRAM Correctable" in line] == ["1", "1"]
+    assert [line.split(":")[1].strip() for line in smi.stdout.splitlines() if "DRAM Correctable" in line] == ["9", "9"]
 
 
 def test_a_thread_is_bound_to_its_gpus_cpus_and_cleared_to_all_of_them(nvml_lib, node):

@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "mig/mig.h"
+#include "mokka_private.h"
 
 nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
                                           nvmlEnableState_t *pending)
@@ -246,4 +247,9 @@ nvmlReturn_t DECLDIR nvmlDeviceClearEccErrorCounts(nvmlDevice_t device, nvmlEccC
     if (geteuid() != 0)
         return NVML_ERROR_NO_PERMISSION;
     return settings_clear_ecc(g->node, g->phys, (int)counterType);
+}
+
+void nvmlMokkaReadWholeEccCounts(unsigned int whole)
+{
+    settings_whole_counts(whole != 0);
 }

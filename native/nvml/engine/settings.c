@@ -255,8 +255,14 @@ static unsigned long long within(unsigned long long v, unsigned int lo, unsigned
 const char *const settings_ecc_keys[2][SETTINGS_ECC_COUNTS] = {
     [NVML_VOLATILE_ECC] = ECC_COUNT_KEYS(VOLATILE), [NVML_AGGREGATE_ECC] = ECC_COUNT_KEYS(AGGREGATE)};
 
-/* Set while a clearing reads the counts it sets back: it reads them whole. */
+/* Set while a clearing reads the counts it sets back, and while ctl reads what it adds
+ * to (settings_whole_counts): the thread reads them whole. */
 static __thread int reading_whole_counts;
+
+void settings_whole_counts(int whole)
+{
+    reading_whole_counts = whole;
+}
 
 /* Which ECC count `key` is: 1 and its scope and index, or 0. */
 static int ecc_count_of(const char *key, int *scope, unsigned int *i)
@@ -356,14 +362,14 @@ static nvmlReturn_t reset_edit(const struct mock_gpu *g, struct gpu_settings *s,
 /* The clearing: each count of the scope as it is now becomes its zero. */
 static nvmlReturn_t clear_ecc_edit(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
 {
-    int scope = *(int *)arg;
+    int scope = *(int *)arg, was = reading_whole_counts;
     reading_whole_counts = 1;
     for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS; i++) {
         unsigned long long v = 0;
         gpu_u64(g, settings_ecc_keys[scope][i], &v);
         s->ecc_base[scope][i] = v > 0xffffffffu ? 0xffffffffu : (unsigned int)v;
     }
-    reading_whole_counts = 0;
+    reading_whole_counts = was;
     s->ecc_cleared[scope] = 1;
     return NVML_SUCCESS;
 }

@@ -77,6 +77,8 @@ typedef nvmlReturn_t (*settings_edit)(const struct mock_gpu *g, struct gpu_setti
 nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, settings_edit edit, void *arg);
 /* What a reset of GPU `phys` does: its settings go, a pending ECC mode becomes current. */
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys);
+/* How the calling thread reads the ECC counts: less their clearing (0), or whole (1). */
+void settings_whole_counts(int whole);
 /* nvmlDeviceClearEccErrorCounts: the counts of `scope` as they are now read zero from now on. */
 nvmlReturn_t settings_clear_ecc(const struct mock_node *n, unsigned int phys, int scope);
 
