@@ -218,7 +218,8 @@ SETTINGS_STATE_DRAIN = "drain"
 SETTINGS_STATE_APP_CLOCKS_RESTRICTED = "applications_clocks_restricted"
 SETTINGS_STATE_ECC_CLEARED_VOLATILE = "ecc_cleared_volatile"
 SETTINGS_STATE_ECC_CLEARED_AGGREGATE = "ecc_cleared_aggregate"
-#: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
+#: Its largest accepted size: 64 GPUs with every setting at its longest take about 47 KiB
+#: (the two ECC clearings, 16 counts each, are most of it).
 SETTINGS_STATE_MAX_BYTES = 64 * 1024
 
 FABRICMANAGER_READY = "fabricmanager.ready"
