@@ -12,6 +12,7 @@ from mokka.core import names
 NVML_FEATURE_ENABLED = 1
 VOLATILE, AGGREGATE = 0, 1
 DBE_CAUSE = 1                        # NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+WHOLE_COUNTS = "nvmlMokkaReadWholeEccCounts"   # the counts before a clearing (mokka_private.h)
 
 
 def _handle(lib, target):
@@ -45,26 +46,42 @@ def ecc(lib, target, directory: str, opts) -> int:
         raise Fail(f"{_named(target)}: ECC is off, so it counts no ECC errors; turn it on first "
                    "(nvidia-smi -e 1, then nvidia-smi -r)")
     kind, (_, where) = opts.kind, ei.LOCATIONS[opts.location]
-    readings = []
-    split = opts.location == "sram" and kind == "dbe" and gpu.sram_ecc()
-    for scope in (VOLATILE, AGGREGATE):
-        total = gpu.ecc_total(ei.ERROR_TYPE[kind], scope)
-        here = gpu.ecc_counter(ei.ERROR_TYPE[kind], scope, where)
-        if split:                            # SEC-DED's own count: the counter sums it with parity's
-            here = split.volatileUncSecDed if scope == VOLATILE else split.aggregateUncSecDed
-        if not isinstance(here, int) or not isinstance(total, int):
-            raise Fail(f"--location {opts.location}: {_named(target)} counts no ECC errors there; "
-                       f"give another location (dram counts on every board with ECC)")
-        readings.append((total, here))
+    shown = [gpu.ecc_total(ei.ERROR_TYPE[kind], scope) for scope in (VOLATILE, AGGREGATE)]
+    lib.fn(WHOLE_COUNTS)(C.c_uint(1))       # what the counts hold: a clearing's mark stays where it is
+    try:
+        readings = _ecc_readings(gpu, target, kind, opts.location, where)
+    finally:
+        lib.fn(WHOLE_COUNTS)(C.c_uint(0))
+    split = readings.pop()
     remapped = gpu.remapped_rows()
+    cleared = tuple(whole - seen if isinstance(seen, int) else 0 for (whole, _), seen in zip(readings, shown))
     now = ei.EccNow(readings[0], readings[1], remapped,
-                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split))
+                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split), cleared)
     plan = ei.ecc_plan(kind, opts.location, count, now)
     ovr.update(directory, target.physical, plan.lasting, lasting=True)
     ovr.update(directory, target.physical, plan.own)
     _raise(lib, target, plan.events, opts)
     print(f"{_named(target)}: {count} {kind.upper()} in {opts.location}: {'; '.join(plan.said)}")
     return 0
+
+
+def _ecc_readings(gpu, target, kind: str, location: str, where) -> list:
+    """(total, the location's count) of each scope, then the SRAM's split (or None)."""
+    from mokka.cmd.ctl import Fail, _named
+    from mokka.smi import errinject as ei
+
+    readings = []
+    split = location == "sram" and kind == "dbe" and gpu.sram_ecc()
+    for scope in (VOLATILE, AGGREGATE):
+        total = gpu.ecc_total(ei.ERROR_TYPE[kind], scope)
+        here = gpu.ecc_counter(ei.ERROR_TYPE[kind], scope, where)
+        if split:                            # SEC-DED's own count: the counter sums it with parity's
+            here = split.volatileUncSecDed if scope == VOLATILE else split.aggregateUncSecDed
+        if not isinstance(here, int) or not isinstance(total, int):
+            raise Fail(f"--location {location}: {_named(target)} counts no ECC errors there; "
+                       f"give another location (dram counts on every board with ECC)")
+        readings.append((total, here))
+    return readings + [split]
 
 
 def _raise(lib, target, events: list, opts) -> None:

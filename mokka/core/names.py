@@ -200,6 +200,10 @@ SETTINGS_STATE_KIND = "settings"
 #: <pending>``, ``applications_clocks <memory> <graphics>``, ``locked_clocks <min> <max>`` and
 #: ``memory_locked_clocks <min> <max>`` (MHz), ``drain 1`` (a drained GPU; leaving the drain
 #: state drops the line), and ``uuid <GPU UUID>``.
+#: Then ``applications_clocks_restricted 0|1`` (nvmlDeviceSetAPIRestriction for application
+#: clocks; absent: restricted, root only), ``ecc_cleared_volatile`` and ``ecc_cleared_aggregate``
+#: (nvmlDeviceClearEccErrorCounts: the counts at the clearing, 16 of them in settings_file.c's
+#: order, which every reader subtracts; a reset keeps the aggregate one).
 SETTINGS_STATE_GPUS = "gpu"
 SETTINGS_STATE_UUID = "uuid"
 SETTINGS_STATE_POWER_LIMIT = "power_limit_mw"
@@ -217,7 +221,11 @@ SETTINGS_STATE_CLOCK_VF_OFFSETS = "clock_vf_offsets"
 #: The VF offsets a board allows either clock, in MHz either way (nvmlDeviceGet*ClkMinMaxVfOffset):
 #: Mokka's choice for every board, within what NVIDIA's drivers offer boards that take offsets.
 CLOCK_VF_OFFSET_LIMIT_MHZ = 1000
-#: Its largest accepted size: 64 GPUs with every setting take about 10 KiB.
+SETTINGS_STATE_APP_CLOCKS_RESTRICTED = "applications_clocks_restricted"
+SETTINGS_STATE_ECC_CLEARED_VOLATILE = "ecc_cleared_volatile"
+SETTINGS_STATE_ECC_CLEARED_AGGREGATE = "ecc_cleared_aggregate"
+#: Its largest accepted size: 64 GPUs with every setting at its longest take about 47 KiB
+#: (the two ECC clearings, 16 counts each, are most of it).
 SETTINGS_STATE_MAX_BYTES = 64 * 1024
 
 FABRICMANAGER_READY = "fabricmanager.ready"

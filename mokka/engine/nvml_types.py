@@ -164,6 +164,12 @@ class ProcessUtilizationSample(C.Structure):
                 ("encUtil", C.c_uint), ("decUtil", C.c_uint)]
 
 
+class AccountingStats(C.Structure):
+    _fields_ = [("gpuUtilization", C.c_uint), ("memoryUtilization", C.c_uint), ("maxMemoryUsage", C.c_ulonglong),
+                ("time", C.c_ulonglong), ("startTime", C.c_ulonglong), ("isRunning", C.c_uint),
+                ("reserved", C.c_uint * 5)]
+
+
 class ViolationTime(C.Structure):
     _fields_ = [("referenceTime", C.c_ulonglong), ("violationTime", C.c_ulonglong)]
 

@@ -40,12 +40,16 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     -f,   --filename=           Log to a specified file, rather than to stdout.
     --query-gpu=                Information about GPU. Call --help-query-gpu for more info.
     --query-compute-apps=       List of currently active compute processes.
+    --query-accounted-apps=     List of accounted compute processes (accounting mode on).
     --format=                   csv[,noheader][,nounits]
     -r    --gpu-reset           Reset the GPU (clears its runtime overrides in the mock; a pending
                                 MIG mode takes effect).
     -pm,  --persistence-mode=   Set persistence mode: 0/DISABLED, 1/ENABLED
     -am,  --accounting-mode=    Enable or disable accounting: 0/DISABLED, 1/ENABLED
     -e,   --ecc-config=         Toggle ECC support (pending until the GPU is reset): 0/DISABLED, 1/ENABLED
+    -p,   --reset-ecc-errors=   Reset ECC error counts to zero: 0/VOLATILE, 1/AGGREGATE
+    -caa, --clear-accounted-apps  Clear the accounted processes that have terminated.
+    -acp, --applications-clocks-permission=  Deprecated (as in NVIDIA's 550): changes nothing.
     -c,   --compute-mode=       Set compute mode: 0/DEFAULT, 1/EXCLUSIVE_THREAD (deprecated),
                                 2/PROHIBITED, 3/EXCLUSIVE_PROCESS
     -ac,  --applications-clocks= Set application clocks: MEM_CLOCK,GRAPHICS_CLOCK
@@ -111,7 +115,8 @@ def parse(args: list) -> dict:
         elif name in ("--help-query-gpu",):
             opts["mode"] = "help-query-gpu"
         elif name in ("-d", "--display", "-i", "--id", "-f", "--filename", "--query-gpu",
-                      "--query-compute-apps", "--format", "-mig", "--multi-instance-gpu"):
+                      "--query-compute-apps", "--query-accounted-apps", "--format", "-mig",
+                      "--multi-instance-gpu"):
             value, i = _take(args, i, name)
             key = {"-d": "display", "--display": "display", "-i": "id", "--id": "id",
                    "-f": "file", "--filename": "file", "-mig": "mig",

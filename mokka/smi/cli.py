@@ -151,7 +151,7 @@ def _on_gpus(lib, head: dict, opts: dict, out) -> int:
     if opts.get("sub"):
         return _subcommand(opts["sub"], opts["rest"], gpus, out)
     now = time.time()
-    if opts.get("query-gpu") is not None or opts.get("query-compute-apps") is not None:
+    if any(opts.get(q) is not None for q in ("query-gpu", "query-compute-apps", "query-accounted-apps")):
         return _query_csv(gpus, head, opts, now, out)
     from mokka.smi import values as v
     stamp = time.strftime(v.TIMESTAMP_FORMAT, time.localtime(now))
@@ -166,7 +166,7 @@ def _on_gpus(lib, head: dict, opts: dict, out) -> int:
 
 
 def _query_csv(gpus: list, head: dict, opts: dict, now: float, out) -> int:
-    """--query-gpu / --query-compute-apps with --format."""
+    """--query-gpu / --query-compute-apps / --query-accounted-apps with --format."""
     from mokka.smi import query
     if opts.get("format") is None:
         raise Usage("--format")
@@ -176,6 +176,8 @@ def _query_csv(gpus: list, head: dict, opts: dict, now: float, out) -> int:
     try:
         if opts.get("query-gpu") is not None:
             out.write(query.gpu_csv(gpus, opts["query-gpu"], opts["format"], ctx))
+        elif opts.get("query-accounted-apps") is not None:
+            out.write(query.accounted_csv(gpus, opts["query-accounted-apps"], opts["format"], ctx))
         else:
             out.write(query.apps_csv(gpus, opts["query-compute-apps"], opts["format"], ctx))
     except query.QueryError as exc:

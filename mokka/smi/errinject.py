@@ -97,6 +97,9 @@ class EccNow:
     #: The SRAM's uncorrectable errors split by protection (Ampere on: parity, SEC-DED), so a
     #: double-bit error there counts as SEC-DED; ``here`` is then that count.
     sram_split: bool = False
+    #: (volatile, aggregate): how much less than the totals NVML's callers read, since
+    #: nvmlDeviceClearEccErrorCounts (the counts above are the whole ones, which grow).
+    cleared: tuple[int, int] = (0, 0)
 
 
 def _location_key(kind: str, location: str, scope: str, split: bool) -> str:
@@ -119,14 +122,15 @@ class Plan:
 def ecc_plan(kind: str, location: str, count: int, now: EccNow) -> Plan:
     plan = Plan()
     bits = BITS[kind]
-    for scope, (total, here) in (("volatile", now.volatile), ("aggregate", now.aggregate)):
+    for scope, (total, here), cleared in (("volatile", now.volatile, now.cleared[0]),
+                                          ("aggregate", now.aggregate, now.cleared[1])):
         change = _merge(_nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)),
                         _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
         _merge(plan.own, change)
         if scope == "aggregate":
             _merge(plan.lasting, _nested(f"ecc.errors.{scope}.{bits}.total", _add(total, count)))
             _merge(plan.lasting, _nested(_location_key(kind, location, scope, now.sram_split), _add(here, count)))
-        plan.said.append(f"{scope} {kind.upper()} {_add(total, count)}")
+        plan.said.append(f"{scope} {kind.upper()} {_add(total, count) - cleared}")
     plan.events.append((EVENT_TYPE[kind], 0))
     if kind != "dbe":
         return plan

@@ -229,6 +229,17 @@ class Gpu:
             return None
         return list(pids[:min(count.value, MAX_PROCESSES)])
 
+    def accounted(self) -> list:
+        """[(pid, GPU %, memory %, max memory bytes, time ms, running), ...] of the accounted
+        processes whose stats NVML gives."""
+        out = []
+        for pid in self.accounted_pids() or []:
+            stats = _types().AccountingStats()
+            if self._ask("nvmlDeviceGetAccountingStats", C.c_uint(pid), C.byref(stats)):
+                out.append((pid, stats.gpuUtilization, stats.memoryUtilization, stats.maxMemoryUsage, stats.time,
+                            stats.isRunning))
+        return out
+
     def pdi(self):
         out = self._struct("nvmlDeviceGetPdi", _types().Pdi, 1)
         return None if out is None else out.value

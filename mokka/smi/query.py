@@ -1,4 +1,5 @@
-"""``--query-gpu`` and ``--query-compute-apps`` with ``--format=csv[,noheader][,nounits]``.
+"""``--query-gpu``, ``--query-compute-apps`` and ``--query-accounted-apps`` with
+``--format=csv[,noheader][,nounits]``.
 
 Each field is (unit, getter); a getter returns the bare value or None for
 ``[N/A]``. Names and aliases follow ``nvidia-smi --help-query-gpu``.
@@ -292,6 +293,24 @@ for _names in list(APP_FIELDS):
         APP_ALIASES[_x] = _c
 
 
+#: --query-accounted-apps: an accounted process is gpu.accounted()'s row (pid, GPU %, memory %,
+#: bytes, ms, running). A header names the canonical field, as NVIDIA's does.
+ACCOUNTED_FIELDS = {
+    "timestamp": (None, lambda gpu, p, c: c["timestamp_csv"]),
+    "gpu_name": (None, lambda gpu, p, c: gpu.name()),
+    "gpu_bus_id": (None, lambda gpu, p, c: gpu.bus_id()),
+    "gpu_serial": (None, lambda gpu, p, c: gpu.serial()),
+    "gpu_uuid": (None, lambda gpu, p, c: gpu.uuid()),
+    "vgpu_instance": (None, None),                # no vGPU: "N/A", unbracketed as NVIDIA's prints it
+    "pid": (None, lambda gpu, p, c: p[0]),
+    "gpu_utilization": ("%", lambda gpu, p, c: p[1]),
+    "mem_utilization": ("%", lambda gpu, p, c: p[2]),
+    "max_memory_usage": ("MiB", lambda gpu, p, c: v.mib(p[3])),
+    "time": ("ms", lambda gpu, p, c: p[4]),
+}
+ACCOUNTED_ALIASES = {"gpu_util": "gpu_utilization", "mem_util": "mem_utilization"}
+
+
 def parse_format(text: str | None) -> tuple[bool, bool]:
     """(header, units) from a --format value; QueryError unless csv is named."""
     parts = [p.strip().lower() for p in (text or "").split(",") if p.strip()]
@@ -341,6 +360,18 @@ def apps_csv(gpus: list, fields: str, fmt: str, ctx: dict) -> str:
     for gpu in gpus:
         for proc in (p for p in gpu.processes() if p[0]):
             lines.append(", ".join(_cell(get(gpu, proc, ctx), unit, units) for _, (unit, get) in cols))
+    return "".join(line + "\n" for line in lines)
+
+
+def accounted_csv(gpus: list, fields: str, fmt: str, ctx: dict) -> str:
+    cols = [(ACCOUNTED_ALIASES.get(name, name), col) for name, col in
+            _resolve(fields, ACCOUNTED_FIELDS, ACCOUNTED_ALIASES)]
+    header, units = parse_format(fmt)
+    lines = [_header(cols)] if header else []
+    for gpu in gpus:
+        for proc in gpu.accounted():
+            lines.append(", ".join("N/A" if get is None else _cell(get(gpu, proc, ctx), unit, units)
+                                   for _, (unit, get) in cols))
     return "".join(line + "\n" for line in lines)
 
 

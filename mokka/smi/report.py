@@ -286,7 +286,7 @@ def _tree(gpu, layout: layouts.Layout) -> list:
         ("fabric", _fabric(gpu)),
         ("supported_clocks", _supported_clocks(gpu)),
         ("processes", _processes(gpu)),
-        ("accounted_processes", NA if gpu.accounted_pids() is None else "\n\t\t"),
+        ("accounted_processes", _accounted(gpu)),
         ("capabilities", [("egm", NA if egm is None else ("enabled" if egm & g.CAP_EGM else "disabled"))]),
     ]
 
@@ -470,6 +470,18 @@ def _processes(gpu):
     return [("process_info", [
         ("gpu_instance_id", NA), ("compute_instance_id", NA), ("pid", str(pid)), ("type", kind),
         ("process_name", name), ("used_memory", f"{v.mib(used)} MiB")]) for pid, used, kind, name in procs]
+
+
+def _accounted(gpu):
+    if gpu.accounted_pids() is None:
+        return NA
+    procs = gpu.accounted()
+    if not procs:
+        return "\n\t\t"
+    return [("accounted_process_info", [
+        ("pid", str(pid)), ("gpu_util", f"{util} %"), ("memory_util", f"{mem} %"),
+        ("max_memory_usage", f"{v.mib(used)} MiB"), ("time", f"{ms} ms"), ("is_running", str(running))])
+        for pid, util, mem, used, ms, running in procs]
 
 
 def keep_sections(tree: list, tags: tuple) -> list:

@@ -1,12 +1,13 @@
 """nvidia-smi's device modifications: ``-pl``, ``-pm``, ``-c``, ``-am``, ``-lgc``/``-rgc``,
-``-lmc``/``-rmc``, ``-ac``/``-rac``, ``-e``, each a call of NVML's setter through the library, so the
+``-lmc``/``-rmc``, ``-ac``/``-rac``, ``-e``, ``-p``, ``-caa``, each a call of NVML's setter through the library, so the
 change is the node's (settings.nvml, kept by the library) and every process reads it.
 
 Texts and exit statuses as NVIDIA's nvidia-smi 550 prints them over the same library
 (tests/smi/test_setters.py and tests/native/test_setters_550.py hold both to them): a
 value NVIDIA's tool refuses before asking NVML ends the run with exit status 2; an
 NVML error ends it with the error's code, but a clock combination the board does not
-support, which is a warning.
+support, which is a warning. ``-acp`` is deprecated in NVIDIA's 550: it says so for each GPU
+and changes nothing (nvmlDeviceSetAPIRestriction is the way to it).
 """
 
 from __future__ import annotations
@@ -46,9 +47,16 @@ OPTIONS = {
     "-ac": "applications", "--applications-clocks": "applications",
     "-rac": "reset-applications", "--reset-applications-clocks": "reset-applications",
     "-e": "ecc", "--ecc-config": "ecc", "-am": "accounting", "--accounting-mode": "accounting",
+    "-p": "reset-ecc", "--reset-ecc-errors": "reset-ecc", "-caa": "clear-accounted",
+    "--clear-accounted-apps": "clear-accounted", "-acp": "clocks-permission",
+    "--applications-clocks-permission": "clocks-permission",
 }
 TAKES_VALUE = frozenset({"power", "persistence", "compute", "lock", "lock-memory", "applications", "ecc",
-                         "accounting"})
+                         "accounting", "reset-ecc", "clocks-permission"})
+#: nvmlEccCounterType_t by the word -p takes (as spelt: NVIDIA's tool refuses "volatile").
+ECC_COUNTERS = {"VOLATILE": 0, "AGGREGATE": 1}
+PERMISSION_WORDS = frozenset({"DISABLED", "ENABLED", "UNRESTRICTED", "RESTRICTED"})
+DEPRECATED = "Warning: This option is deprecated and will be removed in future releases\n" + WARNING_ONLY
 #: nvmlComputeMode_t by the number and the word nvidia-smi takes.
 COMPUTE_MODES = {"DEFAULT": 0, "EXCLUSIVE_THREAD": 1, "PROHIBITED": 2, "EXCLUSIVE_PROCESS": 3}
 ENABLE_WORDS = {"0": 0, "DISABLED": 0, "1": 1, "ENABLED": 1}
@@ -83,6 +91,14 @@ def _enable_word(value: str, flag: str, what: str) -> int:
     if value.isdigit():
         raise _ended(f"Invalid {what}: {value}\n{EARLY}", EXIT_INVALID)
     raise Refusal(BAD_OPTION.format(value, flag), EXIT_INVALID)
+
+
+def _int32(value: str) -> int | None:
+    """A number as NVIDIA's tool reads one: digits, a plus sign allowed, at most 2^31 - 1."""
+    digits = value[1:] if value.startswith("+") else value
+    if not digits.isdigit() or not digits.isascii() or int(digits) > 2**31 - 1:
+        return None
+    return int(digits)
 
 
 # --- power limit ---------------------------------------------------------------------------
@@ -203,6 +219,49 @@ def ecc(lib, gpus, flag, value, out) -> int:
     return 0
 
 
+def reset_ecc(lib, gpus, flag, value, out) -> int:
+    counter = ECC_COUNTERS.get(value, _int32(value))
+    if counter is None:
+        raise Refusal(BAD_OPTION.format(value, flag), EXIT_INVALID)
+    if counter not in ECC_COUNTERS.values():
+        raise _ended(f"Invalid ECC type: {value}\n{EARLY}", EXIT_INVALID)
+    word = "aggregate" if counter else "volatile"
+    for gpu in gpus:
+        bus = gpu.bus_id()
+        code = lib.ask("nvmlDeviceClearEccErrorCounts", gpu.handle, C.c_int(counter))
+        if code == nvml.NOT_SUPPORTED:
+            print(f"ECC features not supported for GPU {bus}.\n{WARNING_ONLY}", file=out)
+        elif code != nvml.SUCCESS:
+            raise _ended(f"Unable to clear ECC errors for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
+        else:
+            print(f"Reset {word} ECC errors to zero for GPU {bus}.", file=out)
+    print(ALL_DONE, file=out)
+    return 0
+
+
+def clear_accounted(lib, gpus, flag, value, out) -> int:
+    for gpu in gpus:
+        bus = gpu.bus_id()
+        code = lib.ask("nvmlDeviceClearAccountingPids", gpu.handle)
+        if code == nvml.NOT_SUPPORTED:
+            print(f"Unable to clear Accounted PIDs for GPU {bus}: {lib.error_string(code)}\n{WARNING_ONLY}", file=out)
+        elif code != nvml.SUCCESS:
+            raise _ended(f"Unable to clear Accounted PIDs for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
+        else:
+            print(f"Cleared Accounted PIDs for GPU {bus}.", file=out)
+    print(ALL_DONE, file=out)
+    return 0
+
+
+def clocks_permission(lib, gpus, flag, value, out) -> int:
+    if value not in PERMISSION_WORDS and _int32(value) is None:
+        raise Refusal(BAD_OPTION.format(value, flag), EXIT_INVALID)
+    for _ in gpus:
+        print(DEPRECATED, file=out)
+    print(ALL_DONE, file=out)
+    return 0
+
+
 # --- clocks ------------------------------------------------------------------------------------
 
 def _clock_result(lib, gpu, code: int, combination: str, done: str, out) -> None:
@@ -282,4 +341,5 @@ ACTIONS = {"power": power, "persistence": persistence, "compute": compute, "ecc"
            "accounting": accounting,
            "applications": applications, "unlock": _reset_clocks("nvmlDeviceResetGpuLockedClocks"),
            "lock-memory": lock_memory, "unlock-memory": _reset_clocks("nvmlDeviceResetMemoryLockedClocks"),
-           "reset-applications": _reset_clocks("nvmlDeviceResetApplicationsClocks")}
+           "reset-applications": _reset_clocks("nvmlDeviceResetApplicationsClocks"),
+           "reset-ecc": reset_ecc, "clear-accounted": clear_accounted, "clocks-permission": clocks_permission}

@@ -149,6 +149,10 @@ MIG_DEVICE_LABELS = {
     "sram_uncorrectable": "SRAM Uncorrectable", "bar1_memory_usage": "BAR1 Memory",
 }
 
+#: An accounted process's rows (-q -d ACCOUNTING).
+ACCOUNTED_LABELS = {"gpu_util": "GPU Utilization", "memory_util": "Memory Utilization",
+                    "max_memory_usage": "Max memory usage", "time": "Time", "is_running": "Is Running"}
+
 #: Rows the text report prints as hex with a 0x prefix where the XML has bare hex.
 HEX_ROWS = {"pci_bus", "pci_device", "pci_domain", "pci_base_class", "pci_sub_class",
             "pci_device_id", "pci_sub_system_id"}
@@ -170,6 +174,9 @@ def _nodes(nodes: list, depth: int, out: list, labels: dict = LABELS) -> None:
         elif tag == "mig_device":
             out.append("    " * depth + MIG_DEVICE_LABELS[tag])
             _nodes(value, depth + 1, out, {**LABELS, **MIG_DEVICE_LABELS})
+        elif tag == "accounted_process_info":     # its pid heads it, the rest one level in
+            out.append(_row(depth, "Process ID", value[0][1]))
+            _nodes(value[1:], depth + 1, out, {**LABELS, **ACCOUNTED_LABELS})
         elif isinstance(value, list):
             out.append("    " * depth + _label(tag, labels))
             _nodes(value, depth + 1, out, labels)

@@ -9,7 +9,7 @@ from tests.native.sanitized import build, rerun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER_TESTS = ["test_memory.py", "test_visibility.py", "test_processes.py", "test_entry_points.py",
-                "test_link.py"]
+                "test_link.py", "test_accounting.py"]
 
 
 def test_driver_tests_run_clean_under_asan_and_ubsan(tmp_path):

@@ -2,6 +2,9 @@
 readings they change, through pynvml.
 
     probe_settings.py read GPU                 the readings of GPU (index) the setters change
+    probe_settings.py affinity                 the CPUs of the process after each step: bound to
+                                               CPU 0 alone, then nvmlDeviceSetCpuAffinity of GPU 4,
+                                               of GPU 0, nvmlDeviceClearCpuAffinity
     probe_settings.py [--as-nobody] set GPU CALL [ARG...]
                                                one setter's return code (0: success); CALL is
                                                the name after nvmlDevice (SetPowerManagementLimit);
@@ -42,7 +45,35 @@ def read(h) -> dict:
         "memory": call(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
         "draw": call(n.nvmlDeviceGetPowerUsage, h),
         "reasons": call(n.nvmlDeviceGetCurrentClocksEventReasons, h),
+        "app_clocks_restricted": call(n.nvmlDeviceGetAPIRestriction, h, n.NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS),
+        "ecc_counts": ecc_counts(h),
     }
+
+
+def ecc_counts(h) -> list:
+    """Corrected counts: volatile, aggregate (totals), volatile in device memory, and the
+    field NVML_FI_DEV_ECC_SBE_AGG_TOTAL (5)."""
+    corrected = n.NVML_MEMORY_ERROR_TYPE_CORRECTED
+    return [call(n.nvmlDeviceGetTotalEccErrors, h, corrected, n.NVML_VOLATILE_ECC),
+            call(n.nvmlDeviceGetTotalEccErrors, h, corrected, n.NVML_AGGREGATE_ECC),
+            call(n.nvmlDeviceGetMemoryErrorCounter, h, corrected, n.NVML_VOLATILE_ECC,
+                 n.NVML_MEMORY_LOCATION_DEVICE_MEMORY),
+            field(h, 5)]
+
+
+def field(h, fid):
+    value = n.nvmlDeviceGetFieldValues(h, [fid])[0]
+    return value.value.ullVal if value.nvmlReturn == 0 else ["err", value.nvmlReturn]
+
+
+def affinity() -> list:
+    os.sched_setaffinity(0, {0})
+    steps = [sorted(os.sched_getaffinity(0))]
+    for gpu in (4, 0):
+        n.nvmlDeviceSetCpuAffinity(n.nvmlDeviceGetHandleByIndex(gpu))
+        steps.append(sorted(os.sched_getaffinity(0)))
+    n.nvmlDeviceClearCpuAffinity(n.nvmlDeviceGetHandleByIndex(0))
+    return steps + [sorted(os.sched_getaffinity(0))]
 
 
 def power_v2(h, scope, mw, version=None):
@@ -62,6 +93,9 @@ def main(argv: list[str]) -> int:
     nobody = argv[:1] == ["--as-nobody"]
     argv = argv[1:] if nobody else argv
     n.nvmlInit()
+    if argv[0] == "affinity":
+        print(json.dumps(affinity()))
+        return 0
     h = n.nvmlDeviceGetHandleByIndex(int(argv[1]))
     if argv[0] == "read":
         print(json.dumps(read(h)))

@@ -98,13 +98,6 @@ _setter = "not implemented yet (issue 36's setters)"
 
 #: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
 NOT_YET = {
-    ("nvmlDeviceClearEccErrorCounts", BOTH): "ECC error injection and clearing: branch errinject, issue 36",
-    ("nvmlDeviceClearAccountingPids", BOTH): _setter,
-    ("nvmlDeviceGetAccountingStats", BOTH): "accounting stats from the CUDA process records: issue 36",
-    ("nvmlDeviceSetCpuAffinity", BOTH): _setter,
-    ("nvmlDeviceClearCpuAffinity", BOTH): _setter,
-    ("nvmlDeviceGetAPIRestriction", BOTH): _setter,
-    ("nvmlDeviceSetAPIRestriction", BOTH): _setter,
     ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
     **{(name, BOTH): _newer for name in (
         "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetPlatformInfo", "nvmlDeviceGetUnrepairableMemoryFlag",

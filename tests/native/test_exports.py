@@ -48,10 +48,10 @@ LATER_API = {
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,
 #: the process records it keeps, the agent's sweep of the dead ones and of the strays,
 #: where GPU instances go (the one placement rule, which compile plans boot layouts with), and
-#: the setters' settings ctl reset clears.
+#: the setters' settings ctl reset clears, the ECC counts ctl ecc adds to.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
                "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords",
-               "nvmlMokkaResetDeviceSettings",
+               "nvmlMokkaResetDeviceSettings", "nvmlMokkaReadWholeEccCounts",
                "nvmlMokkaProcessRecordsStray", "nvmlMokkaMigPlaceGpuInstances"}
 
 SHT_DYNSYM = 11

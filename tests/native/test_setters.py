@@ -4,16 +4,21 @@ the board's bounds, refused to a caller that is not root, and undone by a GPU re
 which makes a pending ECC mode current. An h100 board: power limits 200-700 W (700
 default), persistence on, compute mode Default, ECC on, application clocks 2619/1980
 MHz by default (its one memory clock), its graphics clock 345 MHz idle, supported graphics
-clocks up to 1980, drawing 120 W, idle (clock event reason 0x1).
+clocks up to 1980, drawing 120 W, idle (clock event reason 0x1), no ECC errors counted;
+application clocks restricted to root, as the driver starts.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
+
+from mokka.core import names
 
 from tests.native import mig_nodes as mn
 from tests.native.conftest import HERE, clean_env
@@ -22,7 +27,7 @@ PROBE = os.path.join(HERE, "probe_settings.py")
 SUCCESS, INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION, VERSION_MISMATCH = 0, 2, 3, 4, 25
 BOOT = {"power_limit": 700000, "enforced_limit": 700000, "persistence": 1, "compute_mode": 0, "accounting": 0,
         "app_graphics": 1980, "app_memory": 2619, "graphics": 345, "sm": 345, "ecc": [1, 1],
-        "memory": 2619, "draw": 120000, "reasons": 0x1}
+        "memory": 2619, "draw": 120000, "reasons": 0x1, "app_clocks_restricted": 1, "ecc_counts": [0, 0, 0, 0]}
 
 
 def probe(lib, env, *args):
@@ -135,7 +140,8 @@ def test_a_reset_clears_the_settings_and_makes_the_pending_ecc_mode_current(nvml
     assert read(nvml_lib, node) == changed
     done = mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0")                # NVIDIA's nvidia-smi 550
     assert done.returncode == 0, done.stdout
-    assert read(nvml_lib, node) == {**BOOT, "ecc": [0, 0]}
+    off = [["err", NOT_SUPPORTED]] * 4                                   # no ECC, no counts
+    assert read(nvml_lib, node) == {**BOOT, "ecc": [0, 0], "ecc_counts": off}
     assert read(nvml_lib, node, 1) == changed                            # GPU 1 was not reset
 
 
@@ -163,3 +169,77 @@ except n.NVMLError as e:
     print(e.value)
 """], env=clean_env(nvml_lib, env), capture_output=True, text=True, timeout=60)
     assert code.stdout == f"{NOT_SUPPORTED}\n", code.stderr
+
+
+def ctl(lib, env, *args):
+    done = subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], env=clean_env(lib, env),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def open_node(nvml_lib):
+    """An h100 node whose settings any user may write (its config directory is), so that
+    what a caller that is not root may change shows."""
+    root = tempfile.mkdtemp(prefix="mokka-setters-")
+    try:
+        os.chmod(root, 0o755)
+        env = mn.board(root, "h100")
+        os.chmod(os.path.dirname(env[names.ENV_NVML_CONFIG]), 0o777)
+        yield env
+    finally:
+        shutil.rmtree(root)
+
+
+def test_application_clocks_opened_to_everyone_are_set_by_anyone_and_a_reset_restricts_them_again(nvml_lib,
+                                                                                                   open_node):
+    node = open_node
+    assert settable(nvml_lib, node, 0, "SetApplicationsClocks", 2619, 1410, nobody=True) == NO_PERMISSION
+    assert settable(nvml_lib, node, 0, "SetAPIRestriction", 0, 0, nobody=True) == NO_PERMISSION
+    assert settable(nvml_lib, node, 0, "SetAPIRestriction", 0, 2) == INVALID_ARGUMENT
+    assert settable(nvml_lib, node, 0, "SetAPIRestriction", 1, 0) == NOT_SUPPORTED     # auto boost: none here
+    assert settable(nvml_lib, node, 0, "SetAPIRestriction", 0, 0) == SUCCESS
+    assert read(nvml_lib, node) == {**BOOT, "app_clocks_restricted": 0}
+    assert settable(nvml_lib, node, 0, "SetApplicationsClocks", 2619, 1410, nobody=True) == SUCCESS
+    assert settable(nvml_lib, node, 0, "SetApplicationsClocks", 2619, 1411, nobody=True) == INVALID_ARGUMENT
+    assert read(nvml_lib, node) == {**BOOT, "app_clocks_restricted": 0, "app_graphics": 1410}
+    assert settable(nvml_lib, node, 0, "ResetApplicationsClocks", nobody=True) == SUCCESS
+    assert settable(nvml_lib, node, 0, "SetGpuLockedClocks", 1000, 1500, nobody=True) == NO_PERMISSION
+    assert read(nvml_lib, node, 1) == BOOT                               # GPU 1 keeps its own
+    assert settable(nvml_lib, node, 0, "SetApplicationsClocks", 2619, 1410, nobody=True) == SUCCESS
+    assert mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0").returncode == 0
+    assert read(nvml_lib, node) == BOOT
+    assert settable(nvml_lib, node, 0, "SetApplicationsClocks", 2619, 1410, nobody=True) == NO_PERMISSION
+
+
+def test_cleared_ecc_counts_read_zero_in_every_reader_and_a_reset_keeps_the_aggregate_clearing(nvml_lib, node):
+    ctl(nvml_lib, node, "ecc", "0", "sbe", "--count", "3")
+    assert read(nvml_lib, node)["ecc_counts"] == [3, 3, 3, 3]
+    assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 0, nobody=True) == NO_PERMISSION
+    assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 2) == INVALID_ARGUMENT
+    assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 0) == SUCCESS          # volatile
+    assert read(nvml_lib, node)["ecc_counts"] == [0, 3, 0, 3]
+    done = subprocess.run([sys.executable, "-m", "mokka", "ctl", "ecc", "0", "sbe", "--count", "5"],
+                          env=clean_env(nvml_lib, node), capture_output=True, text=True, timeout=60)
+    assert done.stdout == ("GPU 0 (GPU-01000100-0000-0000-0000-000000000000): 5 SBE in dram: volatile SBE 5; "
+                           "aggregate SBE 8\n"), done.stderr
+    assert read(nvml_lib, node)["ecc_counts"] == [5, 8, 5, 8]                         # and they grow from there
+    assert settable(nvml_lib, node, 0, "ClearEccErrorCounts", 1) == SUCCESS          # aggregate
+    assert read(nvml_lib, node) == {**BOOT, "ecc_counts": [5, 0, 5, 0]}
+    overrides = os.path.join(os.path.dirname(mn.state_file(node)), names.OVERRIDES_DIR)
+    assert sorted(os.listdir(overrides)) == ["gpu0.nvml", "gpu0.yaml", "lasting-gpu0.nvml", "lasting-gpu0.yaml"]
+    assert mn.nvidia_smi(nvml_lib, node, "-r", "-i", "0").returncode == 0
+    assert read(nvml_lib, node) == BOOT                                 # volatile counts gone, aggregate still 0
+    ctl(nvml_lib, node, "ecc", "0", "sbe", "--count", "9")                # past the aggregate clearing's 8
+    assert read(nvml_lib, node)["ecc_counts"] == [9, 9, 9, 9]
+    smi = mn.nvidia_smi(nvml_lib, node, "-q", "-d", "ECC", "-i", "0")   # NVIDIA's 550 reads the same
+    assert [line.split(":")[1].strip() for line in smi.stdout.splitlines() if "DRAM Correctable" in line] == ["9", "9"]
+
+
+def test_a_thread_is_bound_to_its_gpus_cpus_and_cleared_to_all_of_them(nvml_lib, node):
+    allowed = sorted(os.sched_getaffinity(0))                           # CPU 0 and more, on any runner
+    done = subprocess.run([sys.executable, PROBE, "affinity"], env=clean_env(nvml_lib, node), capture_output=True,
+                          text=True, timeout=60)
+    import json
+    # GPU 4's CPUs (56-111) are none this machine has: the thread keeps CPU 0; GPU 0's (0-55) it has.
+    assert json.loads(done.stdout) == [[0], [0], [c for c in allowed if c <= 55], allowed], done.stderr

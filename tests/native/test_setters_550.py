@@ -1,5 +1,5 @@
 """NVIDIA's nvidia-smi 550 over the mock library on a node the agent staged: its device
-modifications (-pl, -pm, -c, -lgc, -lmc, -ac, -e, then -r) change what pynvml reads in another
+modifications (-pl, -pm, -c, -lgc, -lmc, -ac, -e, -p, -acp, -caa, then -r) change what pynvml reads in another
 process and what our nvidia-smi prints; ours prints what NVIDIA's prints for the same
 commands on a node of the same board; a user that is not root gets NVIDIA's
 insufficient-permissions texts; the agent's teardown leaves no settings behind.
@@ -29,7 +29,9 @@ SESSION = [["-pl", "300", "-i", "0"], ["-pm", "0", "-i", "0"], ["-lmc", "2619", 
            ["-c", "EXCLUSIVE_PROCESS", "-i", "0"], ["-c", "3", "-i", "0"], ["-lgc", "1000,1500", "-i", "0"],
            ["-ac", "2619,1410", "-i", "0"], ["-am", "1", "-i", "0"], ["-am", "ENABLED", "-i", "0"],
            ["-e", "0", "-i", "0"], ["-pl", "5", "-i", "0"],
-           ["-lgc", "1500,1000", "-i", "0"], ["-c", "9", "-i", "0"], ["-rac", "-i", "0"]]
+           ["-lgc", "1500,1000", "-i", "0"], ["-c", "9", "-i", "0"], ["-rac", "-i", "0"], ["-p", "0", "-i", "0"],
+           ["-p", "AGGREGATE", "-i", "0"], ["-p", "+1", "-i", "0"], ["-p", "2", "-i", "0"], ["-p", "x", "-i", "0"],
+           ["-acp", "0", "-i", "0"], ["-acp", "UNRESTRICTED", "-i", "0"], ["-acp", "x", "-i", "0"], ["-caa", "-i", "0"]]
 QUERY = ["--query-gpu=power.limit,persistence_mode,compute_mode,clocks.sm,clocks.applications.graphics,"
          "ecc.mode.current,ecc.mode.pending", "--format=csv,noheader", "-i", "0"]
 
@@ -56,7 +58,7 @@ def test_nvidias_modifications_are_read_by_pynvml_and_ours_print_the_same(staged
     assert said_theirs[7] == (0, f"Set compute mode to EXCLUSIVE_PROCESS for GPU {BUS0}.\nAll done.\n")
     changed = {"power_limit": 300000, "enforced_limit": 300000, "persistence": 1, "compute_mode": 3, "accounting": 1,
                "app_graphics": 1980, "app_memory": 2619, "graphics": 1000, "sm": 1000, "ecc": [1, 0],
-               "memory": 2619, "draw": 120000, "reasons": 0x1}
+               "memory": 2619, "draw": 120000, "reasons": 0x1, "app_clocks_restricted": 1, "ecc_counts": [0, 0, 0, 0]}
     assert read(theirs) == read(ours) == changed
     expected = "300.00 W, Enabled, Exclusive_Process, 1000 MHz, 1980 MHz, Enabled, Disabled\n"
     assert ok(theirs.run(QUERY)) == ok(theirs.run_python(QUERY)) == expected

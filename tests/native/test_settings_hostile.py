@@ -1,9 +1,10 @@
 """A hostile settings.nvml never crashes, hangs or misleads a consumer: truncated at every
 line, bytes flipped, NULs, a digest of other bytes, files whose digest is right but whose
 settings no board can have (a power limit past the board's, clocks it does not support,
-another node's GPUs), huge numbers and files, and FIFOs, directories and links in the
-file's place (never followed, never waited on). Such a file is ignored with one line
-naming it, every reading is the board's own, and the next setter writes a good file whole.
+another node's GPUs, ECC counts at a clearing that are not 16 counts), huge numbers and
+files, and FIFOs, directories and links in the file's place (never followed, never waited
+on). Such a file is ignored with one line naming it, every reading is the board's own, and
+the next setter writes a good file whole.
 
 Bounded and seeded: each consumer run has a timeout; the whole module takes seconds.
 """
@@ -90,6 +91,14 @@ def mutations(good: bytes) -> list:
         ("locked clocks past the board's", with_digest(b"gpu.0.locked_clocks 1000 99999\n")),
         ("a persistence mode of 7", with_digest(b"gpu.0.persistence 7\n")),
         ("an accounting mode of 3", with_digest(b"gpu.0.accounting 3\n")),
+        ("an application clocks restriction of 2", with_digest(b"gpu.0.applications_clocks_restricted 2\n")),
+        ("a restriction with a sign", with_digest(b"gpu.0.applications_clocks_restricted +0\n")),
+        ("15 ECC counts at a clearing", with_digest(b"gpu.0.ecc_cleared_volatile" + b" 0" * 15 + b"\n")),
+        ("17 ECC counts at a clearing", with_digest(b"gpu.0.ecc_cleared_volatile" + b" 0" * 17 + b"\n")),
+        ("an ECC count of 2^32", with_digest(b"gpu.0.ecc_cleared_aggregate 4294967296" + b" 0" * 15 + b"\n")),
+        ("a negative ECC count", with_digest(b"gpu.0.ecc_cleared_aggregate -1" + b" 0" * 15 + b"\n")),
+        ("ECC counts two spaces apart", with_digest(b"gpu.0.ecc_cleared_volatile 0 " + b" 0" * 15 + b"\n")),
+        ("ECC counts and a trailing space", with_digest(b"gpu.0.ecc_cleared_volatile" + b" 0" * 16 + b" \n")),
         ("keys out of order", with_digest(b"gpu.0.uuid " + UUID0 + b"\ngpu.0.power_limit_mw 300000\n")),
         ("a key twice", with_digest(b"gpu.0.power_limit_mw 300000\ngpu.0.power_limit_mw 300000\n")),
         ("an unknown key", with_digest(b"gpu.0.colour blue\n")),
@@ -111,7 +120,8 @@ def test_every_hostile_file_is_ignored_with_one_line_and_the_boards_readings_app
         said = done.stderr.splitlines()
         assert len(said) == 1 and said[0].startswith(f"mock NVML: ignoring {path}: it "), (what, done.stderr)
         reading = json.loads(done.stdout)
-        assert (reading["power_limit"], reading["compute_mode"], reading["graphics"]) == (700000, 0, 345), what
+        assert (reading["power_limit"], reading["compute_mode"], reading["graphics"],
+                reading["app_clocks_restricted"]) == (700000, 0, 345, 1), what
     with open(path, "wb") as f:
         f.write(good)
 

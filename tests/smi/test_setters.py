@@ -1,8 +1,8 @@
-"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -lmc/-rmc, -ac/-rac, -e): NVIDIA's
-550 texts and exit statuses (tests/native/test_setters_550.py runs NVIDIA's binary over
-the same library for them), and the change read back by the next run. An h100 overlay:
-power limits 200-700 W, persistence on, compute mode Default, ECC on, application clocks
-2619/1980 MHz, its graphics clock 345 MHz idle."""
+"""Our nvidia-smi's device modifications (-pl, -pm, -c, -lgc/-rgc, -lmc/-rmc, -ac/-rac, -e, -p,
+-acp, -caa): NVIDIA's 550 texts and exit statuses (tests/native/test_setters_550.py runs
+NVIDIA's binary over the same library for them), and the change read back by the next run.
+An h100 overlay: power limits 200-700 W, persistence on, compute mode Default, ECC on,
+application clocks 2619/1980 MHz, its graphics clock 345 MHz idle."""
 
 from __future__ import annotations
 
@@ -84,6 +84,34 @@ def test_an_ecc_change_is_pending_until_the_reset_that_clears_the_rest(ov, dev_r
     assert said(ov, dev_root, *QUERY) == (0, "250.00 W, Enabled, Default, 345 MHz, 1980 MHz, Enabled, Disabled\n")
     assert said(ov, dev_root, "-r", "-i", "0")[0] == 0
     assert said(ov, dev_root, *QUERY) == (0, "700.00 W, Enabled, Default, 345 MHz, 1980 MHz, Disabled, Disabled\n")
+    assert said(ov, dev_root, "-p", "0", "-i", "0") == (
+        0, f"ECC features not supported for GPU {BUS0}.\nTreating as warning and moving on.\nAll done.\n")
+
+
+def ctl(ov, dev_root, *args) -> None:
+    env = {**ov.env(str(dev_root)), "MOCK_NVML_CONFIG": str(ov.config_dir / "config.yaml"), "PYTHONPATH": REPO}
+    done = subprocess.run([sys.executable, "-m", "mokka", "ctl", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def dram_correctable(ov, dev_root) -> list:
+    """-q -d ECC's "DRAM Correctable": volatile, aggregate."""
+    done = ov.run(["-q", "-d", "ECC", "-i", "0"], str(dev_root))
+    return [line.split(":")[1].strip() for line in done.stdout.splitlines() if "DRAM Correctable" in line]
+
+
+def test_ecc_counts_reset_to_zero_volatile_then_aggregate_and_count_on_from_there(ov, dev_root):
+    ctl(ov, dev_root, "ecc", "0", "sbe", "--count", "3")
+    assert dram_correctable(ov, dev_root) == ["3", "3"]
+    assert said(ov, dev_root, "-p", "0", "-i", "0") == (0, f"Reset volatile ECC errors to zero for GPU {BUS0}.\n"
+                                                           "All done.\n")
+    assert dram_correctable(ov, dev_root) == ["0", "3"]
+    assert said(ov, dev_root, "-p", "AGGREGATE", "-i", "0") == (
+        0, f"Reset aggregate ECC errors to zero for GPU {BUS0}.\nAll done.\n")
+    assert dram_correctable(ov, dev_root) == ["0", "0"]
+    ctl(ov, dev_root, "ecc", "0", "sbe")
+    assert dram_correctable(ov, dev_root) == ["1", "1"]
 
 
 @pytest.mark.parametrize("args, code, text", [
@@ -102,6 +130,15 @@ def test_an_ecc_change_is_pending_until_the_reset_that_clears_the_rest(ov, dev_r
                              f"'--lock-gpu-clocks=tdp,unlimited'\n{EARLY}"),
     (["-lmc", "a,b"], 2, "Specified clocks \"a,b\" are not valid. Please format input as 'memClkMin,memClkMax' or "
                          "'memClkVal' e.g. --lock-memory-clocks=5100,5100 or --lock-memory-clocks=5100\n" + EARLY),
+    (["-p", "2"], 2, f"Invalid ECC type: 2\n{EARLY}"),
+    (["-p", "aggregate"], 2, "ERROR: Option aggregate is invalid for -p. Please run 'nvidia-smi -h' for help.\n\n"),
+    (["-acp", "0"], 0, "Warning: This option is deprecated and will be removed in future releases\n"
+                       "Treating as warning and moving on.\nAll done.\n"),
+    (["-acp", "restricted"], 2, "ERROR: Option restricted is invalid for -acp. Please run 'nvidia-smi -h' for "
+                                "help.\n\n"),
+    (["-caa"], 0, f"Cleared Accounted PIDs for GPU {BUS0}.\nAll done.\n"),
+    (["-p", "0", "-acp", "0"], 2, "Invalid combination of input arguments. Only one device modification may be "
+                                  "done at a time.\n\n"),
     (["-pl", "300", "-pm", "1"], 2, "Invalid combination of input arguments. Only one device modification may be "
                                     "done at a time.\n\n"),
 ])
@@ -136,6 +173,8 @@ def test_a_user_that_is_not_root_gets_nvidias_insufficient_permissions(readable)
                        (["-pm", "0"], "Unable to set persistence mode for GPU {}: Insufficient Permissions"),
                        (["-c", "3"], "Unable to set the compute mode for GPU {}: Insufficient Permissions"),
                        (["-e", "0"], "Unable to set ECC config for GPU {}: Insufficient Permissions"),
+                       (["-p", "1"], "Unable to clear ECC errors for GPU {}: Insufficient Permissions"),
+                       (["-caa"], "Unable to clear Accounted PIDs for GPU {}: Insufficient Permissions"),
                        (["-lgc", "1000,1500"], "The current user does not have permission to change clocks for "
                                                "GPU {}.")):
         done = subprocess.run([sys.executable, "-c", script, *args, "-i", "0"], env=env, capture_output=True,

@@ -118,20 +118,6 @@ nvmlReturn_t mock_pcie_atomics(nvmlDevice_t device, unsigned int masks[2])
     return out || in ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
-nvmlReturn_t DECLDIR nvmlDeviceGetAccountingPids(nvmlDevice_t device, unsigned int *count, unsigned int *pids)
-{
-    const struct mock_gpu *g;
-    int mode;
-    nvmlReturn_t ret = start(device, count, &g);
-    (void)pids;                                   /* no process is ever accounted */
-    if (ret != NVML_SUCCESS)
-        return ret;
-    if (!gpu_flag(g, K_ACCOUNTING_MODE, &mode))
-        return NVML_ERROR_NOT_SUPPORTED;
-    *count = 0;
-    return NVML_SUCCESS;
-}
-
 nvmlReturn_t DECLDIR nvmlDeviceGetLastBBXFlushTime(nvmlDevice_t device, unsigned long long *timestamp,
                                                    unsigned long *durationUs)
 {

@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "mig/mig.h"
+#include "mokka_private.h"
 
 nvmlReturn_t DECLDIR nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
                                           nvmlEnableState_t *pending)
@@ -228,10 +229,11 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 
-/* Clearing the counts: NVML's permission rule first (root only), then NOT_SUPPORTED. The
- * counts a node reports beyond its profile's are `mokka ctl ecc`'s, held in the runtime
- * overrides, whose one writer is ctl: the library writes none, so it clears none (a GPU
- * reset drops the volatile counts, as the driver's does). */
+/* Clearing the counts: NVML's permission rule first (root only). The counts a node reports
+ * beyond its profile's are `mokka ctl ecc`'s, held in the runtime overrides, whose one
+ * writer is ctl: the library keeps the counts as they are at the clearing in settings.nvml
+ * instead (../engine/settings.c), and every reader subtracts them, so the counts of the
+ * scope read zero from now on and grow from there. */
 nvmlReturn_t DECLDIR nvmlDeviceClearEccErrorCounts(nvmlDevice_t device, nvmlEccCounterType_t counterType)
 {
     const struct mock_gpu *g;
@@ -242,5 +244,12 @@ nvmlReturn_t DECLDIR nvmlDeviceClearEccErrorCounts(nvmlDevice_t device, nvmlEccC
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!ecc_enabled(g))
         return NVML_ERROR_NOT_SUPPORTED;
-    return geteuid() == 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_NO_PERMISSION;
+    if (geteuid() != 0)
+        return NVML_ERROR_NO_PERMISSION;
+    return settings_clear_ecc(g->node, g->phys, (int)counterType);
+}
+
+void nvmlMokkaReadWholeEccCounts(unsigned int whole)
+{
+    settings_whole_counts(whole != 0);
 }

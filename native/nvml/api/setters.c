@@ -1,11 +1,12 @@
 /* NVML's setters: power limit, persistence, compute and accounting mode, application and
- * locked clocks (graphics and memory), ECC mode. Each is NVML's permission rule (a caller that is not root gets
- * NO_PERMISSION, as the driver answers one), then the board's bounds (its power
- * limits, its supported clocks: INVALID_ARGUMENT past them), then a change of the
- * node's settings.nvml (../engine/settings.c), which every process on the node and
- * in every container reads back through the same getters. A MIG device is none of
- * these calls' target (NOT_SUPPORTED, as on the driver); a reset (reset.c) clears
- * what a reset clears.
+ * locked clocks (graphics and memory), ECC mode, who may set application clocks. Each is
+ * NVML's permission rule (a caller that is not root gets NO_PERMISSION, as the driver
+ * answers one; application clocks once their restriction is lifted excepted), then the
+ * board's bounds (its power limits, its supported clocks: INVALID_ARGUMENT past them),
+ * then a change of the node's settings.nvml (../engine/settings.c), which every process
+ * on the node and in every container reads back through the same getters. A MIG device
+ * is none of these calls' target (NOT_SUPPORTED, as on the driver); a reset (reset.c)
+ * clears what a reset clears.
  */
 #define _GNU_SOURCE
 #include <unistd.h>
@@ -184,15 +185,32 @@ static nvmlReturn_t reset_app_clocks(const struct mock_gpu *g, struct gpu_settin
 }
 
 /* The handle, the board's application clocks (a board whose NVML refuses to read them
- * refuses to set them), the caller. */
-static nvmlReturn_t app_target(nvmlDevice_t device, const struct mock_gpu **g)
+ * refuses to set them). */
+static nvmlReturn_t app_clocks_of(nvmlDevice_t device, const struct mock_gpu **g)
 {
     nvmlReturn_t ret = mock_gpu_of(device, g);
     if (ret == NVML_SUCCESS)
         ret = api_refusal(*g, K_REFUSED_APPLICATIONS_CLOCKS);
     if (ret == NVML_SUCCESS && gpu_list_len(*g, K_SUPPORTED_CLOCKS_MEMORY_CLOCKS) == 0)
         ret = NVML_ERROR_NOT_SUPPORTED;
-    return ret != NVML_SUCCESS ? ret : target(device, g);
+    return ret;
+}
+
+/* Application clocks are restricted to root until nvmlDeviceSetAPIRestriction lifts it. */
+static int app_clocks_restricted(const struct mock_gpu *g)
+{
+    struct gpu_settings s;
+    settings_get(g->node, g->phys, &s);
+    return s.app_clocks_restricted != 0;
+}
+
+/* ... then the caller: root, or anyone while the restriction is lifted. */
+static nvmlReturn_t app_target(nvmlDevice_t device, const struct mock_gpu **g)
+{
+    nvmlReturn_t ret = app_clocks_of(device, g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    return geteuid() == 0 || !app_clocks_restricted(*g) ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceSetApplicationsClocks(nvmlDevice_t device, unsigned int memClockMHz,
@@ -209,6 +227,55 @@ nvmlReturn_t DECLDIR nvmlDeviceResetApplicationsClocks(nvmlDevice_t device)
     const struct mock_gpu *g;
     nvmlReturn_t ret = app_target(device, &g);
     return ret != NVML_SUCCESS ? ret : change(g, reset_app_clocks, NULL);
+}
+
+/* Who may set application clocks (NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS): root only,
+ * as the driver starts, or anyone. Auto boost, the other restricted API, is none a
+ * data-center board offers since Volta: NOT_SUPPORTED, as nvmlDeviceGetAutoBoostedClocksEnabled. */
+static nvmlReturn_t restriction_of(nvmlDevice_t device, nvmlRestrictedAPI_t api, const struct mock_gpu **g)
+{
+    nvmlReturn_t ret = mock_gpu_of(device, g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (api == NVML_RESTRICTED_API_SET_AUTO_BOOSTED_CLOCKS)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (api != NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return app_clocks_of(device, g);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceGetAPIRestriction(nvmlDevice_t device, nvmlRestrictedAPI_t apiType,
+                                                 nvmlEnableState_t *isRestricted)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = restriction_of(device, apiType, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!isRestricted)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *isRestricted = app_clocks_restricted(g) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t set_restriction(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
+{
+    (void)g;
+    s->app_clocks_restricted = *(int *)arg;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceSetAPIRestriction(nvmlDevice_t device, nvmlRestrictedAPI_t apiType,
+                                                 nvmlEnableState_t isRestricted)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = restriction_of(device, apiType, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (isRestricted != NVML_FEATURE_DISABLED && isRestricted != NVML_FEATURE_ENABLED)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    int on = isRestricted == NVML_FEATURE_ENABLED;
+    ret = target(device, &g);
+    return ret != NVML_SUCCESS ? ret : change(g, set_restriction, &on);
 }
 
 /* NVML's symbolic limits (nvmlClockLimitId_t): both or neither, TDP the board's maximum. */

@@ -3,6 +3,8 @@
  * mokka/smi/topo.py decides PHB / NODE / SYS). */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +87,46 @@ static nvmlReturn_t cpu_affinity(nvmlDevice_t device, unsigned int cpuSetSize, u
 nvmlReturn_t DECLDIR nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet)
 {
     return cpu_affinity(device, cpuSetSize, cpuSet);
+}
+
+/* Binding the calling thread: to the GPU's CPUs (Set), or to every CPU (Clear). The kernel
+ * keeps of a mask the CPUs this machine has and lets the thread use; a node whose profile
+ * names CPUs the machine under it lacks (a 2-CPU runner under an 8-GPU profile) has the
+ * thread keep its CPUs when none of the GPU's is here, as no call can give it more. */
+static nvmlReturn_t bind_thread(nvmlDevice_t device, int to_gpu)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    char text[MOCK_VALUE_MAX];
+    if (gpu_str(g, K_CPU_AFFINITY, text, sizeof text) != 1)
+        return NVML_ERROR_NOT_SUPPORTED;
+    enum { WORDS = MOKKA_MAX_CPUS / BITS_PER_LONG };
+    unsigned long *set = calloc(WORDS, sizeof *set);
+    if (!set)
+        return NVML_ERROR_MEMORY;
+    struct mask m = {set, WORDS};
+    if (!to_gpu)
+        memset(set, 0xff, WORDS * sizeof *set);
+    else if (!cpu_list(text, set_bit, &m)) {
+        free(set);
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    int rc = sched_setaffinity(0, WORDS * sizeof *set, (cpu_set_t *)set);
+    int err = errno;
+    free(set);
+    return rc == 0 || err == EINVAL ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceSetCpuAffinity(nvmlDevice_t device)
+{
+    return bind_thread(device, 1);
+}
+
+nvmlReturn_t DECLDIR nvmlDeviceClearCpuAffinity(nvmlDevice_t device)
+{
+    return bind_thread(device, 0);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t device, unsigned int cpuSetSize,

@@ -242,8 +242,49 @@ static unsigned long long within(unsigned long long v, unsigned int lo, unsigned
     return v > hi ? hi : v < lo ? lo : v;
 }
 
+#define ECC_COUNT_KEYS(SCOPE)                                                                          \
+    {K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_L1_CACHE, K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_L2_CACHE,             \
+     K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_DEVICE_MEMORY, K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_REGISTER_FILE,   \
+     K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_TEXTURE_MEMORY, K_ECC_ERRORS_##SCOPE##_SINGLE_BIT_TOTAL,          \
+     K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_L1_CACHE, K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_L2_CACHE,             \
+     K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_DEVICE_MEMORY, K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_REGISTER_FILE,   \
+     K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_TEXTURE_MEMORY, K_ECC_ERRORS_##SCOPE##_DOUBLE_BIT_TOTAL,          \
+     K_ECC_SRAM_##SCOPE##_CORRECTABLE, K_ECC_SRAM_##SCOPE##_UNCORRECTABLE,                               \
+     K_ECC_SRAM_##SCOPE##_UNCORRECTABLE_PARITY, K_ECC_SRAM_##SCOPE##_UNCORRECTABLE_SECDED}
+
+const char *const settings_ecc_keys[2][SETTINGS_ECC_COUNTS] = {
+    [NVML_VOLATILE_ECC] = ECC_COUNT_KEYS(VOLATILE), [NVML_AGGREGATE_ECC] = ECC_COUNT_KEYS(AGGREGATE)};
+
+/* Set while a clearing reads the counts it sets back, and while ctl reads what it adds
+ * to (settings_whole_counts): the thread reads them whole. */
+static __thread int reading_whole_counts;
+
+void settings_whole_counts(int whole)
+{
+    reading_whole_counts = whole;
+}
+
+/* Which ECC count `key` is: 1 and its scope and index, or 0. */
+static int ecc_count_of(const char *key, int *scope, unsigned int *i)
+{
+    if (strncmp(key, "ecc.", 4) != 0)
+        return 0;
+    for (*scope = 0; *scope < 2; (*scope)++)
+        for (*i = 0; *i < SETTINGS_ECC_COUNTS; (*i)++)
+            if (strcmp(key, settings_ecc_keys[*scope][*i]) == 0)
+                return 1;
+    return 0;
+}
+
 unsigned long long settings_capped(const struct mock_gpu *g, const char *key, unsigned long long value)
 {
+    int scope;
+    unsigned int i;
+    if (!reading_whole_counts && ecc_count_of(key, &scope, &i)) {
+        struct gpu_settings s;                    /* a count that fell below its baseline started again */
+        settings_get(g->node, g->phys, &s);
+        return s.ecc_cleared[scope] && value >= s.ecc_base[scope][i] ? value - s.ecc_base[scope][i] : value;
+    }
     int clock = strcmp(key, K_CLOCKS_GRAPHICS_CURRENT) == 0 || strcmp(key, K_CLOCKS_SM_CURRENT) == 0;
     int memory = strcmp(key, K_CLOCKS_MEMORY_CURRENT) == 0;
     int draw = strcmp(key, K_POWER_CURRENT_DRAW_MW) == 0 || strcmp(key, K_POWER_AVERAGE_DRAW_MW) == 0;
@@ -307,11 +348,35 @@ static nvmlReturn_t reset_edit(const struct mock_gpu *g, struct gpu_settings *s,
 {
     (void)g;
     (void)arg;
-    int ecc = s->ecc_pending;
+    int ecc = s->ecc_pending, cleared = s->ecc_cleared[NVML_AGGREGATE_ECC];
+    unsigned int base[SETTINGS_ECC_COUNTS];
+    memcpy(base, s->ecc_base[NVML_AGGREGATE_ECC], sizeof base);
     settings_clear(s);
     if (ecc >= 0)                                 /* ECC mode survives a reset: the pending one applies */
         s->ecc_current = s->ecc_pending = ecc;
+    s->ecc_cleared[NVML_AGGREGATE_ECC] = cleared;  /* and so do the aggregate counts, and their clearing */
+    memcpy(s->ecc_base[NVML_AGGREGATE_ECC], base, sizeof base);
     return NVML_SUCCESS;
+}
+
+/* The clearing: each count of the scope as it is now becomes its zero. */
+static nvmlReturn_t clear_ecc_edit(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
+{
+    int scope = *(int *)arg, was = reading_whole_counts;
+    reading_whole_counts = 1;
+    for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS; i++) {
+        unsigned long long v = 0;
+        gpu_u64(g, settings_ecc_keys[scope][i], &v);
+        s->ecc_base[scope][i] = v > 0xffffffffu ? 0xffffffffu : (unsigned int)v;
+    }
+    reading_whole_counts = was;
+    s->ecc_cleared[scope] = 1;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t settings_clear_ecc(const struct mock_node *n, unsigned int phys, int scope)
+{
+    return settings_change(n, phys, clear_ecc_edit, &scope);
 }
 
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys)

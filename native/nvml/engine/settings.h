@@ -11,6 +11,8 @@
 #define SETTINGS_UUID_MAX 80
 /* A clock a setting may name, in MHz: above any board's. */
 #define SETTINGS_MHZ_MAX 100000
+/* The ECC counts a clearing sets back to zero, per counter type (settings_ecc_keys). */
+#define SETTINGS_ECC_COUNTS 16
 
 /* One GPU's settings; a field at its "unset" value leaves the board's reading. */
 struct gpu_settings {
@@ -25,6 +27,9 @@ struct gpu_settings {
     int drain;                                 /* -1: not draining; 1: drained */
     /* The clocks' VF offsets (MHz, within +-MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ); 0: none. */
     int gpc_vf_offset_mhz, mem_vf_offset_mhz;
+    int app_clocks_restricted;                 /* -1: unset (restricted); 0, 1 */
+    int ecc_cleared[2];                        /* by nvmlEccCounterType_t: 1 when a baseline is held */
+    unsigned int ecc_base[2][SETTINGS_ECC_COUNTS];   /* the counts at the clearing (settings_ecc_keys) */
 };
 
 struct settings_file_gpu {
@@ -63,6 +68,9 @@ int settings_value(const struct mock_gpu *g, const char *key, char *out, size_t 
 /* A reading of `key` found in any layer as the settings let it be: a current clock (MHz)
  * within its locked clocks, a power draw (mW) at most the power limit. */
 unsigned long long settings_capped(const struct mock_gpu *g, const char *key, unsigned long long value);
+/* The state keys of the ECC counts of counter type `scope` (nvmlEccCounterType_t), in
+ * the order of gpu_settings.ecc_base. */
+extern const char *const settings_ecc_keys[2][SETTINGS_ECC_COUNTS];
 
 /* What a change does to one GPU's settings: NVML_SUCCESS, or the error to answer. */
 typedef nvmlReturn_t (*settings_edit)(const struct mock_gpu *g, struct gpu_settings *s, void *arg);
@@ -70,6 +78,10 @@ typedef nvmlReturn_t (*settings_edit)(const struct mock_gpu *g, struct gpu_setti
 nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, settings_edit edit, void *arg);
 /* What a reset of GPU `phys` does: its settings go, a pending ECC mode becomes current. */
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys);
+/* How the calling thread reads the ECC counts: less their clearing (0), or whole (1). */
+void settings_whole_counts(int whole);
+/* nvmlDeviceClearEccErrorCounts: the counts of `scope` as they are now read zero from now on. */
+nvmlReturn_t settings_clear_ecc(const struct mock_node *n, unsigned int phys, int scope);
 
 /* --- settings_board.c: what the board allows a setter --------------------------------- */
 

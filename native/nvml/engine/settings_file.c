@@ -5,10 +5,13 @@
  *     digest sha256:<hex of every line after this one>
  *     gpu.0.accounting 1                    accounting mode
  *     gpu.0.applications_clocks 1593 1410   application clocks: memory, graphics (MHz)
+ *     gpu.0.applications_clocks_restricted 0   application clocks settable by anyone (1: root)
  *     gpu.0.clock_vf_offsets -100 200       VF offsets: graphics, memory (MHz, signed)
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
  *     gpu.0.drain 1                         drained (nvmlDeviceModifyDrainState)
  *     gpu.0.ecc 1 0                         ECC mode current, pending
+ *     gpu.0.ecc_cleared_aggregate 0 5 ...   the aggregate ones (settings_ecc_keys' order, 16)
+ *     gpu.0.ecc_cleared_volatile 0 2 ...    the volatile ECC counts when they were cleared
  *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
  *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
  *     gpu.0.persistence 1                   persistence mode
@@ -39,6 +42,10 @@
 #define POWER MOKKA_SETTINGS_STATE_POWER_LIMIT
 #define UUID MOKKA_SETTINGS_STATE_UUID
 #define VF_OFFSETS MOKKA_SETTINGS_STATE_CLOCK_VF_OFFSETS
+#define APP_RESTRICTED MOKKA_SETTINGS_STATE_APP_CLOCKS_RESTRICTED
+#define ECC_CLEARED_VOL MOKKA_SETTINGS_STATE_ECC_CLEARED_VOLATILE
+#define ECC_CLEARED_AGG MOKKA_SETTINGS_STATE_ECC_CLEARED_AGGREGATE
+#define ECC_COUNT_MAX 0xffffffffu                /* a count a baseline holds */
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
 #define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
 
@@ -46,6 +53,7 @@ void settings_clear(struct gpu_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->persistence = s->compute_mode = s->accounting = s->ecc_current = s->ecc_pending = s->drain = -1;
+    s->app_clocks_restricted = -1;
 }
 
 const char *settings_file_read(int dirfd, char **text, size_t *len)
@@ -74,6 +82,23 @@ static int signed_field(const char **v, char sep, unsigned int max, int *out)
         return 0;
     *out = neg ? -(int)a : (int)a;
     return 1;
+}
+
+/* SETTINGS_ECC_COUNTS counts, space-separated. */
+static int counts(const char *v, unsigned int *out)
+{
+    for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS; i++)
+        if (!docfile_field(&v, i + 1 < SETTINGS_ECC_COUNTS ? ' ' : '\0', ECC_COUNT_MAX, &out[i]))
+            return 0;
+    return 1;
+}
+
+/* The ECC baseline as a line's value. */
+static void counts_text(const unsigned int *c, char *out, size_t size)
+{
+    size_t n = 0;
+    for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, i ? " %u" : "%u", c[i]);
 }
 
 struct parse_ctx {
@@ -145,6 +170,15 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         if (!signed_field(&v, ' ', MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ, &s->gpc_vf_offset_mhz) ||
             !signed_field(&v, '\0', MOKKA_CLOCK_VF_OFFSET_LIMIT_MHZ, &s->mem_vf_offset_mhz))
             return "clock VF offsets that are not two offsets in MHz within the board's range";
+    } else if (strcmp(p, APP_RESTRICTED) == 0) {
+        if (!one(value, 1, &a))
+            return "an application clocks restriction other than 0 or 1";
+        s->app_clocks_restricted = (int)a;
+    } else if (strcmp(p, ECC_CLEARED_VOL) == 0 || strcmp(p, ECC_CLEARED_AGG) == 0) {
+        int scope = strcmp(p, ECC_CLEARED_AGG) == 0;
+        if (!counts(value, s->ecc_base[scope]))
+            return "ECC counts at a clearing that are not 16 counts";
+        s->ecc_cleared[scope] = 1;
     } else {
         return "an unknown key";
     }
@@ -160,7 +194,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 11 };
+    enum { PER_GPU = 14 };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -193,6 +227,16 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
         if (s->gpc_vf_offset_mhz || s->mem_vf_offset_mhz)
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." VF_OFFSETS " %d %d", p, s->gpc_vf_offset_mhz,
                      s->mem_vf_offset_mhz);
+        if (s->app_clocks_restricted >= 0)
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." APP_RESTRICTED " %d", p, s->app_clocks_restricted);
+        for (int scope = 0; scope < 2; scope++) {
+            char text[SETTINGS_ECC_COUNTS * 11 + 1];   /* a space and 10 digits each: the line fits */
+            if (!s->ecc_cleared[scope])
+                continue;
+            counts_text(s->ecc_base[scope], text, sizeof text);
+            snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u.%s %s", p, scope ? ECC_CLEARED_AGG : ECC_CLEARED_VOL,
+                     text);
+        }
         if (n > first && g->uuid[0])
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
     }
