@@ -10,8 +10,8 @@
  *     gpu.0.compute_mode 3                  nvmlComputeMode_t
  *     gpu.0.drain 1                         drained (nvmlDeviceModifyDrainState)
  *     gpu.0.ecc 1 0                         ECC mode current, pending
- *     gpu.0.ecc_cleared_aggregate 0 5 ...   the aggregate ones (settings_ecc_keys' order, 16)
- *     gpu.0.ecc_cleared_volatile 0 2 ...    the volatile ECC counts when they were cleared
+ *     gpu.0.ecc_cleared_aggregate 0 5 ...   the aggregate ECC counts when cleared (16, settings_ecc_keys')
+ *     gpu.0.ecc_cleared_volatile 0 2 ...    the volatile ones
  *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
  *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
  *     gpu.0.persistence 1                   persistence mode
