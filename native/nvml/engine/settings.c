@@ -267,7 +267,7 @@ void settings_whole_counts(int whole)
 /* Which ECC count `key` is: 1 and its scope and index, or 0. */
 static int ecc_count_of(const char *key, int *scope, unsigned int *i)
 {
-    if (strncmp(key, "ecc.", 4) != 0)
+    if (key[0] != settings_ecc_keys[0][0][0])     /* most keys: not a count (all start alike) */
         return 0;
     for (*scope = 0; *scope < 2; (*scope)++)
         for (*i = 0; *i < SETTINGS_ECC_COUNTS; (*i)++)
