@@ -140,7 +140,8 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
         "ApplicationsClock": [clocks.get(f"{d}_app", NOT_SUPPORTED) for d in domains],
         "DefaultApplicationsClock": [clocks.get(f"{d}_app_default", NOT_SUPPORTED) for d in domains],
         "Clock": [[clocks[f"{d}_current"], clocks.get(f"{d}_app", NOT_SUPPORTED),
-                   clocks.get(f"{d}_app_default", NOT_SUPPORTED), NOT_SUPPORTED] for d in domains],
+                   clocks.get(f"{d}_app_default", NOT_SUPPORTED), clocks.get(f"{d}_customer_boost", NOT_SUPPORTED)]
+                  for d in domains],
         "TotalEccErrors": [[ecc["errors"][s][k]["total"] if ecc_on else NOT_SUPPORTED
                             for s in ("volatile", "aggregate")] for k in ("single_bit", "double_bit")],
         "ComputeRunningProcesses": [], "GraphicsRunningProcesses": [],
