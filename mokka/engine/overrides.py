@@ -234,27 +234,24 @@ def update(directory: str, physical_index: int, change: dict, lasting: bool = Fa
 
 def reset(directory: str, physical_indices: list) -> bool:
     """Drop the named GPUs' documents; True if one was there."""
-    from mokka.engine import pair
-
-    with _opened(directory) as fd:
-        if fd is None:
-            return False
-        removed = False
-        for index in physical_indices:
-            removed |= pair.remove_at(fd, names.overrides_scope_file(index))
-        return removed
+    return _remove(directory, [names.overrides_scope_file(index) for index in physical_indices])
 
 
 def reset_lasting(directory: str, physical_indices: list) -> bool:
     """Drop what a reset of the named GPUs keeps (their lasting documents); True if one was there."""
+    return _remove(directory, [names.overrides_lasting_file(index) for index in physical_indices])
+
+
+def _remove(directory: str, yaml_names: list) -> bool:
+    """Take each document pair out of the overrides directory; True if one was there."""
     from mokka.engine import pair
 
     with _opened(directory) as fd:
         if fd is None:
             return False
         removed = False
-        for index in physical_indices:
-            removed |= pair.remove_at(fd, names.overrides_lasting_file(index))
+        for name in yaml_names:
+            removed |= pair.remove_at(fd, name)
         return removed
 
 

@@ -142,15 +142,29 @@ def power(lib, gpus, flag, value, out) -> int:
 def persistence(lib, gpus, flag, value, out) -> int:
     mode = _enable_word(value, flag, "persistence mode")
     word = "Enabled" if mode else "Disabled"
+    return _set_mode(lib, gpus, out, mode, lambda gpu: gpu.persistence_mode(), "nvmlDeviceSetPersistenceMode",
+                     already=f"Persistence mode is already {word} for GPU {{bus}}.",
+                     done=f"{word} persistence mode for GPU {{bus}}.",
+                     failed="Unable to set persistence mode for GPU {bus}: {error}")
+
+
+def _set_mode(lib, gpus, out, mode: int, current, setter: str, already: str, done: str, failed: str,
+              warn_unsupported: bool = False) -> int:
+    """Set a mode on each GPU that does not have it, as NVIDIA's nvidia-smi words each step
+    (``{bus}`` and ``{error}`` in the texts); NOT_SUPPORTED is a warning where
+    ``warn_unsupported``, else every failure ends the command."""
     for gpu in gpus:
         bus = gpu.bus_id()
-        if gpu.persistence_mode() == mode:
-            print(f"Persistence mode is already {word} for GPU {bus}.", file=out)
+        if current(gpu) == mode:
+            print(already.format(bus=bus), file=out)
             continue
-        code = lib.ask("nvmlDeviceSetPersistenceMode", gpu.handle, C.c_int(mode))
-        if code != nvml.SUCCESS:
-            raise _ended(f"Unable to set persistence mode for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
-        print(f"{word} persistence mode for GPU {bus}.", file=out)
+        code = lib.ask(setter, gpu.handle, C.c_int(mode))
+        if code == nvml.NOT_SUPPORTED and warn_unsupported:
+            print(f"{failed.format(bus=bus, error=lib.error_string(code))}\n{WARNING_ONLY}", file=out)
+        elif code != nvml.SUCCESS:
+            raise _ended(f"{failed.format(bus=bus, error=lib.error_string(code))}\n{EARLY}", code)
+        else:
+            print(done.format(bus=bus), file=out)
     print(ALL_DONE, file=out)
     return 0
 
@@ -169,36 +183,19 @@ def compute(lib, gpus, flag, value, out) -> int:
               file=out)
         return 0
     name = next(k for k, v in COMPUTE_MODES.items() if v == mode)
-    for gpu in gpus:
-        bus = gpu.bus_id()
-        if gpu.compute_mode() == mode:
-            print(f"Compute mode is already set to {name} for GPU {bus}.", file=out)
-            continue
-        code = lib.ask("nvmlDeviceSetComputeMode", gpu.handle, C.c_int(mode))
-        if code != nvml.SUCCESS:
-            raise _ended(f"Unable to set the compute mode for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
-        print(f"Set compute mode to {name} for GPU {bus}.", file=out)
-    print(ALL_DONE, file=out)
-    return 0
+    return _set_mode(lib, gpus, out, mode, lambda gpu: gpu.compute_mode(), "nvmlDeviceSetComputeMode",
+                     already=f"Compute mode is already set to {name} for GPU {{bus}}.",
+                     done=f"Set compute mode to {name} for GPU {{bus}}.",
+                     failed="Unable to set the compute mode for GPU {bus}: {error}")
 
 
 def accounting(lib, gpus, flag, value, out) -> int:
     mode = _enable_word(value, flag, "accounting mode")
     word = "Enabled" if mode else "Disabled"
-    for gpu in gpus:
-        bus = gpu.bus_id()
-        if gpu.accounting_mode() == mode:
-            print(f"Accounting Mode is already {word} for GPU {bus}.", file=out)
-            continue
-        code = lib.ask("nvmlDeviceSetAccountingMode", gpu.handle, C.c_int(mode))
-        if code == nvml.NOT_SUPPORTED:
-            print(f"Unable to set Accounting Mode for GPU {bus}: {lib.error_string(code)}\n{WARNING_ONLY}", file=out)
-        elif code != nvml.SUCCESS:
-            raise _ended(f"Unable to set Accounting Mode for GPU {bus}: {lib.error_string(code)}\n{EARLY}", code)
-        else:
-            print(f"{word} Accounting Mode for GPU {bus}.", file=out)
-    print(ALL_DONE, file=out)
-    return 0
+    return _set_mode(lib, gpus, out, mode, lambda gpu: gpu.accounting_mode(), "nvmlDeviceSetAccountingMode",
+                     already=f"Accounting Mode is already {word} for GPU {{bus}}.",
+                     done=f"{word} Accounting Mode for GPU {{bus}}.",
+                     failed="Unable to set Accounting Mode for GPU {bus}: {error}", warn_unsupported=True)
 
 
 def ecc(lib, gpus, flag, value, out) -> int:
