@@ -30,9 +30,10 @@ def build(out: str, *libs: str) -> str:
     return os.path.join(out, os.uname().machine)
 
 
-def rerun(test_files: list[str], lib_dir: str) -> None:
-    """Run ``test_files`` in a pytest process over the build in ``lib_dir`` (the libraries
-    it holds are the ones tests/nativelibs.py hands them); assert clean."""
+def rerun(test_files: list[str], lib_dir: str, keyword: str = "") -> None:
+    """Run ``test_files`` (those of their tests ``keyword`` selects, as pytest's -k, when
+    given) in a pytest process over the build in ``lib_dir`` (the libraries it holds are the
+    ones tests/nativelibs.py hands them); assert clean."""
     asan = runtime("libasan.so")
     assert asan, "gcc's libasan is missing (Debian: libasan8, which gcc-12 pulls in)"
     env = dict(os.environ)
@@ -43,7 +44,8 @@ def rerun(test_files: list[str], lib_dir: str) -> None:
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
     })
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           *test_files], capture_output=True, text=True, env=env, cwd=REPO, timeout=1200)
+                           *test_files, *(("-k", keyword) if keyword else ())],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=1200)
     report = done.stdout[-6000:] + done.stderr[-3000:]
     assert done.returncode == 0, report
     assert " passed" in done.stdout and "AddressSanitizer" not in report and "runtime error:" not in report

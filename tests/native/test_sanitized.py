@@ -15,6 +15,13 @@ LIBRARY_TESTS = ["test_engine_corpus.py", "test_fields.py", "test_threads.py", "
                  "test_process_records_hostile.py", "test_health_controller.py", "test_setters.py",
                  "test_settings_hostile.py", "test_dcgm_coverage.py", "test_gpm.py", "test_error_injection.py"]
 
+#: The proc hook is a program: its sanitizer build links the runtimes itself, so it runs
+#: wherever the host's libraries are, but not copied alone into an empty chroot (`mokka
+#: exec`'s rootfs form), where only the static release build runs: those tests stay in the
+#: plain run.
+HOOK_TESTS = ["test_sysview_hook.py"]
+HOOK_SANITIZED = "not rootfs_form"
+
 SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.py",
               "test_shim_path_forms.py"]
 
@@ -28,3 +35,10 @@ def test_path_shim_tests_run_clean_under_asan_and_ubsan(tmp_path):
     """The shims' own tests: every tool (ibstat, ibstatus, lspci, the shell) preloads libasan."""
     lib_dir = build(str(tmp_path / "sanitize-shims"), "ibmocksys", "mockfs", "ibmockverbs")
     rerun([os.path.join(HERE, t) for t in SHIM_TESTS], lib_dir)
+
+
+def test_proc_hook_tests_run_clean_under_asan_and_ubsan(tmp_path):
+    """The hook runs as root in every GPU container's creation: its /sys view, links planted
+    where it looks, a second run over its own mounts, under ASan and UBSan."""
+    lib_dir = build(str(tmp_path / "sanitize-hook"), "prochook")
+    rerun([os.path.join(HERE, t) for t in HOOK_TESTS], lib_dir, keyword=HOOK_SANITIZED)
