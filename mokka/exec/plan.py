@@ -19,7 +19,9 @@ GPUs are the caller's ``NVIDIA_VISIBLE_DEVICES``, as NVIDIA's container toolkit
 reads a container's: unset or ``all``, every GPU of the node; a comma list of
 GPU indices or UUIDs, only those GPUs' ``/dev/nvidiaN`` (the others are whited
 out of /dev), so the hook's /sys view, the mock library and every reader see
-those alone, as a container allocated them.
+those alone, as a container allocated them; ``none``, ``void`` or empty, no GPU
+(the driver's files and control nodes stay, as in a container given none). MIG
+devices are not selected one by one: naming one says to select its GPU.
 
 The rest is read from the text the kernel gives (/proc/self/mountinfo,
 /proc/self/status) and the staged state's companion by the I/O side and passed
@@ -50,7 +52,11 @@ NOT_STAGED = ("no staged node at {path}; stage one first: mokka node-agent --hos
 NO_COMMAND = "no COMMAND given; usage: mokka exec --host-root ROOT -- COMMAND [ARGS]..."
 BAD_IB = "MOCK_IB={value} is no InfiniBand tier: give full, sysfs or off (unset: off)"
 BAD_VISIBLE = ("NVIDIA_VISIBLE_DEVICES={value}: {entry!r} is no GPU of this node (indices {known}); "
-               "give all, or a comma list of its GPU indices or UUIDs")
+               "give all, none, or a comma list of its GPU indices or UUIDs")
+MIG_VISIBLE = ("NVIDIA_VISIBLE_DEVICES={value}: {entry!r} names a MIG device, which mokka exec does not "
+               "select alone; give its GPU's index or UUID (the command sees that GPU's MIG devices)")
+#: The toolkit's words for no GPU: none, and void or empty (no GPU given by the variable).
+NO_GPU_VALUES = (names.VISIBLE_NONE, names.VISIBLE_VOID, "")
 NO_HOOK = ("the proc hook is not staged at {path} (a node staged without the native build): "
            "/sys, /proc/driver and /proc/modules stay the host's")
 
@@ -98,9 +104,13 @@ def visible_gpus(environ: Mapping[str, str], gpus: Sequence[Gpu]) -> tuple[Gpu, 
     value = environ.get(names.ENV_NVIDIA_VISIBLE_DEVICES)
     if value is None or value.strip().lower() == names.VISIBLE_ALL:
         return tuple(gpus)
+    if value.strip().lower() in NO_GPU_VALUES:
+        return ()
     by_name = {name: gpu for gpu in gpus for name in (str(gpu.index), gpu.uuid)}
     entries = [entry.strip() for entry in value.split(",")]
     for entry in entries:
+        if entry.startswith("MIG-") or ":" in entry:
+            return MIG_VISIBLE.format(value=value, entry=entry)
         if entry not in by_name:
             known = ", ".join(str(gpu.index) for gpu in gpus) or "none staged"
             return BAD_VISIBLE.format(value=value, entry=entry, known=known)
@@ -139,6 +149,10 @@ def decide(overlay_root: str, environ: Mapping[str, str], view: inject.NodeView,
         kept = {names.gpu_node_name(gpu.minor) for gpu in visible}
         hidden = tuple(name for name in (d.path.rpartition("/")[2] for d in view.dev_nodes)
                        if _is_gpu_node(name) and name not in kept)
+        if not visible:
+            # With no /dev/nvidiaN at all the mock library would list every GPU of the
+            # node (a host's view): told none, it lists none, as a container given none.
+            env[names.ENV_NVML_VISIBLE_DEVICES] = names.VISIBLE_NONE
     return Setup(dev_lower=Overlay(overlay_root).dev, mounts=adjustment.mounts, hook=hook, env=env,
                  hidden_gpu_nodes=hidden)
 

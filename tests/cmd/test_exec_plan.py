@@ -136,19 +136,34 @@ NODES = tuple(Device(f"/dev/nvidia{m}", "c", 195, m) for m in (0, 1, 2)) + (
 
 @pytest.mark.parametrize("value, indices", [
     (None, [0, 1, 2]), ("all", [0, 1, 2]), (" ALL ", [0, 1, 2]), ("1", [1]), ("GPU-cccc,0", [0, 2]),
-    ("2, 2", [2]),
-], ids=["unset", "all", "all, padded", "an index", "a uuid and an index", "twice"])
+    ("2, 2", [2]), ("none", []), ("void", []), ("", []), (" None ", []),
+], ids=["unset", "all", "all, padded", "an index", "a uuid and an index", "twice", "none", "void", "empty",
+        "none, padded"])
 def test_visible_devices_names_gpus_by_index_or_uuid(value, indices):
     environ = {} if value is None else {"NVIDIA_VISIBLE_DEVICES": value}
     assert [gpu.index for gpu in plan.visible_gpus(environ, GPUS)] == indices
 
 
-@pytest.mark.parametrize("value, entry", [("3", "3"), ("0,GPU-dddd", "GPU-dddd"), ("", ""),
-                                          ("none", "none"), ("MIG-1234", "MIG-1234")])
+@pytest.mark.parametrize("value, entry", [("3", "3"), ("0,GPU-dddd", "GPU-dddd"), ("0,", ""),
+                                          ("nothing", "nothing")])
 def test_visible_devices_naming_no_gpu_of_the_node_is_one_line(value, entry):
     assert plan.visible_gpus({"NVIDIA_VISIBLE_DEVICES": value}, GPUS) == (
         f"NVIDIA_VISIBLE_DEVICES={value}: {entry!r} is no GPU of this node (indices 0, 1, 2); "
-        "give all, or a comma list of its GPU indices or UUIDs")
+        "give all, none, or a comma list of its GPU indices or UUIDs")
+
+
+@pytest.mark.parametrize("value, entry", [("MIG-1234", "MIG-1234"), ("0,0:1", "0:1")])
+def test_a_mig_device_in_visible_devices_says_to_select_its_gpu(value, entry):
+    assert plan.visible_gpus({"NVIDIA_VISIBLE_DEVICES": value}, GPUS) == (
+        f"NVIDIA_VISIBLE_DEVICES={value}: {entry!r} names a MIG device, which mokka exec does not select "
+        "alone; give its GPU's index or UUID (the command sees that GPU's MIG devices)")
+
+
+def test_no_gpu_selected_leaves_every_gpu_node_out_but_the_control_nodes():
+    setup = plan.decide(ROOT, {}, view(dev_nodes=NODES), [])
+    assert setup.hidden_gpu_nodes == ("nvidia0", "nvidia1", "nvidia2")
+    assert setup.env["MOCK_NVML_VISIBLE_DEVICES"] == "none"
+    assert "MOCK_NVML_VISIBLE_DEVICES" not in plan.decide(ROOT, {}, view(dev_nodes=NODES), [GPUS[1]]).env
 
 
 def test_the_gpus_not_selected_are_left_out_of_dev_by_their_minor():

@@ -181,7 +181,24 @@ def test_visible_devices_naming_no_gpu_of_the_node_is_one_line_and_nothing_runs(
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.splitlines() == [
         "exec: NVIDIA_VISIBLE_DEVICES=1,4: '4' is no GPU of this node (indices 0, 1, 2, 3); "
-        "give all, or a comma list of its GPU indices or UUIDs"]
+        "give all, none, or a comma list of its GPU indices or UUIDs"]
+
+
+@pytest.mark.skipif(shutil.which("lspci") is None, reason="no lspci here (pciutils): it is what this test runs")
+@pytest.mark.parametrize("visible", ["none", "void", ""])
+def test_no_gpu_selected_sees_the_driver_and_no_gpu(exec_node, visible):
+    """As a container given none: the driver's files and control nodes, no GPU in /dev, /sys
+    or NVML."""
+    root, _ = exec_node
+    done = mokka_exec(root, "sh", "-c", "lspci -n; nvidia-smi -L; ls /dev; cat /proc/driver/nvidia/version",
+                      env={"NVIDIA_VISIBLE_DEVICES": visible})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert [line for line in out if " 10de:" in line] == []
+    assert "No devices found." in out and not [line for line in out if line.startswith("GPU ")]
+    assert [line for line in out if line.startswith("nvidia") and line[6:].isdigit()] == []
+    assert "nvidiactl" in out
+    assert any(line.startswith("NVRM version: NVIDIA UNIX") for line in out), out
 
 
 def test_the_go_reader_sees_the_selected_gpu_alone(exec_node, go_reader):
