@@ -14,7 +14,7 @@ from mokka.core import names
                     "the environment makes it an InfiniBand-selected one too (the IB variables, the "
                     "HCAs' PCI functions under /sys); unset or off, it is not. NVIDIA_VISIBLE_DEVICES "
                     "(GPU indices or UUIDs, comma-separated) gives it only those GPUs, as an "
-                    "allocation does; unset or all, every GPU. Needs root (the mounts); "
+                    "allocation does; unset or all, every GPU; none, void or empty, none. Needs root (the mounts); "
                     "nothing changes on the host. The exit status is COMMAND's.",
                epilog=example("sudo mokka exec --host-root /tmp/node -- nvidia-smi -L"),
                # COMMAND's own options are its own: options end at the first argument.
