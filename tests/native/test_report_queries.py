@@ -26,10 +26,10 @@ PROBE = os.path.join(HERE, "probe_report.py")
 NOT_SUPPORTED, INVALID_ARGUMENT, UNINITIALIZED, VERSION_MISMATCH = ["err", 3], ["err", 2], 1, 25
 ULL = 3                                     # NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
 #: fields 74, 75, 76, 251, 252, 253 of a GPU whose counters are all 0; 75 (the thermal
-#: perf policy) has no counter in the state
-ZERO_COUNTERS = [[ULL, 0], NOT_SUPPORTED, [ULL, 0], [ULL, 0], [ULL, 0], [ULL, 0]]
+#: perf policy) is the software and hardware thermal slowdowns' time together
+ZERO_COUNTERS = [[ULL, 0], [ULL, 0], [ULL, 0], [ULL, 0], [ULL, 0], [ULL, 0]]
 #: violation status for power, thermal, sync boost, and 7 (no such policy)
-ZERO_VIOLATIONS = [0, NOT_SUPPORTED, 0, INVALID_ARGUMENT]
+ZERO_VIOLATIONS = [0, 0, 0, INVALID_ARGUMENT]
 ZERO_SRAM = {"version": 0x01000068, "aggregateUncParity": 0, "aggregateUncSecDed": 0, "aggregateCor": 0,
              "volatileUncParity": 0, "volatileUncSecDed": 0, "volatileCor": 0, "aggregateUncBucketL2": 0,
              "aggregateUncBucketSm": 0, "aggregateUncBucketPcie": 0, "aggregateUncBucketMcu": 0,
@@ -98,20 +98,20 @@ def test_builtin_profiles_count_no_clocks_events(probe, profile):
 
 def test_clocks_event_counters_are_the_profiles_microseconds_in_nanoseconds(probe):
     gpu = probe("gb200+overrides")[0][1]
-    assert gpu["fields"] == [[ULL, 2354613000], NOT_SUPPORTED, [ULL, 7000], [ULL, 3360324000], [ULL, 11000],
+    assert gpu["fields"] == [[ULL, 2354613000], [ULL, 3360335000], [ULL, 7000], [ULL, 3360324000], [ULL, 11000],
                              [ULL, 13000]]
 
 
 def test_perf_policy_violation_times_are_the_counters_of_the_same_field_ids(probe):
     gpu = probe("gb200+overrides")[0][1]
-    assert gpu["violations"] == [2354613000, NOT_SUPPORTED, 7000, INVALID_ARGUMENT]
+    assert gpu["violations"] == [2354613000, 3360335000, 7000, INVALID_ARGUMENT]
 
 
 def test_a_counter_too_large_for_nanoseconds_is_not_supported(probe):
     gpu = probe("gb200+overrides")[0][3]
     assert gpu["fields"][0] == [ULL, 18446744073709551000]        # the largest that fits
     assert gpu["fields"][2] == NOT_SUPPORTED                      # 18446744073709552000 does not
-    assert gpu["violations"][:3] == [18446744073709551000, NOT_SUPPORTED, NOT_SUPPORTED]
+    assert gpu["violations"][:3] == [18446744073709551000, 0, NOT_SUPPORTED]
 
 
 # --- SRAM ECC -----------------------------------------------------------------------------

@@ -19,6 +19,8 @@
 /* The GPU's NVLinks (0 when none); whether link number `link` exists and is active. */
 unsigned int nvlink_count(const struct mock_gpu *g);
 int nvlink_state(const struct mock_gpu *g, unsigned int link, unsigned int *active);
+/* The GPU's active NVLinks whose remote end is an NVSwitch (nvlink.c). */
+unsigned int nvlink_switch_links(const struct mock_gpu *g);
 /* Link `link`'s error counter `counter` (nvmlNvLinkErrorCounter_t): 0 when the GPU has no such link. */
 int nvlink_error_count(const struct mock_gpu *g, unsigned int link, unsigned int counter, unsigned long long *out);
 
@@ -59,6 +61,9 @@ int board_atomics(const struct mock_gpu *g, int inbound, unsigned int *mask);
 /* clocks_throttle_reasons.counters.<reason>_us in nanoseconds: 1, or 0 when the
  * state has no such counter or it does not fit. */
 int clocks_event_ns(const struct mock_gpu *g, const char *counter_key, unsigned long long *ns);
+/* A perf policy's violation time in ns (nvmlPerfPolicyType_t): 1, or 0 when the state keeps
+ * no counter for it (violations.c). */
+int perf_policy_ns(const struct mock_gpu *g, unsigned int policy, unsigned long long *ns);
 
 /* --- drain.c: the drain states ---------------------------------------------------- */
 

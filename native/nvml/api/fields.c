@@ -8,7 +8,15 @@
  * failure.recovery_action; "Reset Required" (226) and "Drain and Reset Recommended"
  * (227) follow from it, as NVIDIA's error recovery flags pair them. The ECC totals (3-6), the
  * retired pages (29-31), the remapped rows (142-145) and the NVLink error counters (32-59,
- * 96-119, 148-162) read what `mokka ctl ecc` and `ctl nvlink` raise. */
+ * 96-119, 148-163) read what `mokka ctl ecc` and `ctl nvlink` raise; the ECC counts per
+ * location (7-28) are nvmlDeviceGetMemoryErrorCounter's.
+ *
+ * The NVLink throughput counters (138, 139: KiB sent and received since the driver loaded,
+ * which nvml.h names in place of the deprecated utilization counters; DCGM's NVLink
+ * bandwidth is their rate) grow at the GPU's mean traffic: each active link's bandwidth
+ * times the mean of its utilization's pattern (all of it with no moving utilization), so
+ * the rate a poller derives is steady and agrees over time with GPM's NVLink metrics, which
+ * follow the utilization second by second. scopeId names a link, or UINT_MAX all of them. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>
@@ -30,6 +38,7 @@
 #define FI_DEV_PCIE_INBOUND_ATOMICS_MASK 229
 #define FI_DEV_REMAPPED_ROWS_COR_INACTIVE 301
 #define FI_DEV_REMAPPED_ROWS_UNC_INACTIVE 302
+#define ALL_LINKS 0xFFFFFFFFu                  /* scopeId: every NVLink of the GPU */
 #define RECOVERY_GPU_RESET 1u                 /* nvmlDeviceGpuRecoveryAction_t */
 #define RECOVERY_DRAIN_AND_RESET 4u
 #define POWER_SCOPE_GPU 0u
@@ -141,6 +150,32 @@ static int clocks_event(const struct mock_gpu *g, const char *counter_key, nvmlF
     return clocks_event_ns(g, counter_key, &ns) && set_u64(v, ns);
 }
 
+/* KiB an NVLink has carried each way by v->timestamp (µs; the pinned second when
+ * MOCK_NVML_CLOCK is set), at the GPU's mean utilization; link ALL_LINKS sums the active ones. */
+static int link_throughput(const struct mock_gpu *g, unsigned int link, nvmlFieldValue_t *v)
+{
+    unsigned long long mbps, percent;
+    unsigned int active = 0, links = 0;
+    if (nvlink_count(g) == 0 || !node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &mbps))
+        return 0;
+    if (link == ALL_LINKS) {
+        for (unsigned int l = 0; l < NVML_NVLINK_MAX_LINKS; l++)
+            links += nvlink_state(g, l, &active) && active;
+    } else if (!nvlink_state(g, link, &active)) {
+        return 0;
+    } else {
+        links = active;
+    }
+    if (!dynamic_mean_utilization(g, &percent) && !gpu_u64(g, K_UTILIZATION_GPU, &percent))
+        percent = 0;
+    if (percent > 100)
+        percent = 100;
+    unsigned long long us = g->node->clock_pinned ? g->node->clock * 1000000ull : (unsigned long long)v->timestamp;
+    /* MB/s * percent/100 * s = 10^6 B * percent * us / (100 * 10^6 us) = B * percent * us / 10^8; in KiB. */
+    unsigned __int128 kib = (unsigned __int128)mbps * links * percent * us / (100ull * 1024ull);
+    return set_u64(v, kib > ~0ull ? ~0ull : (unsigned long long)kib);
+}
+
 static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int link, nvmlFieldValue_t *v)
 {
     unsigned int active;
@@ -179,7 +214,7 @@ static int link_error_total(const struct mock_gpu *g, unsigned int counter, nvml
 }
 
 /* An NVLink error counter's field: 1 with v set, 0 when the GPU cannot answer it;
- * -1 when `fid` is none of them. The per-link ids of NVML 12 (161, 162) name the link
+ * -1 when `fid` is none of them. The per-link ids of NVML 12 (161-163) name the link
  * in scopeId. */
 static int link_error_field(const struct mock_gpu *g, unsigned int fid, unsigned int scope, nvmlFieldValue_t *v)
 {
@@ -187,6 +222,8 @@ static int link_error_field(const struct mock_gpu *g, unsigned int fid, unsigned
     if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY || fid == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)
         return nvlink_error_count(g, scope, fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY ? NVML_NVLINK_ERROR_DL_REPLAY
                                                  : NVML_NVLINK_ERROR_DL_RECOVERY, &x) && set_u64(v, x);
+    if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_CRC)   /* the link's CRC errors: its flit CRC count */
+        return nvlink_error_count(g, scope, NVML_NVLINK_ERROR_DL_CRC_FLIT, &x) && set_u64(v, x);
     if (fid >= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0 && fid <= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L11)
         return nvlink_error_count(g, fid - NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0, NVML_NVLINK_ERROR_DL_ECC_DATA,
                                   &x) && set_u64(v, x);
@@ -280,9 +317,18 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
     case FI_DEV_REMAPPED_ROWS_UNC_INACTIVE:
         return key_u32(g, K_REMAPPED_ROWS_UNCORRECTABLE_INACTIVE, v);
     case NVML_FI_DEV_PERF_POLICY_POWER:           /* CLOCKS_EVENT_REASON_SW_POWER_CAP */
-        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_POWER_CAP_US, v);
+        return perf_policy_ns(g, NVML_PERF_POLICY_POWER, &x) && set_u64(v, x);
     case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:      /* CLOCKS_EVENT_REASON_SYNC_BOOST */
-        return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SYNC_BOOST_US, v);
+        return perf_policy_ns(g, NVML_PERF_POLICY_SYNC_BOOST, &x) && set_u64(v, x);
+    case NVML_FI_DEV_PERF_POLICY_THERMAL:
+        return perf_policy_ns(g, NVML_PERF_POLICY_THERMAL, &x) && set_u64(v, x);
+    case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+    case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+        return link_throughput(g, v->scopeId, v);
+    case NVML_FI_DEV_NVSWITCH_CONNECTED_LINK_COUNT:
+        return nvlink_count(g) > 0 && set_u32(v, nvlink_switch_links(g));
+    case NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS:
+        return set_u32(v, 0);                     /* a clean link's count, as the replay counter's */
     case FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN:
         return clocks_event(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN_US, v);
     case FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
@@ -300,6 +346,35 @@ static int field(const struct mock_gpu *g, nvmlFieldValue_t *v)
         return found > 0;
     }
     }
+}
+
+/* The ECC counts per location (7-17 volatile, 18-28 aggregate: single then double bit for
+ * L1, L2, device memory, register file, texture memory, then the CBU's double bit), as
+ * nvmlDeviceGetMemoryErrorCounter counts them: 1 with v set, 0 when it cannot answer, -1 for
+ * another field. */
+static int ecc_location_field(nvmlDevice_t device, nvmlFieldValue_t *v)
+{
+    static const nvmlMemoryLocation_t where[] = {NVML_MEMORY_LOCATION_L1_CACHE, NVML_MEMORY_LOCATION_L2_CACHE,
+                                                 NVML_MEMORY_LOCATION_DEVICE_MEMORY,
+                                                 NVML_MEMORY_LOCATION_REGISTER_FILE,
+                                                 NVML_MEMORY_LOCATION_TEXTURE_MEMORY};
+    unsigned int fid = v->fieldId, k;
+    nvmlEccCounterType_t counter;
+    if (fid >= NVML_FI_DEV_ECC_SBE_VOL_L1 && fid <= NVML_FI_DEV_ECC_DBE_VOL_CBU) {
+        k = fid - NVML_FI_DEV_ECC_SBE_VOL_L1;
+        counter = NVML_VOLATILE_ECC;
+    } else if (fid >= NVML_FI_DEV_ECC_SBE_AGG_L1 && fid <= NVML_FI_DEV_ECC_DBE_AGG_CBU) {
+        k = fid - NVML_FI_DEV_ECC_SBE_AGG_L1;
+        counter = NVML_AGGREGATE_ECC;
+    } else {
+        return -1;
+    }
+    nvmlMemoryLocation_t location = k / 2 < sizeof where / sizeof where[0] ? where[k / 2] : NVML_MEMORY_LOCATION_CBU;
+    nvmlMemoryErrorType_t type = k % 2 == 0 && k / 2 < sizeof where / sizeof where[0]
+                                     ? NVML_MEMORY_ERROR_TYPE_CORRECTED : NVML_MEMORY_ERROR_TYPE_UNCORRECTED;
+    unsigned long long count;
+    return nvmlDeviceGetMemoryErrorCounter(device, type, counter, location, &count) == NVML_SUCCESS &&
+           set_u64(v, count);
 }
 
 /* The memory health fields, each as its own call answers it (ecc.c): the remapped rows from
@@ -329,7 +404,7 @@ static int memory_health_field(nvmlDevice_t device, nvmlFieldValue_t *v)
         return nvmlDeviceGetRetiredPagesPendingStatus(device, &pending) == NVML_SUCCESS &&
                set_u32(v, pending == NVML_FEATURE_ENABLED);
     default:
-        return -1;
+        return ecc_location_field(device, v);
     }
 }
 

@@ -141,8 +141,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, un
     return NVML_SUCCESS;
 }
 
-/* Active links to an NVSwitch (topo.switch_links). */
-static unsigned int switch_links(const struct mock_gpu *g)
+unsigned int nvlink_switch_links(const struct mock_gpu *g)
 {
     unsigned int n = gpu_list_len(g, K_NVLINK_LINKS), count = 0;
     for (unsigned int i = 0; i < n; i++) {
@@ -167,7 +166,7 @@ nvmlReturn_t mock_nvlinks_between(nvmlDevice_t a, nvmlDevice_t b, unsigned int *
         *links = 0;
         return NVML_SUCCESS;
     }
-    unsigned int x = switch_links(ga), y = switch_links(gb);
+    unsigned int x = nvlink_switch_links(ga), y = nvlink_switch_links(gb);
     *links = x < y ? x : y;
     return NVML_SUCCESS;
 }

@@ -238,6 +238,31 @@ static long long utilization(const struct mock_gpu *g, u64 seed, u64 t, int memo
     return patterned(g, &UTILIZATION_BLOCK, lo, hi, t, steady);
 }
 
+int dynamic_mean_utilization(const struct mock_gpu *g, unsigned long long *percent)
+{
+    if (!has_block(g, K_DYNAMIC_METRICS_UTILIZATION))
+        return 0;
+    long long lo = clamp(field(g, K_DYNAMIC_METRICS_UTILIZATION_GPU_MIN, 0), 0, 100);
+    long long hi = clamp(field(g, K_DYNAMIC_METRICS_UTILIZATION_GPU_MAX, 100), lo, 100);
+    const char *pattern = state_get(g, UTILIZATION_BLOCK.pattern);
+    if (!pattern)
+        pattern = "";
+    long long mean = (lo + hi) / 2;               /* steady: every value of lo..hi alike */
+    if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_IDLE) == 0) {
+        mean = lo;
+    } else if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BUSY) == 0) {
+        mean = hi;
+    } else if (strcasecmp(pattern, MOKKA_DYNAMIC_PATTERN_BURST) == 0) {
+        long long period = param(g, UTILIZATION_BLOCK.burst_period_sec, 0);
+        if (period <= 0)
+            period = MOKKA_DYNAMIC_BURST_PERIOD_DEFAULT_SEC;
+        long long high = (period + 1) / 2;        /* the seconds of a period at hi, as patterned() */
+        mean = (hi * high + lo * (period - high)) / period;
+    }
+    *percent = (unsigned long long)mean;
+    return 1;
+}
+
 /* Bytes used: whole MiB between the block's percentages of total - reserved, so
  * free = total - reserved - used stays >= 0. 0 (and *ok 0) without a total. */
 static long long memory_used(const struct mock_gpu *g, u64 seed, u64 t, int *ok)

@@ -159,6 +159,9 @@ unsigned long long dynamic_clock(const struct mock_node *n);
  * the second of dynamic_clock; nvmlDeviceGetSamples for past seconds too. */
 int dynamic_reading_at(const struct mock_gpu *g, const char *key, unsigned long long t, char *out,
                        size_t size);
+/* The GPU utilization's mean over time, in percent, of its pattern (steady: the middle of
+ * its range; burst: weighted by the seconds at each end): 1, or 0 when it does not move. */
+int dynamic_mean_utilization(const struct mock_gpu *g, unsigned long long *percent);
 
 /* --- handles.c: the published node and its handles (handles.h: init, checks) --- */
 
