@@ -9,11 +9,14 @@ GPU 0's handle (a MIG device's handle for the calls that take one, when GPU 0 ha
 or compute instance handle is GPU 0's first, an integer is 0 (an index, an enum's first value)
 or a buffer's size when its name says count, size or length, a pointer is a zeroed buffer of
 ample size whose first word is the struct's version (NVML_STRUCT_VERSION, compiled from
-HEADER) when nvml.h gives the struct one. Setters get the board's current value, so they
-succeed. Destroying and shutdown calls come last.
+HEADER, or a plain macro for GPM support) when nvml.h gives the struct one. Setters get
+the board's current value, so they succeed; after a setter with a getter, that getter's answer is
+kept as its read-back. nvmlDeviceGetFieldValues asks for a few fields nvml.h names (FIELDS),
+since field id 0 names none. Destroying and shutdown calls come last.
 
 Prints one JSON object: name -> {"rc": code, "out": [per buffer argument {"u32", "u64", "u32s"
-(its first 16 words), "str"}]}; a name the library does not export has rc null; one HEADER lacks,
+(its first WORDS words), "str"}], and for a setter with a getter "after": [the getter's buffers,
+described the same way]}; a name the library does not export has rc null; one HEADER lacks,
 rc "undeclared".
 """
 
@@ -28,6 +31,7 @@ import sys
 import tempfile
 
 BUF = 1 << 16
+WORDS = 128
 HANDLES = {"nvmlDevice_t", "nvmlGpuInstance_t", "nvmlComputeInstance_t", "nvmlEventSet_t", "nvmlUnit_t",
            "nvmlGpmSample_t", "nvmlVgpuInstance_t", "nvmlVgpuTypeId_t", "nvmlSystemEventSet_t"}
 #: Calls whose natural target on a MIG-enabled GPU is a MIG device.
@@ -36,6 +40,30 @@ MIG_TARGET = {"nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
               "nvmlDeviceGetAttributes", "nvmlDeviceGetAttributes_v2"}
 LAST = ("nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy", "nvmlShutdown")
 SIZE_NAME = re.compile(r"(count|size|length|len)$", re.I)
+#: Structs whose version is a plain macro rather than NVML_STRUCT_VERSION.
+PLAIN_VERSIONS = {"nvmlGpmSupport_t": "NVML_GPM_SUPPORT_VERSION"}
+#: The fields asked of nvmlDeviceGetFieldValues, in this order.
+FIELDS = ("NVML_FI_DEV_ECC_CURRENT", "NVML_FI_DEV_ECC_PENDING", "NVML_FI_DEV_ECC_DBE_VOL_TOTAL",
+          "NVML_FI_DEV_MEMORY_TEMP", "NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "NVML_FI_DEV_NVLINK_LINK_COUNT",
+          "NVML_FI_DEV_PCIE_REPLAY_COUNTER", "NVML_FI_DEV_POWER_INSTANT")
+FIELD_VALUE_BYTES = 40              # nvmlFieldValue_t: fieldId, scopeId, 2 x 64-bit times, type, return, value
+#: setter -> (its getter, the getter's arguments after the device, None for a buffer), read back after the set.
+READ_BACK = {
+    "nvmlDeviceSetPowerManagementLimit": ("nvmlDeviceGetPowerManagementLimit", ()),
+    "nvmlDeviceSetPersistenceMode": ("nvmlDeviceGetPersistenceMode", ()),
+    "nvmlDeviceSetComputeMode": ("nvmlDeviceGetComputeMode", ()),
+    "nvmlDeviceSetAccountingMode": ("nvmlDeviceGetAccountingMode", ()),
+    "nvmlDeviceSetEccMode": ("nvmlDeviceGetEccMode", (None,)),
+    "nvmlDeviceSetApplicationsClocks": ("nvmlDeviceGetApplicationsClock", (0,)),
+    "nvmlDeviceResetApplicationsClocks": ("nvmlDeviceGetApplicationsClock", (0,)),
+    "nvmlDeviceSetAPIRestriction": ("nvmlDeviceGetAPIRestriction", (0,)),
+    "nvmlDeviceSetMigMode": ("nvmlDeviceGetMigMode", (None,)),
+    "nvmlDeviceSetGpcClkVfOffset": ("nvmlDeviceGetGpcClkVfOffset", ()),
+    "nvmlDeviceSetMemClkVfOffset": ("nvmlDeviceGetMemClkVfOffset", ()),
+    "nvmlDeviceClearEccErrorCounts": ("nvmlDeviceGetTotalEccErrors", (0, 0)),
+    "nvmlDeviceClearAccountingPids": ("nvmlDeviceGetAccountingPids", (None,)),
+    "nvmlDeviceResetNvLinkErrorCounters": ("nvmlDeviceGetNvLinkErrorCounter", (0, 0)),
+}
 
 
 def prototypes(text: str) -> dict[str, list[tuple[str, str]]]:
@@ -71,7 +99,8 @@ def struct_versions(header: str, text: str) -> dict[str, int]:
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}   # a sanitizer run's runtime
         subprocess.run(["cc", "-I", os.path.dirname(header), src, "-o", exe], check=True, env=env)
         out = subprocess.run([exe], capture_output=True, text=True, check=True, env=env).stdout
-    versions = {}
+    versions = {name: int(v, 0) for name, macro in PLAIN_VERSIONS.items()
+                for v in re.findall(rf"#define\s+{macro}\s+(\w+)", text)}
     for line in out.splitlines():
         macro, value = line.split()
         versions[macro + "_t"] = int(value)
@@ -82,8 +111,8 @@ def struct_versions(header: str, text: str) -> dict[str, int]:
 
 
 class Caller:
-    def __init__(self, lib, protos, versions):
-        self.lib, self.protos, self.versions = lib, protos, versions
+    def __init__(self, lib, protos, versions, fields):
+        self.lib, self.protos, self.versions, self.fields = lib, protos, versions, fields
         self.handles = {}
 
     def fn(self, name):
@@ -151,7 +180,12 @@ class Caller:
                     ctypes.create_string_buffer(BUF)]
         if name == "nvmlDeviceGetGpuInstanceById" and "mig" in self.handles:
             return [dev, self.read_uint_of("nvmlDeviceGetGpuInstanceId", self.handles["mig"]),
-                    ctypes.byref(ctypes.c_void_p())]
+                    ctypes.create_string_buffer(BUF)]
+        if name == "nvmlDeviceGetFieldValues":
+            values = ctypes.create_string_buffer(BUF)
+            for i, field in enumerate(self.fields):
+                ctypes.c_uint.from_buffer(values, i * FIELD_VALUE_BYTES).value = field
+            return [dev, ctypes.c_int(len(self.fields)), values]
         if name in ("nvmlDeviceGetGpuInstances", "nvmlDeviceGetGpuInstanceRemainingCapacity") and "mig" in self.handles:
             info = ctypes.create_string_buffer(BUF)          # the 1-slice profile: its id leads the struct
             self.raw("nvmlDeviceGetGpuInstanceProfileInfo", dev, 0, info)
@@ -206,14 +240,30 @@ class Caller:
             return {"rc": f(es), "out": []}
         args, outs = self.args(name)
         rc = f(*args)
-        return {"rc": rc, "out": [describe(b) for b in outs]}
+        result = {"rc": rc, "out": [describe(b) for b in outs]}
+        if name in READ_BACK:
+            result["after"] = self.read_back(*READ_BACK[name])
+        return result
+
+    def read_back(self, getter, extra):
+        """The getter's buffers after a setter (empty when the getter fails)."""
+        args, outs = [self.handles["nvmlDevice_t"]], []
+        for arg in (*extra, None):
+            if arg is None:
+                outs.append(ctypes.create_string_buffer(BUF))
+                args.append(outs[-1])
+            else:
+                args.append(ctypes.c_uint(arg))
+        if getter == "nvmlDeviceGetAccountingPids":            # (device, count in/out, pids)
+            ctypes.c_uint.from_buffer(outs[0]).value = 1024
+        return [describe(b) for b in outs] if self.raw(getter, *args) == 0 else []
 
 
 def describe(buf) -> dict:
     raw = buf.raw
     text = raw.split(b"\0")[0]
     return {"u32": int.from_bytes(raw[:4], "little"), "u64": int.from_bytes(raw[:8], "little"),
-            "u32s": [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 64, 4)],
+            "u32s": [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 4 * WORDS, 4)],
             "str": text.decode() if text and text.isascii() and text.decode().isprintable() else ""}
 
 
@@ -222,7 +272,8 @@ def main(header: str, listing: str) -> None:
         text = f.read()
     with open(listing, encoding="utf-8") as f:
         names = sorted({line.split("#", 1)[0].strip() for line in f} - {""})
-    caller = Caller(ctypes.CDLL("libnvidia-ml.so.1"), prototypes(text), struct_versions(header, text))
+    fields = [int(re.search(rf"#define\s+{f}\s+(\d+)", text).group(1)) for f in FIELDS]
+    caller = Caller(ctypes.CDLL("libnvidia-ml.so.1"), prototypes(text), struct_versions(header, text), fields)
     caller.setup()
     order = [n for n in names if n not in LAST] + [n for n in LAST if n in names]
     results = {}

@@ -12,8 +12,10 @@ the same way). Where a real board's nvidia-smi -q -x capture shows the call's fi
 the reason says so.
 
 The coverage figure printed per board (-s shows it) counts a function answered when its return
-code is anything but NOT_SUPPORTED or missing. Answers with an obvious value are checked against
-the boards' profiles (VALUES).
+code is anything but NOT_SUPPORTED or missing, and how many answers are checked for a value.
+Every answer is checked (dcgm_values.py): a SUCCESS for its value against the boards' profiles
+(VALUES; a setter by its getter's read-back) or, where it carries nothing else, for its code
+(RC_ONLY); any other code for being what the real driver answers to the probe's arguments (CODES).
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ import sys
 
 import pytest
 
+from tests.native import dcgm_values as dv
 from tests.native import mig_nodes as mn
 from tests.native.conftest import HERE, clean_env
 from tests.nativelibs import build_module
 
 LIST = os.path.join(HERE, "dcgm_nvml_calls.txt")
 PROBE = os.path.join(HERE, "probe_dcgm.py")
-BOARDS = ("h100", "a100")
+BOARDS = dv.BOARDS
 SUCCESS, NOT_SUPPORTED = 0, 3
+VALUES, CODES, RC_ONLY, WRONG = dv.registries()
 VGPU_ONLY = re.compile(r"Vgpu|Grid|Pgpu|Virtualization")
 BOTH = BOARDS
 
@@ -121,90 +125,6 @@ def _table(table: dict, board: str) -> dict[str, str]:
     return {name: why for (name, boards), why in table.items() if board in boards}
 
 
-def _u64(out: dict, word: int = 0) -> int:
-    return out["u32s"][word] | out["u32s"][word + 1] << 32
-
-
-GIB = 1 << 30
-#: function -> board -> (what is checked, check of the pointer arguments' contents).
-VALUES = {
-    "nvmlDeviceGetName": {"h100": ("name", lambda o: o[0]["str"] == "NVIDIA H100 80GB HBM3"),
-                          "a100": ("name", lambda o: o[0]["str"] == "NVIDIA A100-SXM4-40GB")},
-    "nvmlDeviceGetMemoryInfo": {"h100": ("80 GiB total", lambda o: _u64(o[0]) == 80 * GIB),
-                                "a100": ("40 GiB total", lambda o: _u64(o[0]) == 40 * GIB)},
-    "nvmlDeviceGetMemoryInfo_v2": {"h100": ("80 GiB total", lambda o: _u64(o[0], 2) == 80 * GIB),
-                                   "a100": ("40 GiB total", lambda o: _u64(o[0], 2) == 40 * GIB)},
-    "nvmlDeviceGetCount_v2": {b: ("8 GPUs", lambda o: o[0]["u32"] == 8) for b in BOARDS},
-    "nvmlDeviceGetUUID": {b: ("a GPU- UUID", lambda o: o[0]["str"].startswith("GPU-")
-                              and len(o[0]["str"]) == 40) for b in BOARDS},
-    "nvmlSystemGetDriverVersion": {b: ("550.163.01", lambda o: o[0]["str"] == "550.163.01") for b in BOARDS},
-    "nvmlDeviceGetMaxMigDeviceCount": {"h100": ("7 MIG devices", lambda o: o[0]["u32"] == 7),
-                                       "a100": ("none while MIG is off", lambda o: o[0]["u32"] == 0)},
-    "nvmlDeviceGetMigMode": {"h100": ("on, on", lambda o: (o[0]["u32"], o[1]["u32"]) == (1, 1)),
-                             "a100": ("off, off", lambda o: (o[0]["u32"], o[1]["u32"]) == (0, 0))},
-    "nvmlDeviceGetCudaComputeCapability": {"h100": ("9.0", lambda o: (o[0]["u32"], o[1]["u32"]) == (9, 0)),
-                                           "a100": ("8.0", lambda o: (o[0]["u32"], o[1]["u32"]) == (8, 0))},
-    "nvmlDeviceGetPowerManagementLimitConstraints": {
-        "h100": ("200-700 W", lambda o: (o[0]["u32"], o[1]["u32"]) == (200000, 700000))},
-    "nvmlDeviceGetGpuInstances": {"h100": ("seven 1g.10gb instances", lambda o: o[1]["u32"] == 7)},
-    "nvmlDeviceGetGpuInstanceRemainingCapacity": {"h100": ("no room left", lambda o: o[0]["u32"] == 0)},
-    "nvmlDeviceGetMigDeviceHandleByIndex": {"h100": ("a handle", lambda o: o[0]["u64"] != 0)},
-    "nvmlDeviceGetMinorNumber": {b: ("minor 0", lambda o: o[0]["u32"] == 0) for b in BOARDS},
-    "nvmlDeviceGetTemperature": {b: ("a temperature under 100 C", lambda o: 0 < o[0]["u32"] < 100) for b in BOARDS},
-    "nvmlDeviceGetPowerUsage": {b: ("a draw in mW", lambda o: 0 < o[0]["u32"] <= 700000) for b in BOARDS},
-    "nvmlDeviceGetSerial": {b: ("a serial", lambda o: o[0]["str"] != "") for b in BOARDS},
-    "nvmlDeviceGetPciInfo_v3": {"h100": ("bus id", lambda o: o[0]["str"] == "0000:1A:00.0"),
-                                "a100": ("bus id", lambda o: o[0]["str"] == "0000:07:00.0")},
-    "nvmlDeviceGetPowerManagementLimit": {"h100": ("700 W", lambda o: o[0]["u32"] == 700000),
-                                          "a100": ("400 W", lambda o: o[0]["u32"] == 400000)},
-    "nvmlDeviceGetPowerManagementDefaultLimit": {"h100": ("700 W", lambda o: o[0]["u32"] == 700000),
-                                                 "a100": ("400 W", lambda o: o[0]["u32"] == 400000)},
-    "nvmlDeviceGetEnforcedPowerLimit": {"h100": ("700 W", lambda o: o[0]["u32"] == 700000),
-                                        "a100": ("400 W", lambda o: o[0]["u32"] == 400000)},
-    "nvmlDeviceGetArchitecture": {"h100": ("Hopper (9)", lambda o: o[0]["u32"] == 9),
-                                  "a100": ("Ampere (7)", lambda o: o[0]["u32"] == 7)},
-    "nvmlDeviceGetBrand": {b: ("NVIDIA (14)", lambda o: o[0]["u32"] == 14) for b in BOARDS},
-    "nvmlDeviceGetVbiosVersion": {"h100": ("96.00.74.00.09", lambda o: o[0]["str"] == "96.00.74.00.09"),
-                                  "a100": ("92.00.45.00.03", lambda o: o[0]["str"] == "92.00.45.00.03")},
-    "nvmlDeviceGetBoardPartNumber": {"h100": ("part", lambda o: o[0]["str"] == "699-2G520-0200-000"),
-                                     "a100": ("part", lambda o: o[0]["str"] == "692-2G506-0200-002")},
-    "nvmlDeviceGetMaxClockInfo": {"h100": ("1980 MHz", lambda o: o[0]["u32"] == 1980),
-                                  "a100": ("1410 MHz", lambda o: o[0]["u32"] == 1410)},
-    "nvmlDeviceGetSupportedGraphicsClocks": {"h100": ("1980 MHz first", lambda o: o[0]["u32"] == 1980),
-                                             "a100": ("1410 MHz first", lambda o: o[0]["u32"] == 1410)},
-    "nvmlDeviceGetSupportedMemoryClocks": {
-        "h100": ("one, 2619 MHz", lambda o: (o[0]["u32"], o[1]["u32"]) == (1, 2619)),
-        "a100": ("one, 1215 MHz", lambda o: (o[0]["u32"], o[1]["u32"]) == (1, 1215))},
-    "nvmlDeviceGetEccMode": {b: ("on, on", lambda o: (o[0]["u32"], o[1]["u32"]) == (1, 1)) for b in BOARDS},
-    "nvmlDeviceGetComputeMode": {b: ("Default", lambda o: o[0]["u32"] == 0) for b in BOARDS},
-    "nvmlDeviceGetPersistenceMode": {b: ("on", lambda o: o[0]["u32"] == 1) for b in BOARDS},
-    "nvmlDeviceGetMaxPcieLinkGeneration": {"h100": ("gen 5", lambda o: o[0]["u32"] == 5),
-                                           "a100": ("gen 4", lambda o: o[0]["u32"] == 4)},
-    "nvmlDeviceGetMaxPcieLinkWidth": {b: ("x16", lambda o: o[0]["u32"] == 16) for b in BOARDS},
-    "nvmlDeviceGetNumGpuCores": {"h100": ("16896 cores", lambda o: o[0]["u32"] == 16896),
-                                 "a100": ("6912 cores", lambda o: o[0]["u32"] == 6912)},
-    "nvmlDeviceGetMemoryBusWidth": {b: ("5120 bits", lambda o: o[0]["u32"] == 5120) for b in BOARDS},
-    "nvmlDeviceGetBAR1MemoryInfo": {"h100": ("128 GiB BAR1", lambda o: _u64(o[0]) == 128 * GIB),
-                                    "a100": ("64 GiB BAR1", lambda o: _u64(o[0]) == 64 * GIB)},
-    "nvmlDeviceIsMigDeviceHandle": {"h100": ("a MIG device's handle", lambda o: o[0]["u32"] == 1),
-                                    "a100": ("a GPU's handle", lambda o: o[0]["u32"] == 0)},
-    "nvmlDeviceGetAttributes_v2": {"h100": ("16 SMs of a 1g.10gb", lambda o: o[0]["u32"] == 16)},
-    "nvmlGpuInstanceGetInfo": {"h100": ("the 1g.10gb profile (19)", lambda o: o[0]["u32s"][3] == 19)},
-    "nvmlDeviceGetMaxCustomerBoostClock": {"h100": ("1980 MHz", lambda o: o[0]["u32"] == 1980),
-                                           "a100": ("1410 MHz", lambda o: o[0]["u32"] == 1410)},
-    "nvmlDeviceGetIrqNum": {b: ("GPU 0's interrupt, 300", lambda o: o[0]["u32"] == 300) for b in BOARDS},
-    "nvmlDeviceGetPowerSource": {b: ("AC (0)", lambda o: o[0]["u32"] == 0) for b in BOARDS},
-    "nvmlDeviceGetAdaptiveClockInfoStatus": {b: ("enabled (1)", lambda o: o[0]["u32"] == 1) for b in BOARDS},
-}
-
-
-#: Setters DCGM calls, given the board's current value: they succeed (the caller is root).
-SETTERS = ("nvmlDeviceSetPowerManagementLimit", "nvmlDeviceSetPersistenceMode", "nvmlDeviceSetComputeMode",
-           "nvmlDeviceSetAccountingMode", "nvmlDeviceSetEccMode", "nvmlDeviceSetApplicationsClocks",
-           "nvmlDeviceResetApplicationsClocks", "nvmlDeviceSetGpuLockedClocks", "nvmlDeviceResetGpuLockedClocks",
-           "nvmlDeviceSetMemoryLockedClocks", "nvmlDeviceResetMemoryLockedClocks", "nvmlDeviceSetMigMode")
-
-
 def _in_scope() -> list[str]:
     with open(LIST, encoding="utf-8") as f:
         names = sorted({line.split("#", 1)[0].strip() for line in f} - {""})
@@ -234,9 +154,10 @@ def _unanswered(result: dict) -> bool:
 def test_the_list_keeps_224_calls_in_scope_and_the_tables_name_only_them():
     names = _in_scope()
     assert len(names) == 224
-    for name in (*(k[0] for k in (*REAL_BOARD, *NOT_YET, *ANSWERS_TOO_MUCH)), *VALUES, *SETTERS):
+    for name in (*(k[0] for k in (*REAL_BOARD, *NOT_YET, *ANSWERS_TOO_MUCH, *WRONG)), *VALUES, *CODES, *RC_ONLY):
         assert name in names, name
     assert not set(REAL_BOARD) & set(NOT_YET)
+    assert not set(RC_ONLY) & set(VALUES)
 
 
 @pytest.mark.parametrize("board", BOARDS)
@@ -251,8 +172,10 @@ def test_every_call_answers_or_the_real_board_refuses_it_too(answers, board, cap
         print(f"\n{board}: {len(answered)} of {len(names)} DCGM calls answer "
               f"({100 * len(answered) / len(names):.0f} %; {sum(results[n]['rc'] == SUCCESS for n in names)} "
               f"with SUCCESS); {len(faithful)} NOT_SUPPORTED as on the real board; "
-              f"{len(gap)} not yet; {len([n for n in VALUES if board in VALUES[n]]) + len(SETTERS)} answers "
-              "checked for a value or a setter's success")
+              f"{len(gap)} not yet; {len(_value_checked(board, results))} answers checked for a value, "
+              f"{len([n for n in names if results[n]['rc'] == SUCCESS and n in RC_ONLY])} SUCCESS and "
+              f"{len([n for n in answered if results[n]['rc'] != SUCCESS and board in CODES.get(n, {})])} "
+              "other codes for the code alone")
 
 
 @pytest.mark.parametrize("board", BOARDS)
@@ -278,15 +201,47 @@ def test_known_over_answers(answers, board, name):
     pytest.fail(f"{name} now answers NOT_SUPPORTED on {board}: move it to REAL_BOARD")
 
 
+def _value_checked(board: str, results: dict) -> list[str]:
+    return [n for n in _in_scope() if results[n]["rc"] == SUCCESS and board in VALUES.get(n, {})]
+
+
+def _needs_root(name: str) -> bool:
+    return os.geteuid() != 0 and re.match(r"nvmlDevice(Set|Reset|Clear)", name) is not None
+
+
 @pytest.mark.parametrize("board,name", [(b, n) for n in VALUES for b in VALUES[n]])
 def test_answers_carry_the_boards_values(answers, board, name):
+    if _needs_root(name):
+        pytest.skip("NVML's setters answer NO_PERMISSION to a caller that is not root")
     what, check = VALUES[name][board]
     result = answers[board][name]
+    buffers = result["out"] + result.get("after", [])
+    right = result["rc"] == SUCCESS and check(buffers)
+    if (name, board) in WRONG:          # strict: a fixed value must leave WRONG
+        if right:
+            pytest.fail(f"{name} now answers {what} on {board}: take it out of WRONG")
+        pytest.xfail(WRONG[name, board])
     assert result["rc"] == SUCCESS, result["rc"]
-    assert check(result["out"]), (what, result["out"])
+    assert right, (what, buffers)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="NVML's setters answer NO_PERMISSION to a caller that is not root")
+@pytest.mark.parametrize("board,name", [(b, n) for n in CODES for b in CODES[n]])
+def test_other_answers_are_the_real_drivers_codes(answers, board, name):
+    code, why = CODES[name][board]
+    assert answers[board][name]["rc"] == code, why
+
+
 @pytest.mark.parametrize("board", BOARDS)
-def test_setters_given_the_current_value_succeed(answers, board):
-    assert {n: answers[board][n]["rc"] for n in SETTERS} == {n: SUCCESS for n in SETTERS}
+def test_every_answer_is_checked(answers, board):
+    """A call that answers must come with its check: a new answer needs a VALUES, RC_ONLY or CODES entry
+    (here or in another dcgm_values*.py)."""
+    results = answers[board]
+    unchecked = {}
+    for name in _in_scope():
+        rc = results[name]["rc"]
+        if _unanswered(results[name]) or (rc == SUCCESS and (board in VALUES.get(name, {}) or name in RC_ONLY)):
+            continue
+        if rc != SUCCESS and board in CODES.get(name, {}) or _needs_root(name):
+            continue
+        unchecked[name] = rc
+    assert unchecked == {}, f"{board}: answers with no value or code check (name: return code)"
