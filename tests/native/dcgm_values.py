@@ -316,14 +316,8 @@ VALUES = {
         lambda o: o[0]["u32s"][1:8] == [0, 0, 0, 1 << 24, SUCCESS, 0, 3] and word(o, 0, 8) & 0x3 == 2)},
 }
 
-_marketing = ("answers the profile's marketing NVLink number (nvlink.version: {}) where the driver answers "
-              "the nvmlNvlinkVersion_t value; mapping it touches the profile schema and test_fields.py's pin")
-
 #: (function, board) -> the wrong value the mock answers (a strict xfail until fixed).
-WRONG = {
-    ("nvmlDeviceGetNvLinkVersion", "h100"): _marketing.format(4),
-    ("nvmlDeviceGetNvLinkVersion", "a100"): _marketing.format(3),
-}
+WRONG: dict = {}
 
 
 def registries() -> tuple[dict, dict, dict, dict]:

@@ -43,6 +43,10 @@ PINNED = [
     ("gb300", 0, "Brand", 14),
 ]
 
+#: The profile's NVLink generation -> the nvmlNvlinkVersion_t NVML answers (1.0, 2.0, 3.1, 4.0, 5.0;
+#: an A100 answers 5, open-mpi/hwloc#658).
+NVLINK_VERSION = {1: 1, 2: 2, 3: 5, 4: 6, 5: 7}
+
 
 def _bus(text: str) -> str:
     domain, bus, rest = text.split(":")
@@ -149,7 +153,7 @@ def expected_gpu(g: dict, index: int, system: dict, nvlink: dict) -> dict:
             "completed" if fabric["state"] == names.FABRIC_STATE_AUTO else fabric["state"],
             fabric["clique_id"], fabric["cluster_uuid"], 0, 0x1AA],
         "NvLinkCount": len(links),
-        "NvLinks": [[1 if l["state"] == "active" else 0, nvlink["version"], 2 if l["remote_device_type"] == "switch" else 0,
+        "NvLinks": [[1 if l["state"] == "active" else 0, NVLINK_VERSION[nvlink["version"]], 2 if l["remote_device_type"] == "switch" else 0,
                      _bus(l["remote_pci_bus_id"]), nvlink["bandwidth_per_link_mbps"] if l["state"] == "active" else 0,
                      1 if l["state"] == "active" else 0] for l in links],
         "Fields": {"82": thermal["temperature_memory_c"], "95": 0, "185": power["current_draw_mw"],
@@ -211,7 +215,7 @@ def test_pinned_literals(dumps, profile, index, query, value):
     if value is None:                       # h100 links: 18 active switch links, 4 switches round robin
         assert [l[3] for l in got[:5]] == ["00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0",
                                            "00000000:08:00.0", "00000000:05:00.0"]
-        assert {tuple(l[:3]) + tuple(l[4:]) for l in got} == {(1, 4, 2, 26562, 1)}
+        assert {tuple(l[:3]) + tuple(l[4:]) for l in got} == {(1, 6, 2, 26562, 1)}     # NVLink 4.0 is nvmlNvlinkVersion_t 6
     else:
         assert got == value
 

@@ -19,6 +19,9 @@
 /* The GPU's NVLinks (0 when none); whether link number `link` exists and is active. */
 unsigned int nvlink_count(const struct mock_gpu *g);
 int nvlink_state(const struct mock_gpu *g, unsigned int link, unsigned int *active);
+/* The GPU's NVLink version as NVML answers it (an nvmlNvlinkVersion_t): 1, or 0 when the
+ * profile names no generation it knows (nvlink.c). */
+int nvlink_version(const struct mock_gpu *g, unsigned int *version);
 /* The GPU's active NVLinks whose remote end is an NVSwitch (nvlink.c). */
 unsigned int nvlink_switch_links(const struct mock_gpu *g);
 /* Link `link`'s error counter `counter` (nvmlNvLinkErrorCounter_t): 0 when the GPU has no such link. */

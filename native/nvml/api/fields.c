@@ -184,8 +184,10 @@ static int link_field(const struct mock_gpu *g, unsigned int fid, unsigned int l
         return 0;
     if (fid == NVML_FI_DEV_NVLINK_GET_STATE)
         return set_u32(v, active);
-    if (fid == NVML_FI_DEV_NVLINK_GET_VERSION)
-        return node_u64(g->node, NODE_NVLINK_VERSION, &x) && set_u32(v, x);
+    if (fid == NVML_FI_DEV_NVLINK_GET_VERSION) {
+        unsigned int version;
+        return nvlink_version(g, &version) && set_u32(v, version);
+    }
     return node_u64(g->node, NODE_NVLINK_BANDWIDTH_PER_LINK_MBPS, &x) && set_u32(v, active ? x : 0);
 }
 

@@ -64,6 +64,19 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int 
     return ret;
 }
 
+int nvlink_version(const struct mock_gpu *g, unsigned int *version)
+{
+    /* The profile names NVLink's generation (nvlink.version: 1-5); NVML answers an
+     * nvmlNvlinkVersion_t (nvml.h from CUDA 12.8 names it: 1.0 = 1, 2.0 = 2, 2.2 = 3, 3.0 = 4,
+     * 3.1 = 5, 4.0 = 6, 5.0 = 7), and an A100 answers 5 (open-mpi/hwloc#658). */
+    static const unsigned int by_generation[] = {0, 1, 2, 5, 6, 7};
+    unsigned long long v;
+    if (!node_u64(g->node, NODE_NVLINK_VERSION, &v) || v == 0 || v >= sizeof by_generation / sizeof by_generation[0])
+        return 0;
+    *version = by_generation[v];
+    return 1;
+}
+
 nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned int link, unsigned int *version)
 {
     const struct mock_gpu *g;
@@ -71,11 +84,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned in
     nvmlReturn_t ret = link_of(device, link, version, &g, &slot);
     if (ret != NVML_SUCCESS)
         return ret;
-    unsigned long long v;
-    if (!node_u64(g->node, NODE_NVLINK_VERSION, &v) || v == 0)
-        return NVML_ERROR_NOT_SUPPORTED;
-    *version = (unsigned int)v;
-    return NVML_SUCCESS;
+    return nvlink_version(g, version) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkCapability(nvmlDevice_t device, unsigned int link,
