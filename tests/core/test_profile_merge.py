@@ -7,7 +7,7 @@ from mokka.core import names
 
 DEFAULTS = {
     "name": "NVIDIA Test", "serial": "0", "brand": "nvidia", "architecture": "ampere",
-    "pci": {"device_id": 0x20B010DE, "subsystem_id": 0x134710DE},
+    "pci": {"device_id": 0x20B010DE, "subsystem_id": 0x134F10DE},
     "platform": {"chassis_serial_number": "C1", "slot_number": 3, "module_id": 0},
     "memory": {"total_bytes": 100, "reserved_bytes": 10, "used_bytes": 0},
     "power": {"default_limit_mw": 400000, "max_limit_mw": 400000},
@@ -22,9 +22,9 @@ CASES = [
     ("empty identity string keeps the default", {"name": ""}, "name", "NVIDIA Test"),
     ("serial overrides", {"serial": "42"}, "serial", "42"),
     ("pci merges field by field: bus id added", {"pci": {"bus_id": "0000:07:00.0"}},
-     "pci", {"device_id": 0x20B010DE, "subsystem_id": 0x134710DE, "bus_id": "0000:07:00.0"}),
+     "pci", {"device_id": 0x20B010DE, "subsystem_id": 0x134F10DE, "bus_id": "0000:07:00.0"}),
     ("pci merges field by field: one id replaced", {"pci": {"device_id": 1}},
-     "pci", {"device_id": 1, "subsystem_id": 0x134710DE}),
+     "pci", {"device_id": 1, "subsystem_id": 0x134F10DE}),
     ("platform merges field by field", {"platform": {"module_id": 5}},
      "platform", {"chassis_serial_number": "C1", "slot_number": 3, "module_id": 5}),
     ("memory replaces the block wholesale", {"memory": {"total_bytes": 50}},
