@@ -1,12 +1,14 @@
 /* Thermal settings: the board's sensors as nvmlDeviceGetThermalSettings lists them. The
  * GPU's own sensor always; the memory's when the state reads its temperature (HBM boards).
  * Each reads from 0 C to the limit nvidia-smi shows for it: the shutdown threshold for the
- * GPU, the memory's maximum for the memory. */
+ * GPU, the memory's maximum for the memory. And the thermal margin: how far the GPU's
+ * temperature is from its slowdown threshold. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <string.h>
 
 #include "api.h"
+#include "nvml_newer.h"
 
 struct sensor {
     nvmlThermalTarget_t target;
@@ -69,5 +71,26 @@ nvmlReturn_t DECLDIR nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned 
     memset(pThermalSettings, 0, sizeof *pThermalSettings);
     pThermalSettings->count = 1;
     pThermalSettings->sensor[0] = out.sensor[sensorIndex];
+    return NVML_SUCCESS;
+}
+
+/* The margin is the slowdown threshold less the temperature nvmlDeviceGetTemperature reads
+ * now, so the two agree; negative once the GPU runs past its slowdown. A MIG device has no
+ * sensor of its own (NOT_SUPPORTED, as for the temperature). */
+nvmlReturn_t DECLDIR nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_t *marginTempInfo)
+{
+    const struct mock_gpu *g;
+    nvmlReturn_t ret = mock_gpu_of(device, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!marginTempInfo)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (marginTempInfo->version != nvmlMarginTemperature_v1)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    unsigned long long current;
+    long long slowdown;
+    if (!gpu_u64(g, K_THERMAL_TEMPERATURE_GPU_C, &current) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &slowdown))
+        return NVML_ERROR_NOT_SUPPORTED;
+    marginTempInfo->marginTemperature = as_int(slowdown - (current > INT_MAX ? INT_MAX : (long long)current));
     return NVML_SUCCESS;
 }
