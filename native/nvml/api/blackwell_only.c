@@ -7,7 +7,6 @@
  * Each checks what the driver checks first: the handle (a MIG device is no target), the
  * pointer (INVALID_ARGUMENT), a versioned struct's version (ARGUMENT_VERSION_MISMATCH).
  */
-#define _GNU_SOURCE
 #include "api.h"
 #include "nvml_newer.h"
 
