@@ -3,8 +3,9 @@
 staged h100 (MIG on), a100 and gb200 nodes, the clock pinned so the moving temperature is
 one value:
 
-- the thermal margin is the slowdown threshold (h100 and a100: 87 C) less the temperature
-  nvmlDeviceGetTemperature reads at the same second; a MIG device has none of its own;
+- the thermal margin is the distance to the nearest slowdown: T.Limit from Hopper on (what
+  nvidia-smi shows as "GPU T.Limit Temp"), the slowdown threshold on an A100, less the
+  temperature nvmlDeviceGetTemperature reads at the same second; a MIG device has none;
 - the unrepairable-memory flag by the name DCGM resolves answers as the _v1 call: "no" on
   Hopper and later, NOT_SUPPORTED on an A100 (nvml.h 13: Hopper and newer);
 - workload power profiles and PRM register access are Blackwell's: NOT_SUPPORTED on h100 and
@@ -21,6 +22,7 @@ import pytest
 from mokka.core import names
 from tests.native.conftest import run_probe
 from tests.native.mig_nodes import board
+from tests.native.staged import nvml_build, staged_node  # noqa: F401 (fixtures)
 
 PROBE = __file__.replace("test_nvml_newer.py", "newer_probe.py")
 SUCCESS, INVALID_ARGUMENT, NOT_SUPPORTED, TIMEOUT, VERSION_MISMATCH, UNINITIALIZED = 0, 2, 3, 10, 25, 1
@@ -43,13 +45,25 @@ def node(request, nvml_lib, tmp_path_factory):
     return request.param, staged(tmp_path_factory.mktemp(request.param), request.param)
 
 
-#: [rc, margin, temperature] at the pinned second: slowdown 87 C on both boards.
-MARGIN = {"h100": [SUCCESS, 87 - 34, 34], "a100": [SUCCESS, 87 - 33, 33]}
+#: [rc, margin, temperature] at the pinned second. The h100's nearest slowdown is T.Limit, its
+#: maximum operating temperature (83 C); the a100 has no T.Limit: its slowdown threshold (87 C).
+MARGIN = {"h100": [SUCCESS, 83 - 34, 34], "a100": [SUCCESS, 87 - 33, 33]}
 
 
-def test_the_margin_is_the_slowdown_threshold_less_the_temperature(node, nvml_lib):
+def test_the_margin_is_the_nearest_slowdown_less_the_temperature(node, nvml_lib):
     profile, env = node
     assert probe(nvml_lib, env, "margin", "0") == MARGIN[profile]
+
+
+def test_the_margin_is_the_t_limit_temperature_nvidia_smi_shows(staged_node):
+    """NVIDIA's nvidia-smi 550 over the library prints the same margin as "GPU T.Limit Temp"."""
+    node = staged_node("h100")
+    env = node.env(**{names.ENV_NVML_CONFIG: node.config})
+    assert probe(node.overlay.lib, env, "margin", "0") == [SUCCESS, 49, 34]
+    done = node.run(["-q", "-d", "TEMPERATURE", "-i", "0"])
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[1].strip() for line in done.stdout.splitlines()
+            if line.strip().startswith("GPU T.Limit Temp ")] == ["49 C"]
 
 
 def test_the_margin_takes_version_1_only(node, nvml_lib):

@@ -74,9 +74,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned 
     return NVML_SUCCESS;
 }
 
-/* The margin is the slowdown threshold less the temperature nvmlDeviceGetTemperature reads
- * now, so the two agree; negative once the GPU runs past its slowdown. A MIG device has no
- * sensor of its own (NOT_SUPPORTED, as for the temperature). */
+/* The margin to the nearest slowdown: from Ada and Hopper on that is T.Limit, the maximum
+ * operating temperature where the software slowdown starts, so the margin is the T.Limit
+ * reading both nvidia-smis show ("GPU T.Limit Temp", fields.c). A board before them has no
+ * T.Limit sensor: its nearest is the slowdown threshold, less the temperature
+ * nvmlDeviceGetTemperature reads now. A MIG device has no sensor of its own (NOT_SUPPORTED,
+ * as for the temperature). */
 nvmlReturn_t DECLDIR nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_t *marginTempInfo)
 {
     const struct mock_gpu *g;
@@ -87,10 +90,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMar
         return NVML_ERROR_INVALID_ARGUMENT;
     if (marginTempInfo->version != nvmlMarginTemperature_v1)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    unsigned long long current;
-    long long slowdown;
-    if (!gpu_u64(g, K_THERMAL_TEMPERATURE_GPU_C, &current) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &slowdown))
+    if (!api_pre_ada(g))
+        return mock_tlimit_temperature(device, &marginTempInfo->marginTemperature);
+    long long current, slowdown, margin;
+    if (!gpu_i64(g, K_THERMAL_TEMPERATURE_GPU_C, &current) || !gpu_i64(g, K_THERMAL_SLOWDOWN_THRESHOLD_C, &slowdown) ||
+        __builtin_sub_overflow(slowdown, current, &margin))  /* an override can hold any integer */
         return NVML_ERROR_NOT_SUPPORTED;
-    marginTempInfo->marginTemperature = as_int(slowdown - (current > INT_MAX ? INT_MAX : (long long)current));
+    marginTempInfo->marginTemperature = as_int(margin);
     return NVML_SUCCESS;
 }
