@@ -4,7 +4,8 @@ a list through ctypes with arguments made from its prototype in nvml.h, as DCGM 
     probe_dcgm.py HEADER LIST
 
 HEADER is the nvml.h the library is built from (read here, never kept in the repository);
-LIST one function name a line. Each argument comes from its parameter's kind: nvmlDevice_t is
+LIST one function name a line. The calls newer than HEADER are read from the library's own
+declarations of them (NEWER_HEADERS, NVIDIA's published layouts). Each argument comes from its parameter's kind: nvmlDevice_t is
 GPU 0's handle (a MIG device's handle for the calls that take one, when GPU 0 has one), a GPU
 or compute instance handle is GPU 0's first, an integer is 0 (an index, an enum's first value)
 or a buffer's size when its name says count, size or length, a pointer is a zeroed buffer of
@@ -30,6 +31,11 @@ import subprocess
 import sys
 import tempfile
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+NVML_SRC = os.path.join(HERE, "..", "..", "native", "nvml")
+#: The library's declarations of NVML calls newer than the pinned nvml.h.
+NEWER_HEADERS = tuple(os.path.join(NVML_SRC, "api", name)
+                      for name in ("platform_info.h", "board_info.h", "nvml_newer.h"))
 BUF = 1 << 16
 WORDS = 128
 HANDLES = {"nvmlDevice_t", "nvmlGpuInstance_t", "nvmlComputeInstance_t", "nvmlEventSet_t", "nvmlUnit_t",
@@ -39,6 +45,10 @@ MIG_TARGET = {"nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
               "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", "nvmlDeviceIsMigDeviceHandle",
               "nvmlDeviceGetAttributes", "nvmlDeviceGetAttributes_v2"}
 LAST = ("nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy", "nvmlShutdown")
+#: The system event set calls that take a set inside their request: the request's type.
+SYSTEM_EVENT_REQUESTS = {"nvmlSystemEventSetFree": "nvmlSystemEventSetFreeRequest_t",
+                         "nvmlSystemRegisterEvents": "nvmlSystemRegisterEventRequest_t",
+                         "nvmlSystemEventSetWait": "nvmlSystemEventSetWaitRequest_t"}
 SIZE_NAME = re.compile(r"(count|size|length|len)$", re.I)
 #: Structs whose version is a plain macro rather than NVML_STRUCT_VERSION.
 PLAIN_VERSIONS = {"nvmlGpmSupport_t": "NVML_GPM_SUPPORT_VERSION"}
@@ -91,13 +101,15 @@ def struct_versions(header: str, text: str) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "v.c")
         with open(src, "w") as f:
-            f.write('#include <stdio.h>\n#include "nvml.h"\nint main(void){\n')
+            f.write('#include <stdio.h>\n#include "nvml.h"\n')
+            f.writelines(f'#include "{h}"\n' for h in NEWER_HEADERS)
+            f.write("int main(void){\n")
             for m in macros:
                 f.write(f'printf("{m} %u\\n", (unsigned){m});\n')
             f.write("return 0;}\n")
         exe = os.path.join(tmp, "v")
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}   # a sanitizer run's runtime
-        subprocess.run(["cc", "-I", os.path.dirname(header), src, "-o", exe], check=True, env=env)
+        subprocess.run(["cc", "-I", os.path.dirname(header), "-I", NVML_SRC, src, "-o", exe], check=True, env=env)
         out = subprocess.run([exe], capture_output=True, text=True, check=True, env=env).stdout
     versions = {name: int(v, 0) for name, macro in PLAIN_VERSIONS.items()
                 for v in re.findall(rf"#define\s+{macro}\s+(\w+)", text)}
@@ -195,10 +207,25 @@ class Caller:
             count = ctypes.create_string_buffer(BUF)
             ctypes.c_uint.from_buffer(count).value = 1024
             return [dev, profile, ctypes.create_string_buffer(BUF), count]
+        if name in SYSTEM_EVENT_REQUESTS:
+            return [self.system_request(name)]
         if name == "nvmlDeviceSetMigMode":
             mode = self.read_uint("nvmlDeviceGetMigMode", ctypes.byref(ctypes.c_uint()))
             return [dev, mode, ctypes.byref(ctypes.c_uint())]
         return None
+
+    def system_request(self, name):
+        """A request naming a live system event set (a wait of 0 ms), version word first."""
+        create = ctypes.create_string_buffer(BUF)
+        ctypes.c_uint.from_buffer(create).value = self.versions["nvmlSystemEventSetCreateRequest_t"]
+        self.raw("nvmlSystemEventSetCreate", create)
+        live = ctypes.c_void_p.from_buffer(create, 8).value
+        request = ctypes.create_string_buffer(BUF)
+        ctypes.c_uint.from_buffer(request).value = self.versions[SYSTEM_EVENT_REQUESTS[name]]
+        ctypes.c_void_p.from_buffer(request, 16 if name == "nvmlSystemRegisterEvents" else 8).value = live
+        if name == "nvmlSystemRegisterEvents":
+            ctypes.c_ulonglong.from_buffer(request, 8).value = 3      # driver unbind and bind
+        return request
 
     def args(self, name):
         special = self.setter_args(name)
@@ -268,8 +295,10 @@ def describe(buf) -> dict:
 
 
 def main(header: str, listing: str) -> None:
-    with open(header, encoding="utf-8") as f:
-        text = f.read()
+    text = ""
+    for path in (header, *NEWER_HEADERS):
+        with open(path, encoding="utf-8") as f:
+            text += f.read() + "\n"
     with open(listing, encoding="utf-8") as f:
         names = sorted({line.split("#", 1)[0].strip() for line in f} - {""})
     fields = [int(re.search(rf"#define\s+{f}\s+(\d+)", text).group(1)) for f in FIELDS]

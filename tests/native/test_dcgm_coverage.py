@@ -48,6 +48,8 @@ _fabric = "fabric (NVSwitch/IMEX) state is reported from Hopper on (real A100 nv
 _mig_util = "a GPU in MIG mode reports no GPU-wide utilization; NVML answers NOT_SUPPORTED"
 _mig_off = "MIG is off on this a100: NVML answers NOT_SUPPORTED for GPU and compute instances"
 _not_mig = "a GPU that is no MIG device has no MIG attributes or instance ids: NOT_SUPPORTED"
+_hopper_on = "nvml.h 13: the unrepairable memory flag is for Hopper and newer"
+_blackwell_on = "nvml.h 13: workload power profiles and PRM register access are for Blackwell and newer"
 
 #: (function, boards) -> why the real board answers NOT_SUPPORTED too.
 REAL_BOARD = {
@@ -95,23 +97,23 @@ REAL_BOARD = {
     ("nvmlDeviceGetGpuInstances", ("a100",)): _mig_off,
     ("nvmlGpmSampleGet", ("a100",)): "GPM is Hopper and later: an A100 takes no GPM sample",
     ("nvmlGpmMigSampleGet", ("a100",)): "GPM is Hopper and later: an A100 takes no GPM sample",
-}
-
-_newer = "newer than the 550 nvml.h the library is built from: not exported yet"
-_setter = "not implemented yet (issue 36's setters)"
-
-#: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
-NOT_YET = {
-    ("nvmlDeviceSetTemperatureThreshold", BOTH): _setter,
-    **{(name, BOTH): _newer for name in (
-        "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetPlatformInfo", "nvmlDeviceGetUnrepairableMemoryFlag",
+    ("nvmlDeviceSetTemperatureThreshold", BOTH): "no threshold of a data-center board can be set: the "
+        "acoustic target is the settable one, and its range is N/A (real A100 and GB200 nvidia-smi -q -x: "
+        "supported_gpu_target_temp min and max N/A); shutdown and slowdown are the board's own",
+    ("nvmlDeviceGetPlatformInfo", BOTH): "a rack location (chassis serial, slot, tray, host id, peer type) "
+        "exists in GB200/GB300 NVL racks only (real T4 nvidia-smi -q -x, driver 595: Platform Info N/A "
+        "but the module id, which nvmlDeviceGetModuleId gives)",
+    ("nvmlDeviceGetUnrepairableMemoryFlag", ("a100",)): _hopper_on + " (real T4 report, driver 595: no "
+        "unrepairable memory row; GB200's, 580: \"No\")",
+    **{(name, BOTH): _blackwell_on for name in (
         "nvmlDeviceReadPRMCounters_v1", "nvmlDeviceReadWritePRM_v1",
         "nvmlDeviceWorkloadPowerProfileClearRequestedProfiles", "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles",
         "nvmlDeviceWorkloadPowerProfileGetProfilesInfo", "nvmlDeviceWorkloadPowerProfileSetRequestedProfiles",
-        "nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1", "nvmlSystemEventSetCreate", "nvmlSystemEventSetFree",
-        "nvmlSystemEventSetWait", "nvmlSystemRegisterEvents")},
+        "nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1")},
 }
 
+#: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
+NOT_YET: dict = {}
 
 #: (function, boards) -> a call the mock answers where the real board answers NOT_SUPPORTED.
 ANSWERS_TOO_MUCH = {

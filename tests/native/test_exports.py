@@ -43,6 +43,13 @@ LATER_API = {
     # NVML 13 (580): rows of a real board's report (native/nvml/api/board.c, tests/capture/)
     "nvmlDeviceGetPdi", "nvmlDeviceGetAddressingMode", "nvmlDeviceGetCapabilities",
     "nvmlDeviceGetRepairStatus", "nvmlDeviceGetUnrepairableMemoryFlag_v1",
+    # NVML 12.9 and 13 calls DCGM 4.6 makes (native/nvml/api/nvml_newer.h, tests/native/test_nvml_newer.py),
+    # and the unrepairable-memory flag by the name DCGM resolves
+    "nvmlDeviceGetMarginTemperature", "nvmlSystemEventSetCreate", "nvmlSystemEventSetFree",
+    "nvmlSystemRegisterEvents", "nvmlSystemEventSetWait", "nvmlDeviceGetUnrepairableMemoryFlag",
+    "nvmlDeviceWorkloadPowerProfileGetProfilesInfo", "nvmlDeviceWorkloadPowerProfileGetCurrentProfiles",
+    "nvmlDeviceWorkloadPowerProfileSetRequestedProfiles", "nvmlDeviceWorkloadPowerProfileClearRequestedProfiles",
+    "nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1", "nvmlDeviceReadWritePRM_v1", "nvmlDeviceReadPRMCounters_v1",
 }
 #: Mokka's own calls for its clients (native/nvml/api/mokka_private.h): where the node's files
 #: are, which profile GPU a visible index is, the board values the mock CUDA driver reads,

@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "board_info.h"
+#include "nvml_newer.h"
 
 /* The GPU behind a handle, and the output checked: the start of every call here. */
 static nvmlReturn_t start(nvmlDevice_t device, const void *out, const struct mock_gpu **g)
@@ -178,6 +179,12 @@ nvmlReturn_t DECLDIR nvmlDeviceGetUnrepairableMemoryFlag_v1(nvmlDevice_t device,
         return NVML_ERROR_NOT_SUPPORTED;
     status->bUnrepairableMemory = (unsigned int)flag;
     return NVML_SUCCESS;
+}
+
+/* The same call by the name DCGM 4.6 resolves: the struct has no version word to tell them apart. */
+nvmlReturn_t DECLDIR nvmlDeviceGetUnrepairableMemoryFlag(nvmlDevice_t device, nvmlUnrepairableMemoryStatus_t *status)
+{
+    return nvmlDeviceGetUnrepairableMemoryFlag_v1(device, status);
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetConfComputeProtectedMemoryUsage(nvmlDevice_t device, nvmlMemory_t *memory)
