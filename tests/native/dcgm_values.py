@@ -274,9 +274,6 @@ VALUES = {
     "nvmlDeviceGetRowRemapperHistogram": per(
         ("1280 banks keep every spare row", lambda o: o[0]["u32s"][:5] == [1280, 0, 0, 0, 0]),
         ("640 banks keep every spare row", lambda o: o[0]["u32s"][:5] == [640, 0, 0, 0, 0])),
-    "nvmlDeviceGetRetiredPages": {"a100": ("none retired", lambda o: word(o) == 0)},
-    "nvmlDeviceGetRetiredPages_v2": {"a100": ("none retired", lambda o: word(o) == 0)},
-    "nvmlDeviceGetRetiredPagesPendingStatus": {"a100": ("none pending", lambda o: word(o) == 0)},
     "nvmlDeviceGetFieldValues": per(("ECC on, 0 DBE, memory temperature, energy, 18 links, 0 replays, a draw",
                                      _fields(600000, 18, 700000)),
                                     ("ECC on, 0 DBE, memory temperature, energy, 12 links, 0 replays, a draw",

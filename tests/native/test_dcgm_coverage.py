@@ -79,9 +79,9 @@ REAL_BOARD = {
     ("nvmlDeviceGetDecoderUtilization", ("h100",)): _mig_util,
     ("nvmlDeviceGetProcessUtilization", ("h100",)): _mig_util,
     ("nvmlDeviceGetDynamicPstatesInfo", ("h100",)): _mig_util,
-    ("nvmlDeviceGetRetiredPages", ("h100",)): _remaps,
-    ("nvmlDeviceGetRetiredPages_v2", ("h100",)): _remaps,
-    ("nvmlDeviceGetRetiredPagesPendingStatus", ("h100",)): _remaps,
+    ("nvmlDeviceGetRetiredPages", BOTH): _remaps,
+    ("nvmlDeviceGetRetiredPages_v2", BOTH): _remaps,
+    ("nvmlDeviceGetRetiredPagesPendingStatus", BOTH): _remaps,
     ("nvmlDeviceGetGpuFabricInfo", ("a100",)): _fabric,
     ("nvmlDeviceGetGpuFabricInfoV", ("a100",)): _fabric,
     ("nvmlDeviceGetAttributes", ("a100",)): _not_mig,
@@ -116,11 +116,7 @@ REAL_BOARD = {
 NOT_YET: dict = {}
 
 #: (function, boards) -> a call the mock answers where the real board answers NOT_SUPPORTED.
-ANSWERS_TOO_MUCH = {
-    ("nvmlDeviceGetRetiredPages", ("a100",)): _remaps,
-    ("nvmlDeviceGetRetiredPages_v2", ("a100",)): _remaps,
-    ("nvmlDeviceGetRetiredPagesPendingStatus", ("a100",)): _remaps,
-}
+ANSWERS_TOO_MUCH: dict = {}
 
 
 def _table(table: dict, board: str) -> dict[str, str]:

@@ -39,7 +39,7 @@ _grace = "no C2C link: these boards sit in x86 hosts, not beside a Grace CPU"
 _policy = "the state keeps no counter for this perf policy (violations.c)"
 
 REAL_BOARD = {
-    **{(f"NVML_FI_DEV_RETIRED_{kind}", ("h100",)): _remaps for kind in ("SBE", "DBE", "PENDING")},
+    **{(f"NVML_FI_DEV_RETIRED_{kind}", BOTH): _remaps for kind in ("SBE", "DBE", "PENDING")},
     **{(f"NVML_FI_DEV_NVLINK_BANDWIDTH_{c}", BOTH): _deprecated for c in ("C0_L0", "C0_TOTAL", "C1_L0")},
     **{(f"NVML_FI_DEV_C2C_LINK_{what}", BOTH): _grace for what in ("COUNT", "GET_STATUS", "GET_MAX_BW")},
 }

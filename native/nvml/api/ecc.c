@@ -107,15 +107,27 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, nvmlMe
 
 /* --- row remapping ------------------------------------------------------------------ */
 
-static int remaps_rows(const struct mock_gpu *g)
+/* Before Ampere a board retires pages; from Ampere on it remaps rows instead, and its
+ * page retirement calls answer NOT_SUPPORTED (a real A100's nvidia-smi -q: N/A). */
+static int before_ampere(const struct mock_gpu *g)
 {
     static const char *const before[] = {"kepler", "maxwell", "pascal", "volta", "turing"};
     char arch[64] = "";
     gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch);
     for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
         if (strcasecmp(arch, before[i]) == 0)
-            return 0;
-    return gpu_has_prefix(g, K_REMAPPED_ROWS ".");
+            return 1;
+    return 0;
+}
+
+static int remaps_rows(const struct mock_gpu *g)
+{
+    return !before_ampere(g) && gpu_has_prefix(g, K_REMAPPED_ROWS ".");
+}
+
+static int retires_pages(const struct mock_gpu *g)
+{
+    return before_ampere(g) && gpu_has_prefix(g, K_RETIRED_PAGES ".");
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
@@ -177,7 +189,7 @@ static nvmlReturn_t retired(nvmlDevice_t device, nvmlPageRetirementCause_t cause
     if (!pageCount || (cause != NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS &&
                        cause != NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR))
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!api_pre_ada(g) || !gpu_has_prefix(g, K_RETIRED_PAGES "."))
+    if (!retires_pages(g))
         return NVML_ERROR_NOT_SUPPORTED;
     int double_bit = cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR;
     unsigned int n = gpu_list_len(g, double_bit ? K_RETIRED_PAGES_DOUBLE_BIT_RETIREMENT_ADDRESSES
@@ -222,7 +234,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
     if (!isPending)
         return NVML_ERROR_INVALID_ARGUMENT;
     int pending = 0;
-    if (!api_pre_ada(g) || !gpu_has_prefix(g, K_RETIRED_PAGES "."))
+    if (!retires_pages(g))
         return NVML_ERROR_NOT_SUPPORTED;
     gpu_flag(g, K_RETIRED_PAGES_PENDING_RETIREMENT, &pending);
     *isPending = pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
