@@ -60,9 +60,22 @@ def test_dmon_gpm_metrics_from_the_first_line(node):
                    GPU0 + "        17         17          8        696 "]
 
 
-def test_pmon_shows_a_cuda_process_and_its_utilization(node):
+#: A numba-cuda process holding 1 GiB on GPU 0 until its stdin ends.
+NUMBA_HOLDER = """
+import json, os, sys
+import numpy as np
+from numba import cuda
+held = cuda.to_device(np.zeros(1 << 30, dtype=np.uint8))
+print(json.dumps({"pid": os.getpid()}), flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("holder", [[CUDA_PROBE, "hold", "0", str(1 << 30)], ["-c", NUMBA_HOLDER]],
+                         ids=["cuda-bindings", "numba"])
+def test_pmon_shows_a_cuda_process_and_its_utilization(node, holder):
     env = node.env(**{names.ENV_LD_LIBRARY_PATH: node.overlay.lib})
-    proc = subprocess.Popen([sys.executable, CUDA_PROBE, "hold", "0", str(1 << 30)], env=env,
+    proc = subprocess.Popen([sys.executable, *holder], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
