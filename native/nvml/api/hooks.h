@@ -1,9 +1,8 @@
 /* What the generated stubs, the events and the export table need of the API room.
  *
- * The rest of this room (xid.c, reset.c, system.c, fields.c, board.c, violations.c,
- * process_util.c) implements
- * these over the state; stubs.c, events.c and export_table.c call them, and the
- * engine's handle checks (../engine/handles.h), so those files never look inside
+ * The rest of this room (xid.c, reset.c, system.c, fields.c, board.c, process_util.c)
+ * implements these over the state; stubs.c, events.c and export_table.c call them, and
+ * the engine's handle checks (../engine/handles.h), so those files never look inside
  * the state.
  */
 #ifndef MOKKA_NVML_HOOKS_H
@@ -68,12 +67,7 @@ nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *co
  * or the handle's error. */
 nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin);
 
-/* --- violations.c, process_util.c: what nvidia-smi 550's dmon and pmon read -------- */
-
-/* How long a thermal limit held the clocks back (the state's SW and HW thermal slowdown
- * counters, summed, in ns): dmon's tviol, 1 when it grew since the last line. NVML_SUCCESS,
- * NVML_ERROR_NOT_SUPPORTED when the state has neither counter, or the handle's error. */
-nvmlReturn_t mock_thermal_violation(nvmlDevice_t device, nvmlViolationTime_t *time);
+/* --- process_util.c: what nvidia-smi 550's pmon reads ------------------------------ */
 
 /* pmon's utilization of the GPU's processes (slot 144): one record per engine (SM, memory,
  * encoder, decoder, JPEG, OFA, in that order), each naming one process and its share;

@@ -6,8 +6,7 @@
  * field ids of SW power capping and sync boost (74, 76) are those of
  * PERF_POLICY_POWER and PERF_POLICY_SYNC_BOOST, the counters
  * nvmlDeviceGetViolationStatus reports for those policies, so both calls answer
- * the same numbers. The other policies have no counter in the state; nvidia-smi 550's dmon
- * reads the thermal one through its private table (mock_thermal_violation). */
+ * the same numbers. The other policies have no counter in the state. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <sys/time.h>
@@ -41,27 +40,5 @@ nvmlReturn_t DECLDIR nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfP
     gettimeofday(&now, NULL);
     violTime->referenceTime = (unsigned long long)now.tv_sec * 1000000 + (unsigned long long)now.tv_usec;
     violTime->violationTime = ns;
-    return NVML_SUCCESS;
-}
-
-nvmlReturn_t mock_thermal_violation(nvmlDevice_t device, nvmlViolationTime_t *time)
-{
-    const struct mock_gpu *g;
-    nvmlReturn_t ret = mock_gpu_of(device, &g);
-    if (ret != NVML_SUCCESS)
-        return ret;
-    if (!time)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned long long sw = 0, hw = 0, ns;
-    int has_sw = clocks_event_ns(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_SW_THERMAL_SLOWDOWN_US, &sw);
-    int has_hw = clocks_event_ns(g, K_CLOCKS_THROTTLE_REASONS_COUNTERS_HW_THERMAL_SLOWDOWN_US, &hw);
-    if (!has_sw && !has_hw)
-        return NVML_ERROR_NOT_SUPPORTED;
-    if (__builtin_add_overflow(sw, hw, &ns))
-        ns = ~0ULL;
-    struct timeval now;
-    gettimeofday(&now, NULL);
-    time->referenceTime = (unsigned long long)now.tv_sec * 1000000 + (unsigned long long)now.tv_usec;
-    time->violationTime = ns;
     return NVML_SUCCESS;
 }
