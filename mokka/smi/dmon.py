@@ -12,9 +12,11 @@ from mokka.smi.monitor import DASH, MiB, Lines, num, rounds
 from mokka.smi.monitor_args import Monitor
 
 #: nvmlPerfPolicyType_t and nvmlPcieUtilCounter_t values dmon reads.
-POLICY_POWER, POLICY_THERMAL = 0, 1
+POLICY_POWER = 0
 PCIE_TX, PCIE_RX = 0, 1
 FI_MEMORY_TEMP = 82
+#: Field ids of the time SW and HW thermal slowdowns held the clocks back: tviol's reading.
+FI_THERMAL_SLOWDOWNS = [251, 252]
 CLOCK_GRAPHICS, CLOCK_MEM = 0, 2
 
 
@@ -38,16 +40,22 @@ def _violation(gpu, policy: int):
     return out.violationTime if ok == nvml.SUCCESS else None
 
 
+def _thermal(gpu):
+    known = [v for v in gpu.fields(FI_THERMAL_SLOWDOWNS) if isinstance(v, int)]
+    return sum(known) if known else None
+
+
 class Violations:
     """pviol (% of the interval the power cap held the clocks) and tviol (whether a
-    thermal limit did), from the change of NVML's violation times since the last line."""
+    thermal limit did), from the change of NVML's violation time and thermal slowdown
+    times since the last line."""
 
     def __init__(self):
         self.last: dict = {}
 
     def read(self, gpu) -> tuple[str, str]:
         now = time.monotonic_ns()
-        power, thermal = _violation(gpu, POLICY_POWER), _violation(gpu, POLICY_THERMAL)
+        power, thermal = _violation(gpu, POLICY_POWER), _thermal(gpu)
         before = self.last.get(gpu.index)
         self.last[gpu.index] = (now, power, thermal)
         if before is None:
@@ -97,9 +105,12 @@ def run(mon: Monitor, gpus: list, out) -> int:
     lines = Lines(mon)
     columns = [c for letter in mon.select for c in DMON_GROUPS[letter]]
     sampler = gpm.Sampler(mon.gpm) if mon.gpm else None
-    columns += sampler.columns() if sampler else []
-    names, units = ["gpu"] + [n for n, _ in columns], ["Idx"] + [u for _, u in columns]
     widths = [max(7, len(name) + 2) for name, _ in columns]
+    if sampler and gpus:
+        metrics = sampler.columns(gpus[0])
+        columns += metrics
+        widths += [gpm.WIDTH] * len(metrics)
+    names, units = ["gpu"] + [n for n, _ in columns], ["Idx"] + [u for _, u in columns]
     violations = Violations()
     out.write(lines.header(names, units, widths))
     try:

@@ -8,20 +8,17 @@ import ctypes as C
 
 from mokka.engine import nvml
 
-#: Column names: smutil and smocc as NVIDIA's dmon prints them; the others ours.
-_NAMES = {1: "gract", 2: "smutil", 3: "smocc", 4: "intact", 5: "tenact", 6: "dfmact", 7: "hmmact",
-          9: "immact", 10: "dramac", 11: "fp64", 12: "fp32", 13: "fp16", 20: "pcitx", 21: "pcirx",
-          50: "ofa0", 60: "nvlrx", 61: "nvltx"}
-_NAMES.update({30 + k: f"dec{k}" for k in range(8)})
-_NAMES.update({40 + k: f"jpg{k}" for k in range(8)})
-_NAMES.update({62 + 2 * k: f"nvl{k}rx" for k in range(18)})
-_NAMES.update({63 + 2 * k: f"nvl{k}tx" for k in range(18)})
 #: Metrics in MiB/s (PCIe and NVLink traffic); the others are percentages.
 _BANDWIDTH = {20, 21, *range(60, 98)}
+#: Each metric's column is this wide, as NVIDIA's dmon prints it.
+WIDTH = 11
 
 
-def column(metric: int) -> tuple[str, str]:
-    return _NAMES[metric], "MB/s" if metric in _BANDWIDTH else "%"
+def column(metric: int, supported: bool) -> tuple[str, str]:
+    """NVIDIA's heading of a metric's column and its unit: "GPM" alone when the GPU
+    answers no GPM."""
+    unit = ("GPM:MiB/s" if metric in _BANDWIDTH else "GPM:%") if supported else "GPM"
+    return f"id={metric}", unit
 
 
 class Sampler:
@@ -31,14 +28,19 @@ class Sampler:
         self.metrics = metrics
         self.samples: dict = {}       # gpu index -> [older, newer, lib] or None (no GPM)
 
-    def columns(self) -> list:
-        return [column(m) for m in self.metrics]
+    def columns(self, gpu) -> list:
+        """The columns, their units as the first GPU watched answers them."""
+        return [column(m, self._supported(gpu)) for m in self.metrics]
 
-    def _alloc(self, gpu):
+    @staticmethod
+    def _supported(gpu) -> bool:
         from mokka.engine import nvml_types
         support = nvml_types.GpmSupport(version=nvml_types.GPM_SUPPORT_VERSION)
-        if gpu.lib.ask("nvmlGpmQueryDeviceSupport", gpu.handle, C.byref(support)) != nvml.SUCCESS \
-                or not support.isSupportedDevice:
+        return gpu.lib.ask("nvmlGpmQueryDeviceSupport", gpu.handle, C.byref(support)) == nvml.SUCCESS \
+            and bool(support.isSupportedDevice)
+
+    def _alloc(self, gpu):
+        if not self._supported(gpu):
             return None
         pair = [C.c_void_p(), C.c_void_p()]
         if any(gpu.lib.ask("nvmlGpmSampleAlloc", C.byref(s)) != nvml.SUCCESS for s in pair):

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 
 from mokka.smi import monitor_help as h
 
-#: -s letters each accepts, and its default; the most devices each watches without -i.
+#: -s letters each accepts, and its default; the most devices each watches without -i
+#: (550's pmon watches all eight GPUs of a node, whatever its help says of four).
 SELECT = {"dmon": ("pucvmet", "puc"), "pmon": ("um", "u")}
-MAX_DEVICES = {"dmon": 16, "pmon": 4}
+MAX_DEVICES = {"dmon": 16, "pmon": 16}
 MAX_DELAY = {"dmon": 600, "pmon": 10}
 FORMATS = ("csv", "nounit", "noheader")
 GPM_OPTIONS = ("d", "m", "dm", "md")

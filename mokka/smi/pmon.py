@@ -39,15 +39,15 @@ def _process_samples(gpu) -> dict:
     return {s.pid: s for s in samples[:min(count.value, size)]}
 
 
-def _pmon_cells(letter: str, gpu, sample, used, cc_known: bool) -> list:
+def _pmon_cells(letter: str, sample, used) -> list:
     if letter == "u":
         if sample is None:
             return [DASH] * 6
         # Engines a process does not use print as "-", as NVIDIA's captures show.
         busy = [str(v) if v else DASH for v in (sample.encUtil, sample.decUtil)]
         return [str(sample.smUtil), str(sample.memUtil)] + busy + [DASH, DASH]
-    # The library keeps no process's share of protected memory: none, where the GPU has any.
-    return [num(used // MiB) if isinstance(used, int) else DASH, "0" if cc_known else DASH]
+    # The library keeps no process's share of protected memory: none.
+    return [num(used // MiB) if isinstance(used, int) else DASH, "0"]
 
 
 def run(mon: Monitor, gpus: list, out) -> int:
@@ -62,14 +62,13 @@ def run(mon: Monitor, gpus: list, out) -> int:
         for gpu in gpus:
             procs = gpu.processes()
             samples = _process_samples(gpu) if procs and "u" in mon.select else {}
-            cc_known = gpu.cc_protected_memory() is not None
             if not procs:
                 cells = [str(gpu.index), DASH, DASH] + [DASH] * len(columns) + [_command(DASH)]
                 out.write(lines.line("data", cells, data_widths, "\n"))
             for pid, used, kind, name in procs:
                 cells = [str(gpu.index), str(pid), kind]
                 for letter in mon.select:
-                    cells += _pmon_cells(letter, gpu, samples.get(pid), used, cc_known)
+                    cells += _pmon_cells(letter, samples.get(pid), used)
                 cells.append(_command(os.path.basename(name) or DASH))
                 out.write(lines.line("data", cells, data_widths, "\n"))
         out.flush()

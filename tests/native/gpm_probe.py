@@ -83,15 +83,20 @@ def handles(index: int) -> dict:
     out["free_null"] = call(n.nvmlGpmSampleFree, None)
     out["alloc_null"] = lib("nvmlGpmSampleAlloc")(None)
     out["get_garbage"] = call(n.nvmlGpmSampleGet, h, garbage)
-    # metrics of a sample never taken, of a freed one, with a version nvml.h does not define
+    # metrics of two samples never taken, of one never taken beside a taken one (the taken
+    # one's second: the same value as two taken samples give), of a freed one, with a
+    # version nvml.h does not define
     a, b = n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc()
-    n.nvmlGpmSampleGet(h, a)
     req = n.c_nvmlGpmMetricsGet_t()
     req.version, req.numMetrics, req.sample1, req.sample2 = n.NVML_GPM_METRICS_GET_VERSION, 1, a, b
     req.metrics[0].metricId = 2
     out["metrics_untaken"] = call(n.nvmlGpmMetricsGet, req)
+    n.nvmlGpmSampleGet(h, a)
+    one = call(n.nvmlGpmMetricsGet, req)
+    out["metrics_one_taken"] = [req.metrics[0].nvmlReturn, req.metrics[0].value] if one is req else one
     n.nvmlGpmSampleGet(h, b)
-    out["metrics_taken"] = req.metrics[0].nvmlReturn if call(n.nvmlGpmMetricsGet, req) is req else "failed"
+    out["metrics_taken"] = [req.metrics[0].nvmlReturn, req.metrics[0].value] \
+        if call(n.nvmlGpmMetricsGet, req) is req else "failed"
     req.version = 2
     out["metrics_version"] = call(n.nvmlGpmMetricsGet, req)
     req.version, req.numMetrics = n.NVML_GPM_METRICS_GET_VERSION, 99

@@ -115,7 +115,9 @@ def test_bad_handles_and_structs_are_errors_not_crashes(nvml_lib, tmp_path):
         "alloc_null": 2,
         "get_garbage": INVALID_ARGUMENT,
         "metrics_untaken": INVALID_ARGUMENT,
-        "metrics_taken": 0,
+        # one never taken beside a taken one: the taken one's second, the GPU's 17 % then
+        "metrics_one_taken": [0, 17.0],
+        "metrics_taken": [0, 17.0],
         "metrics_version": ["err", 25],                     # NVML_ERROR_ARGUMENT_VERSION_MISMATCH
         "metrics_too_many": INVALID_ARGUMENT,
         "metrics_freed": INVALID_ARGUMENT,

@@ -70,7 +70,7 @@ def test_dmon_violations_ecc_and_pcie(node):
     out = lines(node.run_python(["dmon", "-c", "1", "-i", "0", "-s", "vet"]))
     assert out == ["# gpu  pviol  tviol  sbecc  dbecc    pci  rxpci  txpci ",
                    "# Idx      %   bool   errs   errs   errs   MB/s   MB/s ",
-                   "    0      0      -      0      0      0      0      0 "]
+                   "    0      0      0      0      0      0      0      0 "]
 
 
 def test_dmon_date_column_and_no_header_line_into_a_file(node, tmp_path):
@@ -89,17 +89,17 @@ def test_dmon_csv_without_units(node):
 
 def test_dmon_gpm_metrics_add_their_columns(node):
     out = lines(node.run_python(["dmon", "-c", "1", "-i", "0", "-s", "u", "--gpm-metrics", "2,3"]))
-    assert out[:2] == ["# gpu     sm    mem    enc    dec    jpg    ofa  smutil  smocc ",
-                       "# Idx      %      %      %      %      %      %       %      % "]
+    assert out[:2] == ["# gpu     sm    mem    enc    dec    jpg    ofa       id=2       id=3 ",
+                       "# Idx      %      %      %      %      %      %      GPM:%      GPM:% "]
     cells = out[2].split()
     assert cells[:7] == ["0", "17", "8", "0", "0", "0", "0"]
-    # "-" from a library that answers GPM NOT_SUPPORTED, else two percentages.
-    assert cells[7:] == ["-", "-"] or all(c.isdigit() and int(c) <= 100 for c in cells[7:]), cells
+    # SM activity is the second's 17 %, SM occupancy half of it (8.5, printed as 8)
+    assert cells[7:] == ["17", "8"]
 
 
 def test_pmon_shows_dashes_on_idle_gpus(node):
     out = lines(node.run_python(["pmon", "-c", "1"]))
-    assert out == [PMON_HEADER, PMON_UNITS] + [IDLE.format(i) for i in range(4)]
+    assert out == [PMON_HEADER, PMON_UNITS] + [IDLE.format(i) for i in range(8)]
 
 
 def test_pmon_time_column_and_memory_only(node):
@@ -124,7 +124,7 @@ def test_pmon_shows_a_cuda_process_with_its_pid_and_command(node):
     assert out[0] == "# gpu         pid   type     sm    mem    enc    dec    jpg    ofa     fb   ccpm    command "
     cells = out[2].split()
     # The only process has the GPU's 17 % and 8 %, and the 1024 MiB it holds.
-    assert cells[:11] == ["0", str(pid), "C", "17", "8", "-", "-", "-", "-", "1024", "-"]
+    assert cells[:11] == ["0", str(pid), "C", "17", "8", "-", "-", "-", "-", "1024", "0"]
     assert cells[11] == os.path.basename(sys.executable)[:15]
 
 

@@ -59,6 +59,28 @@
  *       reset unavailable: <error string>" and exits 3. reset.c drops the GPUs'
  *       overrides here.
  *   With a NULL table those -q rows read "Uninitialized" and `topo -m` fails.
+ *   `dmon` and `pmon` (learned the same way, answering one slot at a time and watching
+ *   what nvidia-smi printed and which public entry points it called next):
+ *   71  both, once per GPU, before anything else: (device, unsigned int *supported). Anything
+ *       but SUCCESS with a non-zero 32-bit value prints "Not supported on the device(s)"
+ *       and exits. Every mock GPU may be watched: 1. dmon then reads the public calls
+ *       (power, temperatures, utilizations, clocks, memory, ECC, PCIe, violation status
+ *       for pviol) and, for --gpm-metrics, nvmlGpmSampleGet once per line and
+ *       nvmlGpmMetricsGet between that sample and the one before, on the first line a
+ *       sample allocated but never taken (gpm.c).
+ *   137 `dmon -s v`, per GPU and line: (device, nvmlViolationTime_t *): the thermal
+ *       violation time; tviol prints 1 when violationTime grew since the last line, 0
+ *       else, "-" on an error. The SW and HW thermal slowdown times, summed, as the
+ *       library's field values give them.
+ *   144 `pmon -s u`, per GPU and line, before the process lists (212-214): (device, a
+ *       wall-clock "last seen" in us, unsigned int *, unsigned int *samples (in: 100),
+ *       records). Records lie 80 bytes apart, one per engine in pmon's column order (SM,
+ *       memory, encoder, decoder, JPEG, OFA): a us timestamp at 0, a 32-bit utilization
+ *       at 8 and the pid it belongs to at 16. A process's cell is the record's value
+ *       divided by *samples where the pids match, "-" where none does or on an error;
+ *       records past the sixth are not read, and neither is the third argument, so
+ *       a GPU's second process shows "-" whatever is written. process_util.c writes the
+ *       first process's shares, *samples 1.
  *   `-i <PCI bus id>` (any command), per GPU index i:
  *   11  (const char *text, unsigned *domain, *bus, *device, *function): the text
  *       as typed, "[domain:]bus:device.function" in hex; an error prints "Invalid
@@ -71,6 +93,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <nvml.h>
 
 #include "hooks.h"
@@ -108,6 +131,15 @@ enum {
     SLOT_SPARSE_OPERATION_MODE = 248,
     SLOT_PARSE_BUS_ID = 11,
     SLOT_PCI_LOCATION = 74,
+    SLOT_MONITOR_SUPPORTED = 71,
+    SLOT_THERMAL_VIOLATION = 137,
+    SLOT_PROCESS_ENGINES = 144,
+};
+
+/* NVML's field ids of the SW and HW thermal slowdown times (nvml.h after the pinned one). */
+enum {
+    FI_SW_THERMAL_SLOWDOWN = 251,
+    FI_HW_THERMAL_SLOWDOWN = 252,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -269,6 +301,46 @@ static nvmlReturn_t parse_bus_id(const char *text, unsigned int *domain, unsigne
     return NVML_SUCCESS;
 }
 
+/* Slot 71: whether dmon and pmon may watch the GPU. Every mock GPU may. */
+static nvmlReturn_t monitor_supported(void *device, unsigned int *supported)
+{
+    nvmlReturn_t ret = mock_check_device((nvmlDevice_t)device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (supported == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *supported = 1;
+    return NVML_SUCCESS;
+}
+
+/* Slot 137: the time thermal slowdowns held the clocks back, from NVML's fields of the SW
+ * and HW thermal slowdown times (ns); NOT_SUPPORTED when the library has neither. */
+static nvmlReturn_t thermal_violation(void *device, nvmlViolationTime_t *time)
+{
+    nvmlFieldValue_t fields[2] = {{.fieldId = FI_SW_THERMAL_SLOWDOWN}, {.fieldId = FI_HW_THERMAL_SLOWDOWN}};
+    if (time == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t ret = nvmlDeviceGetFieldValues((nvmlDevice_t)device, 2, fields);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    unsigned long long ns = 0;
+    int known = 0;
+    for (int i = 0; i < 2; i++) {
+        if (fields[i].nvmlReturn != NVML_SUCCESS)
+            continue;
+        known = 1;
+        if (__builtin_add_overflow(ns, fields[i].value.ullVal, &ns))
+            ns = ~0ULL;
+    }
+    if (!known)
+        return NVML_ERROR_NOT_SUPPORTED;
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    time->referenceTime = (unsigned long long)now.tv_sec * 1000000 + (unsigned long long)now.tv_usec;
+    time->violationTime = ns;
+    return NVML_SUCCESS;
+}
+
 /* Slot 74: (GPU index, unsigned *domain, *bus, *device, 1): where GPU `index` sits on
  * PCI, which nvidia-smi compares with slot 11's numbers to find `-i <PCI bus id>`. */
 static nvmlReturn_t pci_location(unsigned int index, unsigned int *domain, unsigned int *bus, unsigned int *device)
@@ -306,6 +378,12 @@ static nvmlReturn_t dispatch(unsigned int slot, void *a0, void *a1, void *a2, vo
         return pci_location((unsigned int)(uintptr_t)a0, a1, a2, a3);
     case SLOT_TOPO_LINK_LEVEL:
         return topo_link_level(a0, a1, a2);
+    case SLOT_MONITOR_SUPPORTED:
+        return monitor_supported(a0, a1);
+    case SLOT_THERMAL_VIOLATION:
+        return thermal_violation(a0, a1);
+    case SLOT_PROCESS_ENGINES:
+        return mock_smi_engine_records((nvmlDevice_t)a0, (unsigned int *)a3, a4);
     case SLOT_DEBUG_LOG:
         return NVML_SUCCESS;
     case SLOT_HANDLE_BY_INDEX:

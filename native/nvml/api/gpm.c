@@ -10,7 +10,8 @@
  *
  * Metrics: plausible numbers that agree with the other readings, not a simulation. Over the
  * window of the two samples' seconds, (earlier, later] (the later second alone when both are
- * of the same second; at most the last GPM_WINDOW_SECONDS), the moving readings of each second
+ * of the same second, or when one was allocated but never taken; at most the last
+ * GPM_WINDOW_SECONDS), the moving readings of each second
  * (gpu_u64_at: the same pure function of time nvmlDeviceGetUtilizationRates and
  * nvmlDeviceGetSamples answer) are averaged: u the GPU utilization, m the memory utilization,
  * d, j, o the decoder, JPEG and OFA utilizations, all in percent. Then
@@ -441,6 +442,14 @@ nvmlReturn_t DECLDIR nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
         b = *s2;
     }
     pthread_mutex_unlock(&pool_lock);
+    /* A sample allocated but never taken holds no counts: beside a taken one it stands for
+     * that one's second (nvidia-smi's dmon asks so on its first line). */
+    if (s1 && s2 && a.taken != b.taken) {
+        if (a.taken)
+            b = a;
+        else
+            a = b;
+    }
     /* Two taken samples of the same GPU or GPU instance. */
     if (!a.taken || !b.taken || a.device != b.device || a.gpu_instance != b.gpu_instance)
         return NVML_ERROR_INVALID_ARGUMENT;

@@ -1,8 +1,8 @@
 /* What the generated stubs, the events and the export table need of the API room.
  *
- * The rest of this room (xid.c, reset.c, system.c, fields.c, board.c) implements
- * these over the state; stubs.c, events.c and export_table.c call them, and the
- * engine's handle checks (../engine/handles.h), so those files never look inside
+ * The rest of this room (xid.c, reset.c, system.c, fields.c, board.c, process_util.c)
+ * implements these over the state; stubs.c, events.c and export_table.c call them, and
+ * the engine's handle checks (../engine/handles.h), so those files never look inside
  * the state.
  */
 #ifndef MOKKA_NVML_HOOKS_H
@@ -66,6 +66,24 @@ nvmlReturn_t mock_smi_processes(nvmlDevice_t device, char kind, unsigned int *co
  * NVML_ERROR_NOT_SUPPORTED before Ada (no T.Limit sensor) or without the readings,
  * or the handle's error. */
 nvmlReturn_t mock_tlimit_temperature(nvmlDevice_t device, int *margin);
+
+/* --- process_util.c: what nvidia-smi 550's pmon reads ------------------------------ */
+
+/* pmon's utilization of the GPU's processes (slot 144): one record per engine (SM, memory,
+ * encoder, decoder, JPEG, OFA, in that order), each naming one process and its share;
+ * *samples in the room given (INSUFFICIENT_SIZE below MOCK_SMI_ENGINES), out 1: the number
+ * of samples each share sums (pmon divides by it).
+ * NVML_ERROR_NOT_FOUND when no process holds the GPU, NOT_SUPPORTED with MIG enabled. */
+#define MOCK_SMI_ENGINES 6
+struct mock_smi_engine_record {
+    unsigned long long timestamp;      /* us */
+    unsigned int share;                /* percent */
+    unsigned int reserved;
+    unsigned int pid;
+    unsigned char unused[60];          /* pmon reads none of it */
+};
+nvmlReturn_t mock_smi_engine_records(nvmlDevice_t device, unsigned int *samples,
+                                     struct mock_smi_engine_record records[MOCK_SMI_ENGINES]);
 
 /* --- board.c: rows of the report NVML has no call for ------------------------ */
 

@@ -4,7 +4,8 @@
  * memory, encoder, decoder, JPEG and OFA utilization divided by their number, so the shares
  * never add up past the GPU's reading. Each sample is of the current second; a caller that
  * has seen it gets NOT_FOUND, as from a driver with no newer samples. Not on a MIG-enabled
- * GPU (nvml.h).
+ * GPU (nvml.h). nvidia-smi 550's pmon reads the same shares through its private table, one
+ * process per engine (mock_smi_engine_records).
  *
  * A monitor polls these for every GPU several times a second: what the layers answer for a
  * GPU (its MIG mode and six utilizations of the second) is kept READINGS_MS for that second
@@ -13,6 +14,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 #include "engine/file_id.h"
@@ -176,3 +178,35 @@ nvmlReturn_t DECLDIR nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
     free(s.pids);
     return ret;
 }
+
+/* pmon passes a wall-clock "last seen" while a pinned clock may stand still: the shares of
+ * the current second are given whatever it says. */
+nvmlReturn_t mock_smi_engine_records(nvmlDevice_t device, unsigned int *samples,
+                                     struct mock_smi_engine_record records[MOCK_SMI_ENGINES])
+{
+    nvmlReturn_t ret = mock_check_device(device);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    if (!samples || !records)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (*samples < MOCK_SMI_ENGINES)                /* in: the room nvidia-smi gives, 100 */
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    struct shares s;
+    if ((ret = sample(device, 0, &s)) != NVML_SUCCESS)
+        return ret;
+    const unsigned int share[MOCK_SMI_ENGINES] = {s.sm, s.mem, s.enc, s.dec, s.jpg, s.ofa};
+    /* A record names one process: the shares are even, so the first listed stands for all.
+     * An encoder, decoder, JPEG or OFA share of 0 names none, so pmon prints "-" for an
+     * engine the process does not use, as on a board. */
+    for (unsigned int i = 0; i < MOCK_SMI_ENGINES; i++) {
+        memset(&records[i], 0, sizeof records[i]);
+        records[i].timestamp = s.stamp;
+        records[i].share = share[i];
+        records[i].pid = i < 2 || share[i] > 0 ? s.pids[0] : 0;
+    }
+    *samples = 1;
+    free(s.pids);
+    return NVML_SUCCESS;
+}
+
+_Static_assert(sizeof(struct mock_smi_engine_record) == 80, "pmon reads its records 80 bytes apart");
