@@ -12,11 +12,10 @@ from mokka.smi.monitor import DASH, MiB, Lines, num, rounds
 from mokka.smi.monitor_args import Monitor
 
 #: nvmlPerfPolicyType_t and nvmlPcieUtilCounter_t values dmon reads.
-POLICY_POWER = 0
+#: nvmlPerfPolicyType_t: power capping, and thermal slowdowns (software and hardware together).
+POLICY_POWER, POLICY_THERMAL = 0, 1
 PCIE_TX, PCIE_RX = 0, 1
 FI_MEMORY_TEMP = 82
-#: Field ids of the time SW and HW thermal slowdowns held the clocks back: tviol's reading.
-FI_THERMAL_SLOWDOWNS = [251, 252]
 CLOCK_GRAPHICS, CLOCK_MEM = 0, 2
 
 
@@ -40,22 +39,17 @@ def _violation(gpu, policy: int):
     return out.violationTime if ok == nvml.SUCCESS else None
 
 
-def _thermal(gpu):
-    known = [v for v in gpu.fields(FI_THERMAL_SLOWDOWNS) if isinstance(v, int)]
-    return sum(known) if known else None
-
-
 class Violations:
     """pviol (% of the interval the power cap held the clocks) and tviol (whether a
-    thermal limit did), from the change of NVML's violation time and thermal slowdown
-    times since the last line."""
+    thermal limit did), from the change of NVML's power and thermal violation times since
+    the last line."""
 
     def __init__(self):
         self.last: dict = {}
 
     def read(self, gpu) -> tuple[str, str]:
         now = time.monotonic_ns()
-        power, thermal = _violation(gpu, POLICY_POWER), _thermal(gpu)
+        power, thermal = _violation(gpu, POLICY_POWER), _violation(gpu, POLICY_THERMAL)
         before = self.last.get(gpu.index)
         self.last[gpu.index] = (now, power, thermal)
         if before is None:

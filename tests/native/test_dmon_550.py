@@ -28,11 +28,32 @@ def node(staged_node):
     return staged_node("h100")
 
 
-def both(node, args) -> list[str]:
-    """NVIDIA's lines, once ours printed the same."""
-    theirs, ours = ok(node.run(args)), ok(node.run_python(args))
+#: 550's --gpm-metrics prints its first line from a sampling thread of its own: now and then
+#: (a few runs in a hundred here, more on a loaded machine) that line shows "-" or 0 for every
+#: metric although the library answered each, so a GPM line is asked for up to this many times.
+GPM_ATTEMPTS = 5
+
+
+def both(node, args, gpm: bool = False) -> list[str]:
+    """NVIDIA's lines, once ours printed the same; ``gpm``: the board answers GPM, so a line
+    with no GPM number is 550's race and is asked for again."""
+    theirs = ok(node.run(args))
+    for _ in range(GPM_ATTEMPTS - 1 if gpm else 0):
+        if not _gpm_raced(theirs):
+            break
+        theirs = ok(node.run(args))
+    ours = ok(node.run_python(args))
     assert theirs == ours
     return theirs.split("\n")[:-1]
+
+
+def _gpm_raced(text: str) -> bool:
+    """Whether the first data line's GPM cells (after mclk and pclk) are all "-" or all 0."""
+    lines = text.split("\n")
+    if len(lines) < 3:
+        return False
+    cells = lines[2].split()[12:]
+    return bool(cells) and (set(cells) <= {"-"} or set(cells) <= {"0"})
 
 
 def test_dmon_prints_every_gpus_numbers(node):
@@ -52,7 +73,7 @@ def test_dmon_every_group(node):
 
 
 def test_dmon_gpm_metrics_from_the_first_line(node):
-    out = both(node, ["dmon", "--gpm-metrics", "1,2,3,20", "-c", "1", "-i", "0"])
+    out = both(node, ["dmon", "--gpm-metrics", "1,2,3,20", "-c", "1", "-i", "0"], gpm=True)
     assert out == [HEADER + "      id=1       id=2       id=3      id=20 ",
                    UNITS + "     GPM:%      GPM:%      GPM:%  GPM:MiB/s ",
                    # graphics and SM activity are the second's 17 %, SM occupancy half (8.5, printed

@@ -70,8 +70,8 @@
  *       sample allocated but never taken (gpm.c).
  *   137 `dmon -s v`, per GPU and line: (device, nvmlViolationTime_t *): the thermal
  *       violation time; tviol prints 1 when violationTime grew since the last line, 0
- *       else, "-" on an error. The SW and HW thermal slowdown times, summed, as the
- *       library's field values give them.
+ *       else, "-" on an error. nvmlDeviceGetViolationStatus's thermal policy: the SW
+ *       and HW thermal slowdown times, summed (violations.c).
  *   144 `pmon -s u`, per GPU and line, before the process lists (212-214): (device, a
  *       wall-clock "last seen" in us, unsigned int *, unsigned int *samples (in: 100),
  *       records). Records lie 80 bytes apart, one per engine in pmon's column order (SM,
@@ -134,12 +134,6 @@ enum {
     SLOT_MONITOR_SUPPORTED = 71,
     SLOT_THERMAL_VIOLATION = 137,
     SLOT_PROCESS_ENGINES = 144,
-};
-
-/* NVML's field ids of the SW and HW thermal slowdown times (nvml.h after the pinned one). */
-enum {
-    FI_SW_THERMAL_SLOWDOWN = 251,
-    FI_HW_THERMAL_SLOWDOWN = 252,
 };
 
 /* The cell values slot 22 writes (measured with nvidia-smi 550.163.01). */
@@ -313,32 +307,11 @@ static nvmlReturn_t monitor_supported(void *device, unsigned int *supported)
     return NVML_SUCCESS;
 }
 
-/* Slot 137: the time thermal slowdowns held the clocks back, from NVML's fields of the SW
- * and HW thermal slowdown times (ns); NOT_SUPPORTED when the library has neither. */
+/* Slot 137: the time thermal slowdowns held the clocks back: NVML's thermal perf-policy
+ * violation time (violations.c), which the public call answers too. */
 static nvmlReturn_t thermal_violation(void *device, nvmlViolationTime_t *time)
 {
-    nvmlFieldValue_t fields[2] = {{.fieldId = FI_SW_THERMAL_SLOWDOWN}, {.fieldId = FI_HW_THERMAL_SLOWDOWN}};
-    if (time == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    nvmlReturn_t ret = nvmlDeviceGetFieldValues((nvmlDevice_t)device, 2, fields);
-    if (ret != NVML_SUCCESS)
-        return ret;
-    unsigned long long ns = 0;
-    int known = 0;
-    for (int i = 0; i < 2; i++) {
-        if (fields[i].nvmlReturn != NVML_SUCCESS)
-            continue;
-        known = 1;
-        if (__builtin_add_overflow(ns, fields[i].value.ullVal, &ns))
-            ns = ~0ULL;
-    }
-    if (!known)
-        return NVML_ERROR_NOT_SUPPORTED;
-    struct timeval now;
-    gettimeofday(&now, NULL);
-    time->referenceTime = (unsigned long long)now.tv_sec * 1000000 + (unsigned long long)now.tv_usec;
-    time->violationTime = ns;
-    return NVML_SUCCESS;
+    return nvmlDeviceGetViolationStatus((nvmlDevice_t)device, NVML_PERF_POLICY_THERMAL, time);
 }
 
 /* Slot 74: (GPU index, unsigned *domain, *bus, *device, 1): where GPU `index` sits on
