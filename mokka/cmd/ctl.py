@@ -7,9 +7,11 @@
                                --lasting
     ctl xid TARGET CODE        raise Xid CODE on a GPU or MIG device (GPU, GPU:GI[:CI] or a MIG
                                UUID): to nvmlEventSetWait callers and the node's kernel log
-    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture|sram):
-                               the counters, field values, remapped rows or retired pages,
-                               the ECC event and, for a double-bit error, Xid 48 (and 63)
+    ctl ecc GPU sbe|dbe        inject ECC errors (--count N, --location dram|l1|l2|register|texture|sram,
+                               --containment contained|uncontained): the counters, field values,
+                               remapped rows or retired pages, the ECC event and, for a double-bit
+                               error, the board's Xids (94 or 95 with error containment, else 48;
+                               then 63, or 64 when no spare row is left)
     ctl nvlink GPU LINK KIND   inject NVLink errors (replay, recovery, crc-flit, crc-data, ecc-data;
                                --count N): nvmlDeviceGetNvLinkErrorCounter and the field values
     ctl status                 the visible GPUs and what is set on them, as JSON
@@ -76,10 +78,14 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                        description="Inject single- (sbe) or double-bit (dbe) ECC errors on one GPU, "
                                    "ECC on: raise its volatile and aggregate counts (total and the "
                                    "location's) and the ECC field values, deliver the ECC event to "
-                                   "nvmlEventSetWait callers; a double-bit error also raises Xid 48 "
-                                   "and, in device memory, remaps a row (Ampere on: Xid 63) or "
-                                   "retires a page (before Ampere: Xid 63). A GPU reset clears the "
-                                   "volatile counts and the pending flags, and keeps the rest.",
+                                   "nvmlEventSetWait callers. A double-bit error also raises the Xid "
+                                   "the board would: 94 (contained) or 95 (uncontained) on a board "
+                                   "with error containment (GA100, GH100 and later), 48 on one "
+                                   "without; in device memory it remaps a row (Ampere on: Xid 63, or "
+                                   "Xid 64 and the failure flag once the frame buffer's 512 spare "
+                                   "rows are used) or retires a page (before Ampere: Xid 63). A GPU "
+                                   "reset clears the volatile counts and the pending flags, and "
+                                   "keeps the rest.",
                        epilog=example(f"{prog} ecc 0 sbe --count 3 --location dram"))
     e.add_argument("gpu", metavar="GPU", help=GPU_HELP)
     e.add_argument("kind", metavar="KIND", choices=("sbe", "dbe"),
@@ -88,6 +94,10 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
     e.add_argument("--location", default="dram",
                    choices=("dram", "l1", "l2", "register", "texture", "sram"),
                    help="where the errors are counted (default dram: device memory)")
+    e.add_argument("--containment", choices=("contained", "uncontained"), default=None,
+                   help="for dbe on a board with error containment: contained (Xid 94, the "
+                        "default: the applications that met it end) or uncontained (Xid 95: "
+                        "every application on the GPU, which needs a reset)")
     _kmsg_options(e)
     n = sub.add_parser("nvlink", help="inject NVLink errors on one link of one GPU",
                        description="Raise one NVLink error counter of one link of a GPU "

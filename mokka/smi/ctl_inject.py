@@ -37,6 +37,7 @@ def ecc(lib, target, directory: str, opts) -> int:
         raise Fail(f"{_named(target)}: ECC is off, so it counts no ECC errors; turn it on first "
                    "(nvidia-smi -e 1, then nvidia-smi -r)")
     kind, (_, where) = opts.kind, ei.LOCATIONS[opts.location]
+    containment = _containment(gpu, target, kind, opts.containment)
     shown = [gpu.ecc_total(ei.ERROR_TYPE[kind], scope) for scope in (VOLATILE, AGGREGATE)]
     lib.fn(WHOLE_COUNTS)(C.c_uint(1))       # what the counts hold: a clearing's mark stays where it is
     try:
@@ -47,13 +48,31 @@ def ecc(lib, target, directory: str, opts) -> int:
     remapped = gpu.remapped_rows()
     cleared = tuple(whole - seen if isinstance(seen, int) else 0 for (whole, _), seen in zip(readings, shown))
     now = ei.EccNow(readings[0], readings[1], remapped,
-                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split), cleared)
+                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split), cleared,
+                    containment)
     plan = ei.ecc_plan(kind, opts.location, count, now)
     ovr.update(directory, target.physical, plan.lasting, lasting=True)
     ovr.update(directory, target.physical, plan.own)
     raise_events(lib, target, bus_id(lib, target), plan.events, opts.kmsg_path, opts.node_name)
     print(f"{_named(target)}: {count} {kind.upper()} in {opts.location}: {'; '.join(plan.said)}")
     return 0
+
+
+def _containment(gpu, target, kind: str, asked: str | None) -> str | None:
+    """What the board's error containment makes of the error (errinject.EccNow.containment):
+    what --containment asked, contained when it asked nothing; None on a board without it."""
+    from mokka.smi import errinject as ei
+
+    if asked is not None and kind != "dbe":
+        raise Fail(f"--containment {asked}: a single-bit error is corrected, not contained; "
+                   "give --containment with dbe only")
+    pci = gpu.pci()
+    if not ei.has_containment(gpu.architecture(), pci.pciDeviceId if pci is not None else None):
+        if asked is not None:
+            raise Fail(f"--containment {asked}: {_named(target)} has no error containment (GA100, GH100 "
+                       "and later boards have it), so a double-bit error raises Xid 48; leave it out")
+        return None
+    return (asked or "contained") if kind == "dbe" else None
 
 
 def _ecc_readings(gpu, target, kind: str, location: str, where) -> list:
