@@ -14,7 +14,7 @@ from mokka.smi.ctl_node import named as _named
 NVML_FEATURE_ENABLED = 1
 VOLATILE, AGGREGATE = 0, 1
 DBE_CAUSE = 1                        # NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
-WHOLE_COUNTS = "nvmlMokkaReadWholeEccCounts"   # the counts before a clearing (mokka_private.h)
+WHOLE_COUNTS = "nvmlMokkaReadWholeErrorCounts"   # the counts before a clearing or reset (mokka_private.h)
 
 
 def _gpu(lib, target):
@@ -94,12 +94,34 @@ def _ecc_readings(gpu, target, kind: str, location: str, where) -> list:
 
 
 def nvlink(lib, target, directory: str, opts) -> int:
-    from mokka.engine import nvml
     from mokka.engine import overrides as ovr
     from mokka.smi import errinject as ei
     from mokka.smi.ctl import CtlError
 
     gpu_handle = handle(lib, target)
+    counters = _link_counters(lib, target, gpu_handle)
+    lib.fn(WHOLE_COUNTS)(C.c_uint(1))       # what the counters hold: a link reset's mark stays where it is
+    try:
+        whole = _link_counters(lib, target, gpu_handle)
+    finally:
+        lib.fn(WHOLE_COUNTS)(C.c_uint(0))
+    try:
+        link = ei.parse_link(opts.link, len(counters))
+        count = ei.parse_count(opts.count)
+    except CtlError as exc:
+        raise Fail(str(exc))
+    index = ei.LINK_ERRORS[opts.kind][1]
+    plan = ei.nvlink_plan(link, opts.kind, count, whole, reset=whole[link][index] - counters[link][index])
+    ovr.update(directory, target.physical, plan.own)
+    print(f"{_named(target)}: {'; '.join(plan.said)}")
+    return 0
+
+
+def _link_counters(lib, target, gpu_handle) -> list[list[int]]:
+    """Every link's five error counters (nvmlNvLinkErrorCounter_t order), item N for link N."""
+    from mokka.engine import nvml
+    from mokka.smi import errinject as ei
+
     counters: list[list[int]] = []
     for link in range(names.MAX_NVLINK_LINKS):
         row = []
@@ -115,12 +137,4 @@ def nvlink(lib, target, directory: str, opts) -> int:
         if len(row) < len(ei.LINK_ERRORS):
             break
         counters.append(row)
-    try:
-        link = ei.parse_link(opts.link, len(counters))
-        count = ei.parse_count(opts.count)
-    except CtlError as exc:
-        raise Fail(str(exc))
-    plan = ei.nvlink_plan(link, opts.kind, count, counters)
-    ovr.update(directory, target.physical, plan.own)
-    print(f"{_named(target)}: {'; '.join(plan.said)}")
-    return 0
+    return counters

@@ -12,7 +12,8 @@ counts persist), so the overrides the reset drops hold what it clears:
 - the GPU's own document (``gpu<N>.yaml``): the volatile counts, the pending flags of
   row remapping and page retirement, the NVLink error counters;
 - its lasting document (``lasting-gpu<N>.yaml``, names.overrides_lasting_file): the
-  aggregate counts and the remapped rows or retired pages, which the InfoROM keeps.
+  aggregate counts, the remapped rows or retired pages and the remapping failure flag,
+  which the InfoROM keeps.
   They are written to the GPU's own document too, which is layered over the lasting
   one, so a count ``ctl set`` put there earlier cannot hide them.
 
@@ -206,16 +207,18 @@ def _remap(plan: Plan, count: int, remapped: tuple) -> None:
                          f"{REMAP_CAPACITY} rows remapped), failure recorded")
 
 
-def nvlink_plan(link: int, kind: str, count: int, counters: list[list[int]]) -> Plan:
-    """``counters``: every link's five counters as NVML reads them now, item N for link N
-    (the list the GPU's own document holds whole: a list's layer owns every item)."""
+def nvlink_plan(link: int, kind: str, count: int, counters: list[list[int]], reset: int = 0) -> Plan:
+    """``counters``: every link's five counters as the layers hold them now (whole, before
+    any nvmlDeviceResetNvLinkErrorCounters), item N for link N (the list the GPU's own
+    document holds whole: a list's layer owns every item); ``reset``: how much less than the
+    injected counter NVML's callers read since the link was reset."""
     name, index = LINK_ERRORS[kind]
     rows = [list(c) for c in counters]
     rows[link][index] = _add(rows[link][index], count)
     keys = [n for n, _ in sorted(LINK_ERRORS.values(), key=lambda x: x[1])]
     listed = [dict(zip(keys, row)) for row in rows]
     plan = Plan(own={"nvlink_errors": listed})
-    plan.said.append(f"NVLink {link} {kind} errors {rows[link][index]}")
+    plan.said.append(f"NVLink {link} {kind} errors {rows[link][index] - reset}")
     return plan
 
 

@@ -88,6 +88,13 @@ def test_an_nvlink_error_raises_one_counter_of_one_link_and_lists_every_link():
     assert plan.lasting == {} and plan.events == []
 
 
+def test_an_nvlink_error_after_a_link_reset_writes_the_whole_count_and_says_what_nvml_reads():
+    plan = ei.nvlink_plan(0, "replay", 2, [[10, 0, 0, 0, 0]], reset=10)
+    assert plan.own == {"nvlink_errors": [{"replay": 12, "recovery": 0, "crc_flit": 0, "crc_data": 0,
+                                           "ecc_data": 0}]}
+    assert plan.said == ["NVLink 0 replay errors 2"]
+
+
 @pytest.mark.parametrize("text", ["0", "1000001", "-3", "٣", "1_0", "x", "99999999999999999999999"])
 def test_a_count_out_of_range_or_not_ascii_digits_is_refused(text):
     with pytest.raises(CtlError, match=r"^--count .*: expected an integer from 1 to 1000000$"):
