@@ -18,14 +18,14 @@
 
 GPU is an index as this process sees it (inside a container that sees a subset,
 its own numbering, translated as ``nvidia-smi -r`` does; ASCII digits) or a UUID.
-This module is the command line; the verbs are mokka.smi.ctl_verbs.
 A value is held to its key's range and to its GPU's board as the node's compiled
 state has it (mokka.smi.ctl.KEYS: memory used within the memory, temperature up to
 the shutdown temperature, power and clocks up to their maxima). ctl asks the
 mock NVML library which GPUs these are and where the node's files are, and
 writes the overrides through mokka.engine.overrides (YAML and compiled companion
 together), so every NVML consumer sees them within a second. No click: this runs
-from the overlay on a container's own python3.
+from the overlay on a container's own python3. This module is the command line
+only: the verbs are mokka.smi.ctl_verbs.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ import ctypes as C
 
 from mokka.core import names
 from mokka.smi.ctl_events import raise_events
-from mokka.smi.ctl_node import Fail, bus_id, handle
-from mokka.smi.ctl_node import named as _named
+from mokka.smi.ctl_node import Fail, bus_id, handle, named
 
 NVML_FEATURE_ENABLED = 1
 VOLATILE, AGGREGATE = 0, 1
@@ -34,7 +33,7 @@ def ecc(lib, target, directory: str, opts) -> int:
     gpu = _gpu(lib, target)
     current, _ = gpu.ecc_mode()
     if current != NVML_FEATURE_ENABLED:
-        raise Fail(f"{_named(target)}: ECC is off, so it counts no ECC errors; turn it on first "
+        raise Fail(f"{named(target)}: ECC is off, so it counts no ECC errors; turn it on first "
                    "(nvidia-smi -e 1, then nvidia-smi -r)")
     kind, (_, where) = opts.kind, ei.LOCATIONS[opts.location]
     containment = _containment(gpu, target, kind, opts.containment)
@@ -54,7 +53,7 @@ def ecc(lib, target, directory: str, opts) -> int:
     ovr.update(directory, target.physical, plan.lasting, lasting=True)
     ovr.update(directory, target.physical, plan.own)
     raise_events(lib, target, bus_id(lib, target), plan.events, opts.kmsg_path, opts.node_name)
-    print(f"{_named(target)}: {count} {kind.upper()} in {opts.location}: {'; '.join(plan.said)}")
+    print(f"{named(target)}: {count} {kind.upper()} in {opts.location}: {'; '.join(plan.said)}")
     return 0
 
 
@@ -69,7 +68,7 @@ def _containment(gpu, target, kind: str, asked: str | None) -> str | None:
     pci = gpu.pci()
     if not ei.has_containment(gpu.architecture(), pci.pciDeviceId if pci is not None else None):
         if asked is not None:
-            raise Fail(f"--containment {asked}: {_named(target)} has no error containment (GA100, GH100 "
+            raise Fail(f"--containment {asked}: {named(target)} has no error containment (GA100, GH100 "
                        "and later boards have it), so a double-bit error raises Xid 48; leave it out")
         return None
     return (asked or "contained") if kind == "dbe" else None
@@ -87,7 +86,7 @@ def _ecc_readings(gpu, target, kind: str, location: str, where) -> list:
         if split:                            # SEC-DED's own count: the counter sums it with parity's
             here = split.volatileUncSecDed if scope == VOLATILE else split.aggregateUncSecDed
         if not isinstance(here, int) or not isinstance(total, int):
-            raise Fail(f"--location {location}: {_named(target)} counts no ECC errors there; "
+            raise Fail(f"--location {location}: {named(target)} counts no ECC errors there; "
                        f"give another location (dram counts on every board with ECC)")
         readings.append((total, here))
     return readings + [split]
@@ -113,7 +112,7 @@ def nvlink(lib, target, directory: str, opts) -> int:
     index = ei.LINK_ERRORS[opts.kind][1]
     plan = ei.nvlink_plan(link, opts.kind, count, whole, reset=whole[link][index] - counters[link][index])
     ovr.update(directory, target.physical, plan.own)
-    print(f"{_named(target)}: {'; '.join(plan.said)}")
+    print(f"{named(target)}: {'; '.join(plan.said)}")
     return 0
 
 
@@ -130,7 +129,7 @@ def _link_counters(lib, target, gpu_handle) -> list[list[int]]:
             code = lib.ask("nvmlDeviceGetNvLinkErrorCounter", gpu_handle, C.c_uint(link), C.c_int(index),
                            C.byref(out))
             if code == nvml.NOT_SUPPORTED:
-                raise Fail(f"{_named(target)} has no NVLink; inject NVLink errors on a GPU that has one")
+                raise Fail(f"{named(target)} has no NVLink; inject NVLink errors on a GPU that has one")
             if code != nvml.SUCCESS:
                 break
             row.append(out.value)
