@@ -11,7 +11,7 @@
                                --containment contained|uncontained): the counters, field values,
                                remapped rows or retired pages, the ECC event and, for a double-bit
                                error, the board's Xids (94 or 95 with error containment, else 48;
-                               then 63, or 64 when no spare row is left)
+                               then 63, or 64 when no spare row or page is left)
     ctl nvlink GPU LINK KIND   inject NVLink errors (replay, recovery, crc-flit, crc-data, ecc-data;
                                --count N): nvmlDeviceGetNvLinkErrorCounter and the field values
     ctl status                 the visible GPUs and what is set on them, as JSON
@@ -83,7 +83,8 @@ def _parser(prog: str = f"mokka {PROG}") -> argparse.ArgumentParser:
                                    "with error containment (GA100, GH100 and later), 48 on one "
                                    "without; in device memory it remaps a row (Ampere on: Xid 63, or "
                                    "Xid 64 and the failure flag once the frame buffer's 512 spare "
-                                   "rows are used) or retires a page (before Ampere: Xid 63). A GPU "
+                                   "rows are used) or retires a page (before Ampere: Xid 63, or Xid "
+                                   "64 once 64 pages are retired). A GPU "
                                    "reset clears the volatile counts and the pending flags, and "
                                    "keeps the rest.",
                        epilog=example(f"{prog} ecc 0 sbe --count 3 --location dram"))

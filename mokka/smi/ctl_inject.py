@@ -12,7 +12,7 @@ from mokka.smi.ctl_node import Fail, bus_id, handle, named
 
 NVML_FEATURE_ENABLED = 1
 VOLATILE, AGGREGATE = 0, 1
-DBE_CAUSE = 1                        # NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+SBE_CAUSE, DBE_CAUSE = 0, 1          # NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, _DOUBLE_BIT_
 WHOLE_COUNTS = "nvmlMokkaReadWholeErrorCounts"   # the counts before a clearing or reset (mokka_private.h)
 
 
@@ -46,9 +46,10 @@ def ecc(lib, target, directory: str, opts) -> int:
     split = readings.pop()
     remapped = gpu.remapped_rows()
     cleared = tuple(whole - seen if isinstance(seen, int) else 0 for (whole, _), seen in zip(readings, shown))
-    now = ei.EccNow(readings[0], readings[1], remapped,
-                    None if remapped is not None else gpu.retired_pages(DBE_CAUSE), bool(split), cleared,
-                    containment)
+    retired = None if remapped is not None else gpu.retired_pages(DBE_CAUSE)
+    other = len(gpu.retired_pages(SBE_CAUSE) or []) if retired is not None else 0
+    now = ei.EccNow(readings[0], readings[1], remapped=remapped, retired=retired, retired_other=other,
+                    sram_split=bool(split), cleared=cleared, containment=containment)
     plan = ei.ecc_plan(kind, opts.location, count, now)
     ovr.update(directory, target.physical, plan.lasting, lasting=True)
     ovr.update(directory, target.physical, plan.own)

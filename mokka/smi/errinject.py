@@ -64,6 +64,9 @@ ARCH_AMPERE, ARCH_HOPPER = 7, 9
 GA100_DEVICE_IDS = range(0x2000, 0x2100)
 #: The address a retired page of the n-th injected double-bit error gets (4 KiB pages).
 RETIRED_PAGE_BASE, PAGE_SIZE = 0x100000, 0x1000
+#: Pages of the frame buffer page retirement can retire, for either cause (NVIDIA's Row
+#: Remapping: "a maximum of 64 retirements for the frame buffer" on boards before Ampere).
+RETIRE_CAPACITY = 64
 
 #: ctl nvlink's error kinds -> (the state's counter, nvmlNvLinkErrorCounter_t).
 LINK_ERRORS = {"replay": ("replay", 0), "recovery": ("recovery", 1), "crc-flit": ("crc_flit", 2),
@@ -111,6 +114,8 @@ class EccNow:
     aggregate: tuple[int, int]
     remapped: tuple | None = None
     retired: list | None = None
+    #: How many pages are retired for single-bit errors: they take from RETIRE_CAPACITY too.
+    retired_other: int = 0
     #: The SRAM's uncorrectable errors split by protection (Ampere on: parity, SEC-DED), so a
     #: double-bit error there counts as SEC-DED; ``here`` is then that count.
     sram_split: bool = False
@@ -171,17 +176,27 @@ def ecc_plan(kind: str, location: str, count: int, now: EccNow) -> Plan:
     if now.remapped is not None:
         _remap(plan, count, now.remapped)
     elif now.retired is not None:
-        pages = list(now.retired)
-        room = max(0, 4096 - len(pages))                           # the state's list bound
-        top = max(pages, default=RETIRED_PAGE_BASE - PAGE_SIZE)
-        pages += [min(U64_MAX, top + PAGE_SIZE * (n + 1)) for n in range(min(count, room))]
+        _retire(plan, count, list(now.retired), now.retired_other)
+    return plan
+
+
+def _retire(plan: Plan, count: int, pages: list, other: int) -> None:
+    """One more page retired for a double-bit error per error while the frame buffer may
+    retire one; the rest fail."""
+    done = min(count, max(0, RETIRE_CAPACITY - len(pages) - other))
+    top = max(pages, default=RETIRED_PAGE_BASE - PAGE_SIZE)
+    pages += [min(U64_MAX, top + PAGE_SIZE * (n + 1)) for n in range(done)]
+    if done:
         retired = {"count": len(pages), "addresses": pages}
         _merge(plan.lasting, {"retired_pages": {"double_bit_retirement": retired}})
         _merge(plan.own, {"retired_pages": {"double_bit_retirement": dict(retired),
                                              "pending_retirement": True}})
         plan.events.append((None, XID_RECORDED))
         plan.said.append(f"retired pages (double bit) {len(pages)}, pending until a reset")
-    return plan
+    if done < count:
+        plan.events.append((None, XID_RECORD_FAILED))
+        plan.said.append(f"page retirement failed for {count - done} (no page left to retire: "
+                         f"{RETIRE_CAPACITY} pages retired)")
 
 
 def _remap(plan: Plan, count: int, remapped: tuple) -> None:

@@ -214,6 +214,17 @@ def test_a_double_bit_error_retires_a_page_on_a_board_before_ampere(nvml_lib, tm
                                                          "has no NVLink; inject NVLink errors on a GPU that has one\n")
 
 
+def test_past_64_retired_pages_the_retirement_fails(nvml_lib, tmp_path):
+    t4 = mn.board(str(tmp_path), "t4")
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "66", "--kmsg-path", str(kmsg))
+    assert done.stdout.endswith("retired pages (double bit) 64, pending until a reset; page retirement failed "
+                                "for 2 (no page left to retire: 64 pages retired)\n"), done.stderr
+    assert [line.split(": ")[2].split(",")[0] for line in kmsg.read_text().splitlines()] == ["48", "63", "64"]
+    assert read(nvml_lib, t4, RETIRED)[2:] == [1, 66, [0, 64, 1]]
+
+
 def test_counts_cleared_through_nvml_read_zero_and_ctl_keeps_its_document_until_reset_lasting(nvml_lib, h100):
     assert ctl(nvml_lib, h100, "ecc", "0", "dbe").returncode == 0
     cleared = mn.nvidia_smi(nvml_lib, h100, "-p", "1", "-i", "0")     # NVIDIA's 550, as root

@@ -13,7 +13,8 @@ LIBRARY_TESTS = ["test_engine_corpus.py", "test_fields.py", "test_threads.py", "
                  "test_report_queries.py", "test_mig_library.py", "test_mig_concurrency.py", "test_mig_hostile.py",
                  "test_hostile_files.py", "test_lookup_rules.py", "test_profile_swap.py", "test_mig_warning.py",
                  "test_process_records_hostile.py", "test_health_controller.py", "test_setters.py",
-                 "test_settings_hostile.py", "test_dcgm_coverage.py", "test_gpm.py", "test_error_injection.py"]
+                 "test_settings_hostile.py", "test_dcgm_coverage.py", "test_gpm.py", "test_error_injection.py",
+                 "test_nvlink_reset.py"]
 
 SHIM_TESTS = ["test_path_shims.py", "test_verbs_shim.py", "test_shim_libc_calls.py",
               "test_shim_path_forms.py"]

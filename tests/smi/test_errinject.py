@@ -71,13 +71,17 @@ def test_error_containment_is_ga100s_gh100s_and_later_boards(architecture, devic
     assert ei.has_containment(architecture, device) is contains
 
 
-def test_retired_pages_follow_the_highest_and_stay_within_the_list_bound():
+def test_retired_pages_follow_the_highest_and_stop_at_the_frame_buffers_64():
     plan = ei.ecc_plan("dbe", "dram", 3, ei.EccNow((0, 0), (0, 0), retired=[0x7000]))
     assert plan.lasting["retired_pages"]["double_bit_retirement"] == {
         "count": 4, "addresses": [0x7000, 0x8000, 0x9000, 0xA000]}
     assert plan.own["retired_pages"]["pending_retirement"] is True
-    full = ei.ecc_plan("dbe", "dram", 5, ei.EccNow((0, 0), (0, 0), retired=list(range(4094))))
-    assert full.lasting["retired_pages"]["double_bit_retirement"]["count"] == 4096
+    assert plan.events == [(2, 0), (None, 48), (None, 63)]
+    full = ei.ecc_plan("dbe", "dram", 5, ei.EccNow((0, 0), (0, 0), retired=list(range(60)), retired_other=2))
+    assert full.lasting["retired_pages"]["double_bit_retirement"]["count"] == 62
+    assert full.events == [(2, 0), (None, 48), (None, 63), (None, 64)]
+    none_left = ei.ecc_plan("dbe", "dram", 1, ei.EccNow((0, 0), (0, 0), retired=list(range(64))))
+    assert "retired_pages" not in none_left.own and none_left.events == [(2, 0), (None, 48), (None, 64)]
 
 
 def test_an_nvlink_error_raises_one_counter_of_one_link_and_lists_every_link():
