@@ -203,7 +203,11 @@ SETTINGS_STATE_KIND = "settings"
 #: Then ``applications_clocks_restricted 0|1`` (nvmlDeviceSetAPIRestriction for application
 #: clocks; absent: restricted, root only), ``ecc_cleared_volatile`` and ``ecc_cleared_aggregate``
 #: (nvmlDeviceClearEccErrorCounts: the counts at the clearing, 16 of them in settings_file.c's
-#: order, which every reader subtracts; a reset keeps the aggregate one).
+#: order, which every reader subtracts; a reset keeps the aggregate one), and
+#: ``nvlink_errors_cleared.<link> <replay> <recovery> <crc_flit> <crc_data> <ecc_data>``
+#: (nvmlDeviceResetNvLinkErrorCounters: the link's error counters at the reset, which every
+#: reader subtracts; written only for a link with one above 0; a GPU reset drops them, as it
+#: clears the counters).
 SETTINGS_STATE_GPUS = "gpu"
 SETTINGS_STATE_UUID = "uuid"
 SETTINGS_STATE_POWER_LIMIT = "power_limit_mw"
@@ -224,9 +228,10 @@ CLOCK_VF_OFFSET_LIMIT_MHZ = 1000
 SETTINGS_STATE_APP_CLOCKS_RESTRICTED = "applications_clocks_restricted"
 SETTINGS_STATE_ECC_CLEARED_VOLATILE = "ecc_cleared_volatile"
 SETTINGS_STATE_ECC_CLEARED_AGGREGATE = "ecc_cleared_aggregate"
-#: Its largest accepted size: 64 GPUs with every setting at its longest take about 47 KiB
-#: (the two ECC clearings, 16 counts each, are most of it).
-SETTINGS_STATE_MAX_BYTES = 64 * 1024
+SETTINGS_STATE_NVLINK_ERRORS_CLEARED = "nvlink_errors_cleared"
+#: Its largest accepted size: 64 GPUs with every setting at its longest take about 206 KiB
+#: (the NVLink resets, 18 links of 5 counts each, and the two ECC clearings are most of it).
+SETTINGS_STATE_MAX_BYTES = 256 * 1024
 
 FABRICMANAGER_READY = "fabricmanager.ready"
 #: ``mokka fabricmanager`` re-asserts its marker this often (seconds), as nv-fabricmanager's stand-in does.

@@ -66,6 +66,7 @@ nvidia-smi [OPTION1 [ARG1]] [OPTION2 [ARG2]] ...
     pmon                        Process monitoring in scrolling format ("nvidia-smi pmon -h").
     topo -m                     Display the GPUDirect communication matrix.
     nvlink -s                   Display NVLink status.
+    nvlink -e                   Display each NVLink's error counters (replay, recovery, CRC).
 """
 
 

@@ -267,6 +267,9 @@ def _subcommand(sub: str, rest: list, gpus: list, out) -> int:
         if flags & {"-s", "--status"}:
             out.write(topo.status(gpus))
             return 0
+        if flags & {"-e", "--errorcounters"}:
+            out.write(topo.errors(gpus))
+            return 0
         raise Usage(sub)
     if sub in ("vgpu", "conf-compute", "nvswitch"):
         print("Not supported on the device(s)", file=out)

@@ -10,7 +10,7 @@ total; temperature up to its shutdown temperature, power up to its maximum
 limit, clocks up to its maximum clocks, as the moving readings are held
 (native/nvml/engine/dynamic.c). Numbers are ASCII digits only: ``int()`` also takes
 other scripts' digits, ``_`` and ``+``, which no NVML tool prints. The
-command (mokka.cmd.ctl) does the reading, locking and writing.
+command (mokka.cmd.ctl, its verbs in mokka.smi.ctl_verbs) does the reading, locking and writing.
 """
 
 from __future__ import annotations

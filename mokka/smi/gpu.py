@@ -32,6 +32,8 @@ FI_MEMORY_TEMP = 82
 FI_NVLINK_LINK_COUNT = 91
 FI_NVLINK_GET_SPEED = 164
 FI_NVLINK_GET_STATE = 165
+#: NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, _RECOVERY, _CRC: a link's error counters, the link in scopeId.
+FI_NVLINK_ERRORS = (161, 162, 163)
 FI_TEMPERATURE_SHUTDOWN_TLIMIT = 193
 FI_TEMPERATURE_SLOWDOWN_TLIMIT = 194
 FI_TEMPERATURE_MEM_MAX_TLIMIT = 195
@@ -413,6 +415,15 @@ class Gpu:
         states = self.fields([FI_NVLINK_GET_STATE] * count, links)
         speeds = self.fields([FI_NVLINK_GET_SPEED] * count, links)
         return [speed if state else None for state, speed in zip(states, speeds)]
+
+    def nvlink_errors(self) -> list:
+        """Per NVLink, its (replay, recovery, CRC) error counts as NVIDIA's nvidia-smi nvlink -e
+        reads them (FI_NVLINK_ERRORS), each None where NVML answers none."""
+        (count,) = self.fields([FI_NVLINK_LINK_COUNT])
+        if not count:
+            return []
+        links = list(range(count))
+        return list(zip(*(self.fields([fid] * count, links) for fid in FI_NVLINK_ERRORS)))
 
 
     # --- MIG -----------------------------------------------------------------------

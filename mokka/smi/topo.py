@@ -1,4 +1,4 @@
-"""``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s``, as NVIDIA's nvidia-smi reads them.
+"""``nvidia-smi topo -m``, ``nvidia-smi nvlink -s`` and ``-e``, as NVIDIA's nvidia-smi reads them.
 
 The matrix cell of a GPU pair comes from the library's export table (the slot
 NVIDIA's binary calls for it: PIX, PXB, PHB, NODE, SYS or NV<n>); the NVLink
@@ -56,6 +56,20 @@ def matrix(lib: nvml.Library, gpus: list) -> str:
         numa = a.numa_node()
         rows.append(f"GPU{a.index}\t{cells}{v.cpu_list(a.cpu_affinity())}\t{v.text(numa)}\t\tN/A")
     return "\n".join(rows) + "\n\n" + LEGEND
+
+
+def errors(gpus: list) -> str:
+    """``nvidia-smi nvlink -e``: each link's replay, recovery and CRC error counts."""
+    out = []
+    for gpu in gpus:
+        counts = gpu.nvlink_errors()
+        if not counts:
+            continue                  # as NVIDIA's 550 does for a GPU whose NVLink count is 0
+        out.append(f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})")
+        for link, row in enumerate(counts):
+            out += [f"\t Link {link}: {what} Errors: {'N/A' if n is None else n}"
+                    for what, n in zip(("Replay", "Recovery", "CRC"), row)] + [""]
+    return "".join(line + "\n" for line in out)
 
 
 def status(gpus: list) -> str:

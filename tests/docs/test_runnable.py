@@ -27,7 +27,8 @@ PROMISED_LINES = {
     "users/kwok.md": ["  name: kwok-gpu-0", "  name: kwok-gpu-1", "    nvidia.com/mig-3g.40gb: '8'"],
     "users/ctl.md": ["1, 85, 450.00 W, 90 %", "nvidia-smi exit status 15",
                      "            DRAM Uncorrectable            : 1",
-                     "GPU 0 (GPU-01000100-0000-0000-0000-000000000000): NVLink 2 crc-flit errors 5"],
+                     "GPU 0 (GPU-01000100-0000-0000-0000-000000000000): NVLink 2 crc-flit errors 5",
+                     "\t Link 2: CRC Errors: 5"],
     "users/mig.md": ["|   0  MIG 1g.10gb         19       13          6:1     |",
                      "Disabled MIG Mode for GPU 00000000:1A:00.0"],
 }

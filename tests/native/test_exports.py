@@ -58,7 +58,7 @@ LATER_API = {
 #: the setters' settings ctl reset clears, the ECC counts ctl ecc adds to.
 PRIVATE_API = {"nvmlMokkaGetNodePath", "nvmlMokkaGetDeviceIdentity", "nvmlMokkaGetDeviceCudaValue",
                "nvmlMokkaSetProcessMemory", "nvmlMokkaReleaseProcess", "nvmlMokkaSweepProcessRecords",
-               "nvmlMokkaResetDeviceSettings", "nvmlMokkaReadWholeEccCounts",
+               "nvmlMokkaResetDeviceSettings", "nvmlMokkaReadWholeErrorCounts",
                "nvmlMokkaProcessRecordsStray", "nvmlMokkaMigPlaceGpuInstances"}
 
 SHT_DYNSYM = 11

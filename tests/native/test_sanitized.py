@@ -14,7 +14,7 @@ LIBRARY_TESTS = ["test_engine_corpus.py", "test_fields.py", "test_threads.py", "
                  "test_hostile_files.py", "test_lookup_rules.py", "test_profile_swap.py", "test_mig_warning.py",
                  "test_process_records_hostile.py", "test_health_controller.py", "test_setters.py",
                  "test_settings_hostile.py", "test_dcgm_coverage.py", "test_gpm.py", "test_error_injection.py",
-                 "test_nvml_newer.py", "test_dcgm_fields.py"]
+                 "test_nvml_newer.py", "test_dcgm_fields.py", "test_nvlink_reset.py"]
 
 #: The proc hook is a program: its sanitizer build links the runtimes itself, so it runs
 #: wherever the host's libraries are, but not copied alone into an empty chroot (`mokka

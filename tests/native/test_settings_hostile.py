@@ -1,7 +1,8 @@
 """A hostile settings.nvml never crashes, hangs or misleads a consumer: truncated at every
 line, bytes flipped, NULs, a digest of other bytes, files whose digest is right but whose
 settings no board can have (a power limit past the board's, clocks it does not support,
-another node's GPUs, ECC counts at a clearing that are not 16 counts), huge numbers and
+another node's GPUs, ECC counts at a clearing that are not 16 counts, NVLink counters at a
+reset that are not 5 counts of a link there can be), huge numbers and
 files, and FIFOs, directories and links in the file's place (never followed, never waited
 on). Such a file is ignored with one line naming it, every reading is the board's own, and
 the next setter writes a good file whole.
@@ -75,7 +76,7 @@ def mutations(good: bytes) -> list:
         ("another kind", good.replace(b"settings 1", b"mig 1", 1)),
         ("a later version", good.replace(b"settings 1", b"settings 2", 1)),
         ("a long line", with_digest(b"gpu.0.uuid " + b"A" * 100_000 + b"\n")),
-        ("over the size bound", with_digest(b"".join(b"gpu.0.power_limit_mw%06d 1\n" % k for k in range(4000)))),
+        ("over the size bound", with_digest(b"".join(b"gpu.0.power_limit_mw%06d 1\n" % k for k in range(10000)))),
         ("a huge GPU index", with_digest(b"gpu.18446744073709551615.power_limit_mw 300000\n")),
         ("a GPU past the node's", with_digest(b"gpu.8.power_limit_mw 300000\n")),
         ("a power limit past the board's", with_digest(b"gpu.0.power_limit_mw 900000\n" + uuid)),
@@ -99,6 +100,16 @@ def mutations(good: bytes) -> list:
         ("a negative ECC count", with_digest(b"gpu.0.ecc_cleared_aggregate -1" + b" 0" * 15 + b"\n")),
         ("ECC counts two spaces apart", with_digest(b"gpu.0.ecc_cleared_volatile 0 " + b" 0" * 15 + b"\n")),
         ("ECC counts and a trailing space", with_digest(b"gpu.0.ecc_cleared_volatile" + b" 0" * 16 + b" \n")),
+        ("4 NVLink counts at a reset", with_digest(b"gpu.0.nvlink_errors_cleared.2" + b" 1" * 4 + b"\n")),
+        ("6 NVLink counts at a reset", with_digest(b"gpu.0.nvlink_errors_cleared.2" + b" 1" * 6 + b"\n")),
+        ("an NVLink past any GPU's", with_digest(b"gpu.0.nvlink_errors_cleared.18" + b" 1" * 5 + b"\n")),
+        ("an NVLink with no number", with_digest(b"gpu.0.nvlink_errors_cleared." + b" 1" * 5 + b"\n")),
+        ("an NVLink count of 2^64", with_digest(b"gpu.0.nvlink_errors_cleared.2 18446744073709551616"
+                                               + b" 0" * 4 + b"\n")),
+        ("an NVLink count of 21 digits", with_digest(b"gpu.0.nvlink_errors_cleared.2 000000000000000000001"
+                                                     + b" 0" * 4 + b"\n")),
+        ("a negative NVLink count", with_digest(b"gpu.0.nvlink_errors_cleared.2 -1" + b" 0" * 4 + b"\n")),
+        ("an NVLink reset of nothing", with_digest(b"gpu.0.nvlink_errors_cleared.2" + b" 0" * 5 + b"\n")),
         ("keys out of order", with_digest(b"gpu.0.uuid " + UUID0 + b"\ngpu.0.power_limit_mw 300000\n")),
         ("a key twice", with_digest(b"gpu.0.power_limit_mw 300000\ngpu.0.power_limit_mw 300000\n")),
         ("an unknown key", with_digest(b"gpu.0.colour blue\n")),

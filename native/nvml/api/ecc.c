@@ -261,7 +261,7 @@ nvmlReturn_t DECLDIR nvmlDeviceClearEccErrorCounts(nvmlDevice_t device, nvmlEccC
     return settings_clear_ecc(g->node, g->phys, (int)counterType);
 }
 
-void nvmlMokkaReadWholeEccCounts(unsigned int whole)
+void nvmlMokkaReadWholeErrorCounts(unsigned int whole)
 {
     settings_whole_counts(whole != 0);
 }

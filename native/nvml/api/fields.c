@@ -216,16 +216,17 @@ static int link_error_total(const struct mock_gpu *g, unsigned int counter, nvml
 }
 
 /* An NVLink error counter's field: 1 with v set, 0 when the GPU cannot answer it;
- * -1 when `fid` is none of them. The per-link ids of NVML 12 (161-163) name the link
- * in scopeId. */
+ * -1 when `fid` is none of them. The per-link ids of NVML 12 (161 to 163) name the link
+ * in scopeId; the CRC one (what NVIDIA's nvidia-smi nvlink -e prints as CRC Errors) is the
+ * link's flit CRC counter, the one the data link checks every flit with. */
 static int link_error_field(const struct mock_gpu *g, unsigned int fid, unsigned int scope, nvmlFieldValue_t *v)
 {
     unsigned long long x;
+    if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_CRC)
+        return nvlink_error_count(g, scope, NVML_NVLINK_ERROR_DL_CRC_FLIT, &x) && set_u64(v, x);
     if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY || fid == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY)
         return nvlink_error_count(g, scope, fid == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY ? NVML_NVLINK_ERROR_DL_REPLAY
                                                  : NVML_NVLINK_ERROR_DL_RECOVERY, &x) && set_u64(v, x);
-    if (fid == NVML_FI_DEV_NVLINK_ERROR_DL_CRC)   /* the link's CRC errors: its flit CRC count */
-        return nvlink_error_count(g, scope, NVML_NVLINK_ERROR_DL_CRC_FLIT, &x) && set_u64(v, x);
     if (fid >= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0 && fid <= NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L11)
         return nvlink_error_count(g, fid - NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_L0, NVML_NVLINK_ERROR_DL_ECC_DATA,
                                   &x) && set_u64(v, x);

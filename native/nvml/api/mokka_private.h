@@ -46,10 +46,11 @@ MOKKA_EXPORT int nvmlMokkaProcessRecordsStray(int dir, const char *name);
  * what `mokka ctl reset` asks. NO_PERMISSION when the settings cannot be written (setters.c). */
 MOKKA_EXPORT nvmlReturn_t nvmlMokkaResetDeviceSettings(unsigned int physicalIndex);
 
-/* How the calling thread reads ECC counts: as every NVML caller does, less what
- * nvmlDeviceClearEccErrorCounts cleared (0), or whole, as the layers hold them (1):
- * what `mokka ctl ecc` adds an injection to, so the counts it writes grow from there. */
-MOKKA_EXPORT void nvmlMokkaReadWholeEccCounts(unsigned int whole);
+/* How the calling thread reads ECC counts and NVLink error counters: as every NVML caller
+ * does, less what nvmlDeviceClearEccErrorCounts cleared and nvmlDeviceResetNvLinkErrorCounters
+ * reset (0), or whole, as the layers hold them (1): what `mokka ctl ecc` and `ctl nvlink`
+ * add an injection to, so the counts they write grow from there. */
+MOKKA_EXPORT void nvmlMokkaReadWholeErrorCounts(unsigned int whole);
 
 /* Where NVIDIA's driver puts GPU instances created one after another without a
  * placement on an empty GPU, by the library's one placement rule (mig/mig_rules.c): what

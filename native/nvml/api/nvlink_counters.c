@@ -1,8 +1,11 @@
 /* NVLink error counters: each link's nvlink_errors.<link> (a profile's, or what
  * `mokka ctl nvlink` raised); 0 for a counter nothing raised, as on a healthy board.
- * A GPU reset clears them (they live in the GPU's own overrides); resetting them through
- * NVML is the driver's to do and leaves them as they are here (the library writes no
- * overrides).
+ * A GPU reset clears them (they live in the GPU's own overrides). Resetting a link's
+ * counters through NVML (nvmlDeviceResetNvLinkErrorCounters) cannot touch the overrides,
+ * whose one writer is ctl: the library keeps the counters as they are at the reset in the
+ * node's settings instead (../engine/settings.c), and every reader here subtracts them, so
+ * they read 0 in every process from then on and count on from there. nvml.h asks no
+ * permission for it, so any caller may.
  *
  * The utilization counters (Get/SetNvLinkUtilizationControl, Get/Reset/Freeze
  * NvLinkUtilizationCounter) stay unsupported: nvml.h deprecates them for the
@@ -41,6 +44,7 @@ int nvlink_error_count(const struct mock_gpu *g, unsigned int link, unsigned int
         snprintf(key, sizeof key, keys[counter], link);
         gpu_u64(g, key, out);
     }
+    *out = settings_nvlink_error(g, link, counter, *out);
     return 1;
 }
 
@@ -60,5 +64,13 @@ nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsign
 nvmlReturn_t DECLDIR nvmlDeviceResetNvLinkErrorCounters(nvmlDevice_t device, unsigned int link)
 {
     const struct mock_gpu *g;
-    return link_of(device, link, &g);
+    nvmlReturn_t ret = link_of(device, link, &g);
+    if (ret != NVML_SUCCESS)
+        return ret;
+    unsigned long long whole[NVML_NVLINK_ERROR_COUNT];
+    settings_whole_counts(1);
+    for (unsigned int c = 0; c < NVML_NVLINK_ERROR_COUNT; c++)
+        nvlink_error_count(g, link, c, &whole[c]);
+    settings_whole_counts(0);
+    return settings_reset_nvlink(g->node, g->phys, link, whole);
 }

@@ -256,7 +256,8 @@ const char *const settings_ecc_keys[2][SETTINGS_ECC_COUNTS] = {
     [NVML_VOLATILE_ECC] = ECC_COUNT_KEYS(VOLATILE), [NVML_AGGREGATE_ECC] = ECC_COUNT_KEYS(AGGREGATE)};
 
 /* Set while a clearing reads the counts it sets back, and while ctl reads what it adds
- * to (settings_whole_counts): the thread reads them whole. */
+ * to (settings_whole_counts): the thread reads them whole, ECC counts and NVLink error
+ * counters alike. */
 static __thread int reading_whole_counts;
 
 void settings_whole_counts(int whole)
@@ -319,7 +320,11 @@ nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, setti
         close(dirfd);
         return NVML_ERROR_IN_USE;
     }
-    struct gpu_settings gpus[MOCK_MAX_GPUS];
+    struct gpu_settings *gpus = malloc(MOCK_MAX_GPUS * sizeof *gpus);   /* too large for a thread's stack */
+    if (!gpus) {
+        close(dirfd);
+        return NVML_ERROR_MEMORY;
+    }
     load(n, dirfd, gpus);
     struct gpu_settings before = gpus[phys];
     nvmlReturn_t ret = edit(&n->gpus[phys], &gpus[phys], arg);
@@ -341,6 +346,7 @@ nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, setti
     m->next_check_ms = monotonic_ms() + CHECK_MS;
     pthread_mutex_unlock(&m->lock);
     close(dirfd);                                 /* and with it the lock */
+    free(gpus);
     return ret;
 }
 
@@ -351,7 +357,7 @@ static nvmlReturn_t reset_edit(const struct mock_gpu *g, struct gpu_settings *s,
     int ecc = s->ecc_pending, cleared = s->ecc_cleared[NVML_AGGREGATE_ECC];
     unsigned int base[SETTINGS_ECC_COUNTS];
     memcpy(base, s->ecc_base[NVML_AGGREGATE_ECC], sizeof base);
-    settings_clear(s);
+    settings_clear(s);                            /* the NVLink resets too: the reset clears their counters */
     if (ecc >= 0)                                 /* ECC mode survives a reset: the pending one applies */
         s->ecc_current = s->ecc_pending = ecc;
     s->ecc_cleared[NVML_AGGREGATE_ECC] = cleared;  /* and so do the aggregate counts, and their clearing */
@@ -377,6 +383,39 @@ static nvmlReturn_t clear_ecc_edit(const struct mock_gpu *g, struct gpu_settings
 nvmlReturn_t settings_clear_ecc(const struct mock_node *n, unsigned int phys, int scope)
 {
     return settings_change(n, phys, clear_ecc_edit, &scope);
+}
+
+unsigned long long settings_nvlink_error(const struct mock_gpu *g, unsigned int link, unsigned int counter,
+                                         unsigned long long whole)
+{
+    if (reading_whole_counts || link >= SETTINGS_NVLINK_LINKS || counter >= SETTINGS_NVLINK_COUNTERS)
+        return whole;
+    struct gpu_settings s;
+    settings_get(g->node, g->phys, &s);
+    unsigned long long base = s.nvlink_base[link][counter];
+    return whole >= base ? whole - base : whole;
+}
+
+struct nvlink_reset {
+    unsigned int link;
+    const unsigned long long *whole;
+};
+
+static nvmlReturn_t reset_nvlink_edit(const struct mock_gpu *g, struct gpu_settings *s, void *arg)
+{
+    (void)g;
+    const struct nvlink_reset *r = arg;
+    memcpy(s->nvlink_base[r->link], r->whole, sizeof s->nvlink_base[r->link]);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t settings_reset_nvlink(const struct mock_node *n, unsigned int phys, unsigned int link,
+                                   const unsigned long long *whole)
+{
+    if (link >= SETTINGS_NVLINK_LINKS)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    struct nvlink_reset r = {link, whole};
+    return settings_change(n, phys, reset_nvlink_edit, &r);
 }
 
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys)

@@ -13,6 +13,10 @@
 #define SETTINGS_MHZ_MAX 100000
 /* The ECC counts a clearing sets back to zero, per counter type (settings_ecc_keys). */
 #define SETTINGS_ECC_COUNTS 16
+/* The NVLink error counters a reset of a link sets back to zero: every link's, each
+ * nvmlNvLinkErrorCounter_t's. */
+#define SETTINGS_NVLINK_LINKS MOKKA_MAX_NVLINK_LINKS
+#define SETTINGS_NVLINK_COUNTERS NVML_NVLINK_ERROR_COUNT
 
 /* One GPU's settings; a field at its "unset" value leaves the board's reading. */
 struct gpu_settings {
@@ -30,6 +34,8 @@ struct gpu_settings {
     int app_clocks_restricted;                 /* -1: unset (restricted); 0, 1 */
     int ecc_cleared[2];                        /* by nvmlEccCounterType_t: 1 when a baseline is held */
     unsigned int ecc_base[2][SETTINGS_ECC_COUNTS];   /* the counts at the clearing (settings_ecc_keys) */
+    /* Each link's error counters at its last nvmlDeviceResetNvLinkErrorCounters; 0: none. */
+    unsigned long long nvlink_base[SETTINGS_NVLINK_LINKS][SETTINGS_NVLINK_COUNTERS];
 };
 
 struct settings_file_gpu {
@@ -78,10 +84,19 @@ typedef nvmlReturn_t (*settings_edit)(const struct mock_gpu *g, struct gpu_setti
 nvmlReturn_t settings_change(const struct mock_node *n, unsigned int phys, settings_edit edit, void *arg);
 /* What a reset of GPU `phys` does: its settings go, a pending ECC mode becomes current. */
 nvmlReturn_t settings_reset(const struct mock_node *n, unsigned int phys);
-/* How the calling thread reads the ECC counts: less their clearing (0), or whole (1). */
+/* How the calling thread reads the ECC counts and the NVLink error counters: less their
+ * clearing or reset (0), or whole (1). */
 void settings_whole_counts(int whole);
 /* nvmlDeviceClearEccErrorCounts: the counts of `scope` as they are now read zero from now on. */
 nvmlReturn_t settings_clear_ecc(const struct mock_node *n, unsigned int phys, int scope);
+/* An NVLink error counter as its readers see it: `whole` (what the layers hold) less the
+ * link's reset, unless the thread reads whole counts; a counter below it started again. */
+unsigned long long settings_nvlink_error(const struct mock_gpu *g, unsigned int link, unsigned int counter,
+                                         unsigned long long whole);
+/* nvmlDeviceResetNvLinkErrorCounters: the link's counters, `whole` (SETTINGS_NVLINK_COUNTERS
+ * of them, as the layers hold them now), read zero from now on. */
+nvmlReturn_t settings_reset_nvlink(const struct mock_node *n, unsigned int phys, unsigned int link,
+                                   const unsigned long long *whole);
 
 /* --- settings_board.c: what the board allows a setter --------------------------------- */
 

@@ -12,6 +12,9 @@
  *     gpu.0.ecc 1 0                         ECC mode current, pending
  *     gpu.0.ecc_cleared_aggregate 0 5 ...   the aggregate ECC counts when cleared (16, settings_ecc_keys')
  *     gpu.0.ecc_cleared_volatile 0 2 ...    the volatile ones
+ *     gpu.0.nvlink_errors_cleared.2 0 0 5 0 0   link 2's error counters when reset (replay,
+ *                                           recovery, CRC flit, CRC data, ECC data); a link
+ *                                           whose counters were all 0 has no line
  *     gpu.0.locked_clocks 210 1410          locked GPU clocks: min, max (MHz)
  *     gpu.0.memory_locked_clocks 2619 2619  locked memory clocks: min, max (MHz)
  *     gpu.0.persistence 1                   persistence mode
@@ -45,9 +48,10 @@
 #define APP_RESTRICTED MOKKA_SETTINGS_STATE_APP_CLOCKS_RESTRICTED
 #define ECC_CLEARED_VOL MOKKA_SETTINGS_STATE_ECC_CLEARED_VOLATILE
 #define ECC_CLEARED_AGG MOKKA_SETTINGS_STATE_ECC_CLEARED_AGGREGATE
+#define NVLINK_CLEARED MOKKA_SETTINGS_STATE_NVLINK_ERRORS_CLEARED
 #define ECC_COUNT_MAX 0xffffffffu                /* a count a baseline holds */
 #define UUID_CHARS "0123456789abcdefABCDEF-GPU"
-#define MAX_TEXT "64 KiB"                       /* names.SETTINGS_STATE_MAX_BYTES, for messages */
+#define MAX_TEXT "256 KiB"                      /* names.SETTINGS_STATE_MAX_BYTES, for messages */
 
 void settings_clear(struct gpu_settings *s)
 {
@@ -99,6 +103,48 @@ static void counts_text(const unsigned int *c, char *out, size_t size)
     size_t n = 0;
     for (unsigned int i = 0; i < SETTINGS_ECC_COUNTS && n < size; i++)
         n += (size_t)snprintf(out + n, size - n, i ? " %u" : "%u", c[i]);
+}
+
+/* "<n>" of at most 20 digits and below 2^64, then `sep`: an NVLink error counter. */
+static int u64_field(const char **v, char sep, unsigned long long *out)
+{
+    const char *end = sep ? strchr(*v, sep) : *v + strlen(*v);
+    size_t len = end ? (size_t)(end - *v) : 0;
+    unsigned long long n = 0;
+    if (len == 0 || len > 20)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned int d = (unsigned int)((*v)[i] - '0');
+        if (d > 9 || __builtin_mul_overflow(n, 10ull, &n) || __builtin_add_overflow(n, d, &n))
+            return 0;
+    }
+    *out = n;
+    *v = sep ? end + 1 : end;
+    return 1;
+}
+
+/* A link's SETTINGS_NVLINK_COUNTERS counters, space-separated; not all 0. */
+static int link_counts(const char *v, unsigned long long *out)
+{
+    unsigned long long any = 0;
+    for (unsigned int i = 0; i < SETTINGS_NVLINK_COUNTERS; i++) {
+        if (!u64_field(&v, i + 1 < SETTINGS_NVLINK_COUNTERS ? ' ' : '\0', &out[i]))
+            return 0;
+        any |= out[i];
+    }
+    return any != 0;
+}
+
+/* The link's reset as a line's value; 0 when nothing needs one. */
+static int link_text(const unsigned long long *c, char *out, size_t size)
+{
+    size_t n = 0;
+    unsigned long long any = 0;
+    for (unsigned int i = 0; i < SETTINGS_NVLINK_COUNTERS && n < size; i++) {
+        n += (size_t)snprintf(out + n, size - n, i ? " %llu" : "%llu", c[i]);
+        any |= c[i];
+    }
+    return any != 0;
 }
 
 struct parse_ctx {
@@ -174,6 +220,13 @@ static const char *parse_line(const char *key, const char *value, void *arg)
         if (!one(value, 1, &a))
             return "an application clocks restriction other than 0 or 1";
         s->app_clocks_restricted = (int)a;
+    } else if (strncmp(p, NVLINK_CLEARED ".", sizeof NVLINK_CLEARED) == 0) {
+        unsigned int link;
+        const char *l = p + sizeof NVLINK_CLEARED;
+        if (!docfile_field(&l, '\0', SETTINGS_NVLINK_LINKS - 1, &link))
+            return "an NVLink the GPUs cannot have";
+        if (!link_counts(value, s->nvlink_base[link]))
+            return "NVLink error counters at a reset that are not 5 counts, not all 0";
     } else if (strcmp(p, ECC_CLEARED_VOL) == 0 || strcmp(p, ECC_CLEARED_AGG) == 0) {
         int scope = strcmp(p, ECC_CLEARED_AGG) == 0;
         if (!counts(value, s->ecc_base[scope]))
@@ -194,7 +247,7 @@ const char *settings_file_parse(char *text, size_t len, unsigned int count, stru
 
 const char *settings_file_write(int dirfd, const struct settings_file *f, unsigned int count)
 {
-    enum { PER_GPU = 14 };
+    enum { PER_GPU = 14 + SETTINGS_NVLINK_LINKS };
     char (*lines)[DOCFILE_LINE_MAX] = malloc((count * PER_GPU + 1) * DOCFILE_LINE_MAX);
     if (!lines)
         return "cannot be written (no memory, or too large)";
@@ -236,6 +289,11 @@ const char *settings_file_write(int dirfd, const struct settings_file *f, unsign
             counts_text(s->ecc_base[scope], text, sizeof text);
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u.%s %s", p, scope ? ECC_CLEARED_AGG : ECC_CLEARED_VOL,
                      text);
+        }
+        for (unsigned int link = 0; link < SETTINGS_NVLINK_LINKS; link++) {
+            char text[SETTINGS_NVLINK_COUNTERS * 21 + 1];   /* a space and 20 digits each: the line fits */
+            if (link_text(s->nvlink_base[link], text, sizeof text))
+                snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." NVLINK_CLEARED ".%u %s", p, link, text);
         }
         if (n > first && g->uuid[0])
             snprintf(lines[n++], DOCFILE_LINE_MAX, GPUS ".%u." UUID " %s", p, g->uuid);
