@@ -1,7 +1,8 @@
 """ECC and NVLink errors a health controller can test (``mokka ctl ecc``, ``ctl nvlink``) on a
 staged h100 and a100: pynvml in another process reads the counters, the field values and the
-remapped rows, a waiter gets the ECC events and Xid 48; a GPU reset clears the volatile counts
-and keeps the aggregate ones and the remapped rows."""
+remapped rows, a waiter gets the ECC events and the Xids the board raises (94 or 95 where it
+contains errors, 48 where it does not; 63, or 64 once no spare row is left); a GPU reset
+clears the volatile counts and keeps the aggregate ones and the remapped rows."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def test_injected_ecc_errors_raise_the_counters_rows_and_events_a_controller_rea
         assert dbe.stdout == ("GPU 0 (GPU-01000100-0000-0000-0000-000000000000): 1 DBE in dram: "
                               "volatile DBE 1; aggregate DBE 1; remapped rows (uncorrectable) 1, "
                               "pending until a reset\n")
-        assert [line_of(waiter) for _ in range(4)] == [[SBE, 0], [DBE, 0], [XID, 48], [XID, 63]]
+        assert [line_of(waiter) for _ in range(4)] == [[SBE, 0], [DBE, 0], [XID, 94], [XID, 63]]
         assert waiter.wait(30) == 0
     finally:
         waiter.kill()
@@ -118,8 +119,7 @@ def test_ctl_reset_keeps_what_a_gpu_reset_keeps(nvml_lib, tmp_path, profile):
     assert (got["volatile"], got["aggregate"], got["remapped"]) == ([0, 2], [0, 2], [0, 2, 1, 0])
     bus = {"h100": "0000:1a:00", "a100": "0000:07:00"}[profile]
     assert kmsg.read_text().splitlines() == [
-        f"<3>NVRM: Xid (PCI:{bus}): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error "
-        "(DBE) has been detected on GPU node=kind-worker",
+        f"<3>NVRM: Xid (PCI:{bus}): 94, pid='<unknown>', name=<unknown>, Contained ECC error node=kind-worker",
         f"<3>NVRM: Xid (PCI:{bus}): 63, pid='<unknown>', name=<unknown>, ECC page retirement or row "
         "remapping recording event node=kind-worker"]
     done = ctl(nvml_lib, node, "reset", "0")
@@ -143,10 +143,9 @@ def test_both_nvidia_smis_report_the_injected_counts(nvml_lib, h100):
     ours = subprocess.run([sys.executable, "-m", "mokka", "nvidia-smi", "-q", "-d", "ECC", "-i", "0"],
                           env=clean_env(nvml_lib, h100), capture_output=True, text=True, timeout=60, cwd=REPO)
     assert ours.returncode == 0, ours.stderr
-    # Each prints its own second: the rest must agree.
-    untimed = [r for r in rows if not r.startswith("Timestamp")]
-    assert [r for r in (" ".join(r.split()) for r in ours.stdout.splitlines()) if not r.startswith("Timestamp")][2:] \
-        == untimed[2:]
+    def untimed(rows: list) -> list:                 # the two runs may fall in different seconds
+        return [r for r in rows if not r.startswith("Timestamp")]
+    assert untimed([" ".join(r.split()) for r in ours.stdout.splitlines()][2:]) == untimed(rows[2:])
 
 
 def test_injected_nvlink_errors_read_back_on_that_link(nvml_lib, h100):
@@ -203,15 +202,29 @@ print(json.dumps([n.nvmlDeviceGetRetiredPages(g, 1), [p["address"] for p in n.nv
 
 def test_a_double_bit_error_retires_a_page_on_a_board_before_ampere(nvml_lib, tmp_path):
     t4 = mn.board(str(tmp_path), "t4")
-    done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "2")
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "2", "--kmsg-path", str(kmsg))
     assert done.stdout == ("GPU 0 (GPU-00000074-0000-0000-0000-000000000000): 2 DBE in dram: volatile DBE 2; "
                            "aggregate DBE 2; retired pages (double bit) 2, pending until a reset\n"), done.stderr
     assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 1, 2, [0, 2, 1]]
+    assert [line.split(": ")[2].split(",")[0] for line in kmsg.read_text().splitlines()] == ["48", "63"]
     assert mn.nvidia_smi(nvml_lib, t4, "-r", "-i", "0").returncode == 0
     assert read(nvml_lib, t4, RETIRED) == [[0x100000, 0x101000], [0x100000, 0x101000], 0, 0, [0, 2, 0]]
     no_links = ctl(nvml_lib, t4, "nvlink", "0", "0", "replay")
     assert (no_links.returncode, no_links.stderr) == (1, "ctl: GPU 0 (GPU-00000074-0000-0000-0000-000000000000) "
                                                          "has no NVLink; inject NVLink errors on a GPU that has one\n")
+
+
+def test_past_64_retired_pages_the_retirement_fails(nvml_lib, tmp_path):
+    t4 = mn.board(str(tmp_path), "t4")
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    done = ctl(nvml_lib, t4, "ecc", "0", "dbe", "--count", "66", "--kmsg-path", str(kmsg))
+    assert done.stdout.endswith("retired pages (double bit) 64, pending until a reset; page retirement failed "
+                                "for 2 (no page left to retire: 64 pages retired)\n"), done.stderr
+    assert [line.split(": ")[2].split(",")[0] for line in kmsg.read_text().splitlines()] == ["48", "63", "64"]
+    assert read(nvml_lib, t4, RETIRED)[2:] == [1, 66, [0, 64, 1]]
 
 
 def test_counts_cleared_through_nvml_read_zero_and_ctl_keeps_its_document_until_reset_lasting(nvml_lib, h100):
@@ -295,3 +308,65 @@ def test_clear_ecc_error_counts_is_root_only(nvml_lib, h100, nobody, expected, l
         assert settable(nvml_lib, h100, 0, "ClearEccErrorCounts", counter, nobody=nobody) == expected
     got = read(nvml_lib, h100)
     assert [got["volatile"][0], got["aggregate"][0]] == left
+
+
+XIDS = """
+import json, sys, pynvml as n
+n.nvmlInit()
+event_set = n.nvmlEventSetCreate()
+n.nvmlDeviceRegisterEvents(n.nvmlDeviceGetHandleByIndex(0), n.nvmlEventTypeXidCriticalError, event_set)
+print(json.dumps(["ready"]), flush=True)
+print(json.dumps([n.nvmlEventSetWait_v2(event_set, 30000).eventData for _ in range(int(sys.argv[1]))]), flush=True)
+"""
+
+
+@pytest.mark.parametrize("profile, args, xids", [
+    ("a100", (), [94, 63]),                                  # GA100: contained, the default
+    ("a100", ("--containment", "uncontained"), [95, 63]),
+    ("h100", ("--containment", "contained"), [94, 63]),
+    ("l40s", (), [48, 63]),                                  # Ada: rows remapped, no containment
+], ids=["a100", "a100 uncontained", "h100 contained", "l40s"])
+def test_a_double_bit_error_raises_the_xids_the_board_would(nvml_lib, tmp_path, profile, args, xids):
+    node = mn.board(str(tmp_path), profile)
+    waiter = python(nvml_lib, node, XIDS, "2")
+    try:
+        assert line_of(waiter) == ["ready"]
+        done = ctl(nvml_lib, node, "ecc", "0", "dbe", *args)
+        assert done.returncode == 0, done.stderr
+        assert line_of(waiter) == xids
+    finally:
+        waiter.kill()
+
+
+def test_past_the_spare_rows_remapping_fails_and_the_failure_stays_after_a_reset(nvml_lib, h100):
+    waiter = python(nvml_lib, h100, XIDS, "3")
+    try:
+        assert line_of(waiter) == ["ready"]
+        done = ctl(nvml_lib, h100, "ecc", "0", "dbe", "--count", "515")
+        assert done.stdout == ("GPU 0 (GPU-01000100-0000-0000-0000-000000000000): 515 DBE in dram: "
+                               "volatile DBE 515; aggregate DBE 515; remapped rows (uncorrectable) 512, pending "
+                               "until a reset; row remapping failed for 3 (no spare row left: 512 rows remapped), "
+                               "failure recorded\n"), done.stderr
+        assert line_of(waiter) == [94, 63, 64]
+    finally:
+        waiter.kill()
+    got = read(nvml_lib, h100)
+    assert (got["remapped"], got["remapped_fields"]) == ([0, 512, 1, 1], [0, 512, 1, 1])
+    assert mn.nvidia_smi(nvml_lib, h100, "-r", "-i", "0").returncode == 0
+    assert read(nvml_lib, h100)["remapped"] == [0, 512, 0, 1]
+
+
+@pytest.mark.parametrize("profile, args, line", [
+    ("t4", ("dbe", "--containment", "contained"),
+     "ctl: --containment contained: GPU 0 (GPU-00000074-0000-0000-0000-000000000000) has no error containment "
+     "(GA100, GH100 and later boards have it), so a double-bit error raises Xid 48; leave it out"),
+    ("h100", ("sbe", "--containment", "uncontained"),
+     "ctl: --containment uncontained: a single-bit error is corrected, not contained; give --containment with "
+     "dbe only"),
+], ids=["t4", "sbe"])
+def test_containment_the_board_or_error_cannot_have_is_one_line_and_injects_nothing(nvml_lib, tmp_path, profile,
+                                                                                      args, line):
+    node = mn.board(str(tmp_path), profile)
+    done = ctl(nvml_lib, node, "ecc", "0", *args)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", line + "\n")
+    assert not os.path.exists(os.path.join(os.path.dirname(node[names.ENV_NVML_CONFIG]), names.OVERRIDES_DIR))
