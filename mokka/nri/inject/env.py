@@ -95,23 +95,28 @@ class EnvSet:
         """Every key whose authored value was consulted so far, with that value."""
         return tuple(self._looked_up.items())
 
-    def agrees(self, probes: "tuple[tuple[str, str | None], ...]") -> bool:
+    def agrees(self, probes: "Probes") -> bool:
         """Whether every key of ``probes`` (``probes_for``) has the value
         given: ``authored`` for each, without the per-key bookkeeping (the
         decision memo asks this of every request)."""
+        valued, absent = probes
         joined = self._joined
         if joined is None:
             authored = self._authored
-            return all(authored.get(needle[1:-1]) == value for needle, value in probes)
-        for needle, value in probes:
+            return all(authored.get(needle[1:-1]) == value for needle, value in valued) and \
+                not any(needle[1:-1] in authored for _, needles in absent for needle in needles)
+        for needle, value in valued:
             at = joined.rfind(needle)
             if at < 0:
-                if value is not None:
-                    return False
-                continue
+                return False
             start = at + len(needle)
             end = joined.find(_SEP, start)
             if (joined[start:] if end < 0 else joined[start:end]) != value:
+                return False
+        # Most keys a decision reads are unset: one scan for the prefix they
+        # share clears all of them (each scan reads the whole environment).
+        for prefix, needles in absent:
+            if prefix in joined and any(needle in joined for needle in needles):
                 return False
         return True
 
@@ -166,12 +171,28 @@ class EnvSet:
                      if authored(key) != value)
 
 
-def probes_for(reads: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, str | None], ...]:
+#: ``probes_for``'s result: (needle, value) of the keys that were set, and
+#: (shared prefix, needles) of those that were not.
+Probes = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+
+
+def probes_for(reads: tuple[tuple[str, str | None], ...]) -> Probes:
     """``reads`` (``EnvSet.reads``) made ready for ``EnvSet.agrees``: each key
-    as the text that precedes its value in the joined environment. A key no
-    entry can have (empty, or holding "=" or NUL) always reads None: left out."""
-    return tuple((f"{_SEP}{key}=", value) for key, value in reads
-                 if key and "=" not in key and _SEP not in key)
+    as the text that precedes its value in the joined environment, the unset
+    ones grouped by their name's first word ("MOCK_", "LD_"). A key no entry
+    can have (empty, or holding "=" or NUL) always reads None: left out."""
+    valued: list[tuple[str, str]] = []
+    absent: dict[str, list[str]] = {}
+    for key, value in reads:
+        if not key or "=" in key or _SEP in key:
+            continue
+        needle = f"{_SEP}{key}="
+        if value is not None:
+            valued.append((needle, value))
+            continue
+        word = key.find("_", 1)
+        absent.setdefault(needle if word < 0 else needle[:word + 2], []).append(needle)
+    return tuple(valued), tuple((prefix, tuple(needles)) for prefix, needles in absent.items())
 
 
 @functools.lru_cache(maxsize=16)
