@@ -49,10 +49,11 @@ class EnvSet:
     non-string) takes the dict route.
     """
 
-    __slots__ = ("_joined", "_authored", "_edits", "_looked_up")
+    __slots__ = ("_joined", "_entries", "_authored", "_edits", "_looked_up")
 
     def __init__(self, entries: Iterable[str]):
         entries = tuple(entries)
+        self._entries: tuple[str, ...] | None = entries
         self._joined: str | None = None
         self._authored: dict[str, str] = {}
         self._edits: dict[str, str] = {}
@@ -68,6 +69,21 @@ class EnvSet:
         # dict() keeps the last of duplicate keys: the value the process sees.
         self._authored = dict(item.split("=", 1) for item in entries
                               if isinstance(item, str) and item.find("=") > 0)
+
+    @classmethod
+    def of_joined(cls, text: str) -> "EnvSet":
+        """The environment whose entries are ``text`` split at its NULs (the
+        caller made sure no entry holds one): no per-entry object is made."""
+        env = cls.__new__(cls)
+        env._joined, env._entries = _SEP + text, None
+        env._authored, env._edits, env._looked_up = {}, {}, {}
+        return env
+
+    def entries(self) -> tuple[str, ...]:
+        """The container's entries, as given."""
+        if self._entries is None:
+            self._entries = tuple(self._joined.split(_SEP)[1:])
+        return self._entries
 
     def _authored_value(self, key: str) -> str | None:
         looked_up = self._looked_up
