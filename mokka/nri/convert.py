@@ -4,8 +4,9 @@ Inbound (``pod_from_pb``, ``container_from_pb``) is nil-tolerant and copies
 out of the runtime's messages what the decision reads, so nothing protobuf
 reaches ``mokka.nri.inject``; a malformed entry is dropped, never a reason to
 fail the container. It runs on every CreateContainer, so it reads no more than
-that: mount sources and options, hooks, rlimits, args and labels are left in
-the message.
+that: the driver decodes the request as ``CreateContainerRequestRead``, which
+leaves mount sources and options, hooks, rlimits, args and labels undecoded.
+It also takes the full messages (``PodSandbox``, ``Container``).
 Outbound, ``adjustment_to_pb`` renders an Adjustment and ``response_bytes``
 the whole CreateContainerResponse; CDI names go into
 ContainerAdjustment.CDI_devices only for a runtime that applies them.
