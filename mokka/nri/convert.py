@@ -4,8 +4,9 @@ Inbound (``pod_from_pb``, ``container_from_pb``) is nil-tolerant and copies
 out of the runtime's messages what the decision reads, so nothing protobuf
 reaches ``mokka.nri.inject``; a malformed entry is dropped, never a reason to
 fail the container. It runs on every CreateContainer, so it reads no more than
-that: mount sources and options, hooks, rlimits, args and labels are left in
-the message.
+that: the driver decodes the request as ``CreateContainerRequestRead``, which
+leaves mount sources and options, hooks, rlimits, args and labels undecoded.
+It also takes the full messages (``PodSandbox``, ``Container``).
 Outbound, ``adjustment_to_pb`` renders an Adjustment and ``response_bytes``
 the whole CreateContainerResponse; CDI names go into
 ContainerAdjustment.CDI_devices only for a runtime that applies them.
@@ -14,6 +15,7 @@ ContainerAdjustment.CDI_devices only for a runtime that applies them.
 from __future__ import annotations
 
 from mokka.nri.inject import model
+from mokka.nri.inject.env import EnvSet
 from mokka.nri.proto import nri_pb2
 
 
@@ -23,7 +25,7 @@ def _mapping(pb_map) -> dict[str, str]:
     return {key: pb_map[key] for key in pb_map} if pb_map else {}
 
 
-def pod_from_pb(pod: nri_pb2.PodSandbox | None) -> model.Pod:
+def pod_from_pb(pod: nri_pb2.PodSandbox | nri_pb2.PodSandboxRead | None) -> model.Pod:
     if pod is None:
         return model.Pod()
     return model.Pod(namespace=pod.namespace, name=pod.name, uid=pod.uid,
@@ -55,14 +57,28 @@ def _rule(r: nri_pb2.LinuxDeviceCgroup) -> model.DeviceRule:
         r.access))
 
 
-def env_from_pb(ctr: nri_pb2.Container | None) -> tuple[str, ...]:
+def env_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None) -> tuple[str, ...]:
     """The environment as the runtime has it: malformed entries are passed
     over by the decision's EnvSet, so no per-entry Python loop here (pods
     carry ~100 service vars); slicing is the quickest way out of upb."""
-    return tuple(ctr.env[:]) if ctr is not None else ()
+    return env_set_from_pb(ctr).entries()
 
 
-def container_from_pb(ctr: nri_pb2.Container | None, *, env: bool = True) -> model.Container:
+def env_set_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None) -> EnvSet:
+    """The environment as the decision reads it. ``ContainerRead`` carries the
+    entries as bytes: joined and decoded once, one string for all of them;
+    an entry that is not UTF-8 raises (the driver fails open, as for any
+    request it cannot decode)."""
+    entries = ctr.env[:] if ctr is not None else []
+    if not entries or not isinstance(entries[0], bytes):
+        return EnvSet(entries)
+    if b"\0" in b"".join(entries):       # a NUL inside an entry: EnvSet looks at each
+        return EnvSet([entry.decode() for entry in entries])
+    return EnvSet.of_joined(b"\0".join(entries).decode())
+
+
+def container_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None, *,
+                      env: bool = True) -> model.Container:
     """``env=False`` leaves ``Container.env`` empty, for a caller that reads
     the environment (``env_from_pb``) only once the container is selected."""
     if ctr is None:

@@ -20,7 +20,6 @@ from mokka.core import log
 from mokka.nri import convert, inject
 from mokka.nri.gate import StagingGate, outcome
 from mokka.nri.health import SKIPPED_NOT_STAGED
-from mokka.nri.inject.env import EnvSet
 from mokka.nri.inject.model import Config
 from mokka.nri.inject.skip import LABELS
 from mokka.nri.memo import Reply, ReplyMemo
@@ -56,10 +55,10 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
     def decide(pod, ctr, container_pb, selection, runtime: RuntimeInfo) -> Reply:
         # What the runtime takes is decided once, at Configure (RuntimeInfo).
         view = views.build(runtime_accepts_cdi=runtime.accepts_cdi)
-        env = convert.env_from_pb(container_pb)      # read only for a selected container
-        reply = memo.get(view.generation, selection, EnvSet(env))
+        env = convert.env_set_from_pb(container_pb)      # read only for a selected container
+        reply = memo.get(view.generation, selection, env)
         if reply is None:
-            decision = inject.adjust(config, pod, replace(ctr, env=env), view, selection)
+            decision = inject.adjust(config, pod, replace(ctr, env=env.entries()), view, selection)
             reply = Reply(convert.response_bytes(decision.adjustment, view.runtime_accepts_cdi),
                           decision.adjustment is not None, decision.reason, decision.warnings)
             memo.put(view.generation, selection, decision.env_read, reply)

@@ -53,8 +53,9 @@ REGISTER_STREAM = 1          # our first (and only) call on the runtime connecti
 OVERLOAD_LOG_INTERVAL_S = 10.0
 
 #: The CreateContainer handler: the serialized CreateContainerResponse
-#: (b"" for no adjustment).
-Handler = Callable[[nri_pb2.PodSandbox, nri_pb2.Container, RuntimeInfo], bytes]
+#: (b"" for no adjustment). It gets the request as CreateContainerRequestRead
+#: decodes it (what the decision reads; the environment as bytes).
+Handler = Callable[[nri_pb2.PodSandboxRead, nri_pb2.ContainerRead, RuntimeInfo], bytes]
 
 
 @dataclass(frozen=True)
@@ -380,7 +381,7 @@ class Plugin:
     def _adjust(self, event: ttrpc.RequestReceived) -> bytes:
         """The reply payload; on any failure an empty adjustment (fail open)."""
         try:
-            req = nri_pb2.CreateContainerRequest.FromString(event.payload)
+            req = nri_pb2.CreateContainerRequestRead.FromString(event.payload)
         except DecodeError as exc:
             self._fail_open("cannot decode CreateContainer request", str(exc))
             return b""

@@ -51,6 +51,48 @@ def test_env_entries_no_process_could_receive_take_the_dict_route(entries, path)
     assert env.get("PATH") == path
 
 
+def _as_the_plugin_reads_it(ctr: nri_pb2.Container) -> nri_pb2.ContainerRead:
+    request = nri_pb2.CreateContainerRequest(pod=nri_pb2.PodSandbox(), container=ctr)
+    return nri_pb2.CreateContainerRequestRead.FromString(request.SerializeToString()).container
+
+
+@pytest.mark.parametrize("env", [
+    ["A=1", "B="], ["A=b=c"], ["NOEQUALS", "=value", "", "A=1", "A=2"], [], [""],
+    ["A=1\0PATH=/evil"], ["A=1\0PATH=/evil", "PATH=/bin"], ["PATH=/b\u00e9n", "X=\u2603"],
+], ids=["well formed", "value may hold '='", "malformed and duplicate entries", "none",
+        "one empty entry", "a NUL inside an entry", "... and the real last entry",
+        "non-ASCII"])
+def test_the_environment_reads_the_same_from_the_request_as_the_plugin_decodes_it(env):
+    from mokka.nri.inject.env import EnvSet
+    read = convert.env_set_from_pb(_as_the_plugin_reads_it(nri_pb2.Container(env=env)))
+    assert read.entries() == tuple(env)
+    for key in ("A", "B", "PATH", "X", "NOEQUALS", ""):
+        assert read.authored(key) == EnvSet(env).authored(key)
+
+
+def test_an_environment_that_is_not_utf8_is_refused_when_read():
+    # The driver fails open on it; a container nobody selects never reads it.
+    ctr = nri_pb2.ContainerRead(env=[b"PATH=/bin", b"A=\xff"])
+    with pytest.raises(UnicodeDecodeError):
+        convert.env_set_from_pb(ctr)
+
+
+def test_fields_the_decision_never_reads_are_not_decoded():
+    # Not UTF-8 in args or a mount source: the full message refuses the
+    # request, the plugin's reading of it does not look there.
+    raw = nri_pb2.CreateContainerRequest(
+        pod=nri_pb2.PodSandbox(namespace="ns"),
+        container=nri_pb2.Container(name="c", args=["ARG"], env=["PATH=/bin"],
+                                    mounts=[nri_pb2.Mount(destination="/d", source="SRC")]),
+    ).SerializeToString().replace(b"ARG", b"\xff\xfe\xfd").replace(b"SRC", b"\xff\xfe\xfd")
+    with pytest.raises(Exception):
+        nri_pb2.CreateContainerRequest.FromString(raw)
+    read = nri_pb2.CreateContainerRequestRead.FromString(raw)
+    assert convert.pod_from_pb(read.pod).namespace == "ns"
+    ctr = convert.container_from_pb(read.container)
+    assert (ctr.name, ctr.mount_destinations, ctr.env) == ("c", ("/d",), ("PATH=/bin",))
+
+
 def _device(path, major, minor, mode=None, uid=None, gid=None):
     d = nri_pb2.LinuxDevice(path=path, type="c", major=major, minor=minor)
     if mode is not None:

@@ -18,7 +18,8 @@ from tests.conftest import REPO
 
 BENCHES = ("agent_stage.py", "capture_fidelity.py", "cuda_driver.py", "first_command.py", "gpm.py", "kwok_nodes.py",
            "metrics_cost.py",
-           "mig_lifecycle.py", "mig_list.py", "nri_burst.py", "nri_decision.py", "nri_latency.py",
+           "mig_lifecycle.py", "mig_list.py", "nri_burst.py", "nri_decision.py", "nri_instructions.py",
+           "nri_latency.py",
            "nri_request_path.py", "nri_runtime.py", "nvml_startup.py", "process_records.py", "profile_limits.py",
            "smi_startup.py", "startup.py")
 NEEDS_RUNTIME_CACHE = ("mig_lifecycle.py", "mig_list.py", "nri_runtime.py", "nvml_startup.py")

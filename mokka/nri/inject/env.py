@@ -49,10 +49,11 @@ class EnvSet:
     non-string) takes the dict route.
     """
 
-    __slots__ = ("_joined", "_authored", "_edits", "_looked_up")
+    __slots__ = ("_joined", "_entries", "_authored", "_edits", "_looked_up")
 
     def __init__(self, entries: Iterable[str]):
         entries = tuple(entries)
+        self._entries: tuple[str, ...] | None = entries
         self._joined: str | None = None
         self._authored: dict[str, str] = {}
         self._edits: dict[str, str] = {}
@@ -68,6 +69,21 @@ class EnvSet:
         # dict() keeps the last of duplicate keys: the value the process sees.
         self._authored = dict(item.split("=", 1) for item in entries
                               if isinstance(item, str) and item.find("=") > 0)
+
+    @classmethod
+    def of_joined(cls, text: str) -> "EnvSet":
+        """The environment whose entries are ``text`` split at its NULs (the
+        caller made sure no entry holds one): no per-entry object is made."""
+        env = cls.__new__(cls)
+        env._joined, env._entries = _SEP + text, None
+        env._authored, env._edits, env._looked_up = {}, {}, {}
+        return env
+
+    def entries(self) -> tuple[str, ...]:
+        """The container's entries, as given."""
+        if self._entries is None:
+            self._entries = tuple(self._joined.split(_SEP)[1:])
+        return self._entries
 
     def _authored_value(self, key: str) -> str | None:
         looked_up = self._looked_up
@@ -95,23 +111,28 @@ class EnvSet:
         """Every key whose authored value was consulted so far, with that value."""
         return tuple(self._looked_up.items())
 
-    def agrees(self, probes: "tuple[tuple[str, str | None], ...]") -> bool:
+    def agrees(self, probes: "Probes") -> bool:
         """Whether every key of ``probes`` (``probes_for``) has the value
         given: ``authored`` for each, without the per-key bookkeeping (the
         decision memo asks this of every request)."""
+        valued, absent = probes
         joined = self._joined
         if joined is None:
             authored = self._authored
-            return all(authored.get(needle[1:-1]) == value for needle, value in probes)
-        for needle, value in probes:
+            return all(authored.get(needle[1:-1]) == value for needle, value in valued) and \
+                not any(needle[1:-1] in authored for _, needles in absent for needle in needles)
+        for needle, value in valued:
             at = joined.rfind(needle)
             if at < 0:
-                if value is not None:
-                    return False
-                continue
+                return False
             start = at + len(needle)
             end = joined.find(_SEP, start)
             if (joined[start:] if end < 0 else joined[start:end]) != value:
+                return False
+        # Most keys a decision reads are unset: one scan for the prefix they
+        # share clears all of them (each scan reads the whole environment).
+        for prefix, needles in absent:
+            if prefix in joined and any(needle in joined for needle in needles):
                 return False
         return True
 
@@ -166,12 +187,28 @@ class EnvSet:
                      if authored(key) != value)
 
 
-def probes_for(reads: tuple[tuple[str, str | None], ...]) -> tuple[tuple[str, str | None], ...]:
+#: ``probes_for``'s result: (needle, value) of the keys that were set, and
+#: (shared prefix, needles) of those that were not.
+Probes = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+
+
+def probes_for(reads: tuple[tuple[str, str | None], ...]) -> Probes:
     """``reads`` (``EnvSet.reads``) made ready for ``EnvSet.agrees``: each key
-    as the text that precedes its value in the joined environment. A key no
-    entry can have (empty, or holding "=" or NUL) always reads None: left out."""
-    return tuple((f"{_SEP}{key}=", value) for key, value in reads
-                 if key and "=" not in key and _SEP not in key)
+    as the text that precedes its value in the joined environment, the unset
+    ones grouped by their name's first word ("MOCK_", "LD_"). A key no entry
+    can have (empty, or holding "=" or NUL) always reads None: left out."""
+    valued: list[tuple[str, str]] = []
+    absent: dict[str, list[str]] = {}
+    for key, value in reads:
+        if not key or "=" in key or _SEP in key:
+            continue
+        needle = f"{_SEP}{key}="
+        if value is not None:
+            valued.append((needle, value))
+            continue
+        word = key.find("_", 1)
+        absent.setdefault(needle if word < 0 else needle[:word + 2], []).append(needle)
+    return tuple(valued), tuple((prefix, tuple(needles)) for prefix, needles in absent.items())
 
 
 @functools.lru_cache(maxsize=16)
