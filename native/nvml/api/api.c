@@ -126,16 +126,22 @@ void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, uns
     pci->pciSubSystemId = subsystem_id;
 }
 
-int api_pre_ada(const struct mock_gpu *g)
+int api_arch_before(const struct mock_gpu *g, const char *generation)
 {
-    static const char *const old[] = {"kepler", "maxwell", "pascal", "volta", "turing", "ampere"};
+    static const char *const order[] = {"kepler", "maxwell", "pascal", "volta", "turing",
+                                        "ampere", "ada", "hopper", "blackwell"};
     char arch[64];
     if (gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch) != 1)
-        return 0;
-    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
-        if (strcasecmp(arch, old[i]) == 0)
+        return -1;
+    for (size_t i = 0; i < sizeof order / sizeof order[0] && strcasecmp(order[i], generation) != 0; i++)
+        if (strcasecmp(arch, order[i]) == 0)
             return 1;
     return 0;
+}
+
+int api_pre_ada(const struct mock_gpu *g)
+{
+    return api_arch_before(g, "ada") == 1;
 }
 
 /* What the GPU's `refused` block makes a reading answer: NVML_SUCCESS when it is

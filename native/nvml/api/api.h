@@ -39,6 +39,11 @@ int api_parse_bus_id(const char *text, unsigned int *domain, unsigned int *bus,
                      unsigned int *device, unsigned int *function);
 void api_fill_pci(nvmlPciInfo_t *pci, unsigned int domain, unsigned int bus, unsigned int device,
                   unsigned int function, unsigned int device_id, unsigned int subsystem_id);
+/* Whether the GPU's architecture comes before `generation` (a lower-case name: "ampere",
+ * "ada", ...): 1, 0 for that one, a later one or a name not known, -1 when the state names
+ * no architecture. */
+int api_arch_before(const struct mock_gpu *g, const char *generation);
+/* api_arch_before(g, "ada") == 1. */
 int api_pre_ada(const struct mock_gpu *g);
 /* NVML_SUCCESS unless the GPU's `refused` block names the reading `key` (K_REFUSED_...):
  * then the error its word stands for (names.REFUSALS). */

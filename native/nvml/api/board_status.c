@@ -2,7 +2,6 @@
  * GPU runs on mains power, and from Ampere on its driver clocks it adaptively (the clock
  * follows voltage droop); the boards before Ampere answer NOT_SUPPORTED. */
 #define _GNU_SOURCE
-#include <strings.h>
 
 #include "api.h"
 
@@ -14,17 +13,10 @@ static nvmlReturn_t board(nvmlDevice_t device, const struct mock_gpu **g, const 
     return out ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
-/* Whether the architecture predates Ampere (Turing's T4 and older). */
+/* Whether the architecture predates Ampere (Turing's T4 and older), or is not named. */
 static int pre_ampere(const struct mock_gpu *g)
 {
-    static const char *const old[] = {"kepler", "maxwell", "pascal", "volta", "turing"};
-    char arch[64];
-    if (gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch) != 1)
-        return 1;
-    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
-        if (strcasecmp(arch, old[i]) == 0)
-            return 1;
-    return 0;
+    return api_arch_before(g, "ampere") != 0;
 }
 
 nvmlReturn_t DECLDIR nvmlDeviceGetPowerSource(nvmlDevice_t device, nvmlPowerSource_t *powerSource)

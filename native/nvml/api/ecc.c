@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -111,13 +110,7 @@ nvmlReturn_t DECLDIR nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, nvmlMe
  * page retirement calls answer NOT_SUPPORTED (a real A100's nvidia-smi -q: N/A). */
 static int before_ampere(const struct mock_gpu *g)
 {
-    static const char *const before[] = {"kepler", "maxwell", "pascal", "volta", "turing"};
-    char arch[64] = "";
-    gpu_raw(g, K_ARCHITECTURE, arch, sizeof arch);
-    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
-        if (strcasecmp(arch, before[i]) == 0)
-            return 1;
-    return 0;
+    return api_arch_before(g, "ampere") == 1;
 }
 
 static int remaps_rows(const struct mock_gpu *g)
