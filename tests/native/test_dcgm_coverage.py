@@ -7,9 +7,9 @@ or that the library lacks, fails the test unless the tables below say why:
     NOT_YET     the mock does not implement it yet (an xfail: a known gap, not a pass; strict,
                 so an entry that starts answering must leave the table)
 
-and ANSWERS_TOO_MUCH lists the calls the mock answers where the real board refuses (xfailed
-the same way). Where a real board's nvidia-smi -q -x capture shows the call's field as N/A,
-the reason says so.
+and a call in REAL_BOARD that the mock answers fails too (the mock would answer where the
+real board refuses). Where a real board's nvidia-smi -q -x capture shows the call's field
+as N/A, the reason says so.
 
 The coverage figure printed per board (-s shows it) counts a function answered when its return
 code is anything but NOT_SUPPORTED or missing, and how many answers are checked for a value.
@@ -115,9 +115,6 @@ REAL_BOARD = {
 #: (function, boards) -> the gap: the mock does not answer yet what the real board answers.
 NOT_YET: dict = {}
 
-#: (function, boards) -> a call the mock answers where the real board answers NOT_SUPPORTED.
-ANSWERS_TOO_MUCH: dict = {}
-
 
 def _table(table: dict, board: str) -> dict[str, str]:
     return {name: why for (name, boards), why in table.items() if board in boards}
@@ -152,7 +149,7 @@ def _unanswered(result: dict) -> bool:
 def test_the_list_keeps_224_calls_in_scope_and_the_tables_name_only_them():
     names = _in_scope()
     assert len(names) == 224
-    for name in (*(k[0] for k in (*REAL_BOARD, *NOT_YET, *ANSWERS_TOO_MUCH, *WRONG)), *VALUES, *CODES, *RC_ONLY):
+    for name in (*(k[0] for k in (*REAL_BOARD, *NOT_YET, *WRONG)), *VALUES, *CODES, *RC_ONLY):
         assert name in names, name
     assert not set(REAL_BOARD) & set(NOT_YET)
     assert not set(RC_ONLY) & set(VALUES)
@@ -188,15 +185,6 @@ def test_known_gaps(answers, board, name):
     if _unanswered(answers[board][name]):
         pytest.xfail(why)
     pytest.fail(f"{name} now answers on {board} ({answers[board][name]['rc']}): take it out of NOT_YET")
-
-
-@pytest.mark.parametrize("board,name", [(b, n) for (n, boards) in ANSWERS_TOO_MUCH for b in boards])
-def test_known_over_answers(answers, board, name):
-    """The mock answers these where the real board refuses: a fidelity gap, xfailed until fixed."""
-    if not _unanswered(answers[board][name]):
-        pytest.xfail(f"answers {answers[board][name]['rc']}; the real board answers NOT_SUPPORTED: "
-                     + _table(ANSWERS_TOO_MUCH, board)[name])
-    pytest.fail(f"{name} now answers NOT_SUPPORTED on {board}: move it to REAL_BOARD")
 
 
 def _value_checked(board: str, results: dict) -> list[str]:
