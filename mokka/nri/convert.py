@@ -14,6 +14,7 @@ ContainerAdjustment.CDI_devices only for a runtime that applies them.
 
 from __future__ import annotations
 
+from mokka.core import names
 from mokka.nri.inject import model
 from mokka.nri.inject.env import EnvSet
 from mokka.nri.proto import nri_pb2
@@ -25,11 +26,18 @@ def _mapping(pb_map) -> dict[str, str]:
     return {key: pb_map[key] for key in pb_map} if pb_map else {}
 
 
+def _cdi_annotations(pb_map) -> dict[str, str]:
+    # Containers carry a handful of CRI annotations; only the CDI ones are
+    # read (mokka.nri.inject.gpu.cdi_names), so only their values are copied.
+    prefix = names.CDI_CRI_ANNOTATION_PREFIX
+    return {key: pb_map[key] for key in pb_map if key.startswith(prefix)} if pb_map else {}
+
+
 def pod_from_pb(pod: nri_pb2.PodSandbox | nri_pb2.PodSandboxRead | None) -> model.Pod:
     if pod is None:
         return model.Pod()
-    return model.Pod(namespace=pod.namespace, name=pod.name, uid=pod.uid,
-                     annotations=_mapping(pod.annotations))
+    # Positional, through tuple.__new__: (namespace, name, annotations).
+    return _new_tuple(model.Pod, (pod.namespace, pod.name, _mapping(pod.annotations)))
 
 
 _new_tuple = tuple.__new__
@@ -74,33 +82,58 @@ def env_set_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None) -> En
         return EnvSet(entries)
     if b"\0" in b"".join(entries):       # a NUL inside an entry: EnvSet looks at each
         return EnvSet([entry.decode() for entry in entries])
+    entries.insert(0, b"")                 # each entry after a separator, the first too
     return EnvSet.of_joined(b"\0".join(entries).decode())
 
 
+def _mount_destinations(mounts, containing: str) -> tuple[str, ...]:
+    """Where the spec mounts something. ``ContainerRead`` carries each mount
+    as its bytes (a dozen per container, on every request): only those that
+    hold ``containing`` are decoded, as no other can have a destination that
+    holds it."""
+    if not mounts:
+        return ()
+    found = mounts[:]
+    if not isinstance(found[0], bytes):                  # Container: decoded already
+        return tuple([m.destination for m in found])
+    if containing:
+        needle = containing.encode()
+        if needle not in b"".join(found):
+            return ()
+        found = [m for m in found if needle in m]
+    return tuple([_read_mount(m).destination for m in found])
+
+
+_read_mount = nri_pb2.MountRead.FromString
+
+
 def container_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None, *,
-                      env: bool = True) -> model.Container:
+                      env: bool = True, mounts_containing: str = "") -> model.Container:
     """``env=False`` leaves ``Container.env`` empty, for a caller that reads
-    the environment (``env_from_pb``) only once the container is selected."""
+    the environment (``env_from_pb``) only once the container is selected.
+    ``mounts_containing``: the destinations the caller reads all hold this
+    text (``skip.overlay_mount_hint``): the others are left out."""
     if ctr is None:
         return model.Container()
     linux = ctr.linux if ctr.HasField("linux") else None
-    resources = linux.resources if linux is not None and linux.HasField("resources") else None
     devices = _devices(linux) if linux is not None and linux.devices else ()
-    return model.Container(
-        name=ctr.name, id=ctr.id,
-        annotations=_mapping(ctr.annotations),
-        env=env_from_pb(ctr) if env else (),
-        # The already-mounted rule reads destinations alone (a dozen mounts
-        # per container, on every request: sources and options stay put).
-        mount_destinations=tuple([m.destination for m in ctr.mounts]),
-        devices=devices,
-        # The rules only ever say whether a device is allowed: without a
-        # device nothing reads them (most containers, on every request).
-        device_rules=tuple(_rule(r) for r in resources.devices)
-        if devices and resources is not None else (),
+    # The rules only ever say whether a device is allowed: without a device
+    # nothing reads them (most containers, on every request).
+    rules = tuple(_rule(r) for r in linux.resources.devices) \
+        if devices and linux.HasField("resources") else ()
+    # Positional, through tuple.__new__: model.Container's fields in order.
+    return _new_tuple(model.Container, (
+        ctr.name,
+        _cdi_annotations(ctr.annotations),
+        env_from_pb(ctr) if env else (),
+        # The already-mounted rule reads destinations alone: sources and
+        # options stay put.
+        _mount_destinations(ctr.mounts, mounts_containing),
+        devices,
+        rules,
         # Newer NRI reports the CDI devices already injected; v0.6.1 has no such
         # field (its CRI requests show up only as cdi.k8s.io/ annotations).
-        cdi_devices=tuple([d.name for d in ctr.CDI_devices if d.name]) if ctr.CDI_devices else ())
+        tuple([d.name for d in ctr.CDI_devices if d.name]) if ctr.CDI_devices else ()))
 
 
 def device_to_pb(d: model.Device) -> nri_pb2.LinuxDevice:

@@ -14,13 +14,13 @@ that is not emitted.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from mokka.core import log
 from mokka.nri import convert, inject
 from mokka.nri.gate import StagingGate, outcome
 from mokka.nri.health import SKIPPED_NOT_STAGED
 from mokka.nri.inject.model import Config
+from mokka.nri.inject import skip
 from mokka.nri.inject.skip import LABELS
 from mokka.nri.memo import Reply, ReplyMemo
 from mokka.nri.nodeview import NodeViewBuilder
@@ -50,7 +50,8 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
     """
     logger = log.get("mokka.nri")
     memo = ReplyMemo()
-    info_enabled = logging.getLogger("mokka.nri").isEnabledFor
+    mount_hint = skip.overlay_mount_hint(config)
+    enabled = logging.getLogger("mokka.nri").isEnabledFor
 
     def decide(pod, ctr, container_pb, selection, runtime: RuntimeInfo) -> Reply:
         # What the runtime takes is decided once, at Configure (RuntimeInfo).
@@ -58,14 +59,15 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
         env = convert.env_set_from_pb(container_pb)      # read only for a selected container
         reply = memo.get(view.generation, selection, env)
         if reply is None:
-            decision = inject.adjust(config, pod, replace(ctr, env=env.entries()), view, selection)
+            decision = inject.adjust(config, pod, ctr._replace(env=env.entries()), view, selection)
             reply = Reply(convert.response_bytes(decision.adjustment, view.runtime_accepts_cdi),
                           decision.adjustment is not None, decision.reason, decision.warnings)
             memo.put(view.generation, selection, decision.env_read, reply)
         return reply
 
     def handle(pod_pb, container_pb, runtime: RuntimeInfo) -> bytes:
-        pod, ctr = convert.pod_from_pb(pod_pb), convert.container_from_pb(container_pb, env=False)
+        pod = convert.pod_from_pb(pod_pb)
+        ctr = convert.container_from_pb(container_pb, env=False, mounts_containing=mount_hint)
         reason, selection = inject.plan(config, pod, ctr)
         if reason is not None:
             metrics.skipped(LABELS[reason])
@@ -81,13 +83,14 @@ def handler(config: Config, views: NodeViewBuilder, gate: StagingGate, metrics=N
                 reply = decide(pod, ctr, container_pb, selection, runtime)
         else:
             reply = decide(pod, ctr, container_pb, selection, runtime)
-        for warning in reply.warnings:
-            logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
+        if reply.warnings and enabled(logging.WARNING):
+            for warning in reply.warnings:
+                logger.warning(warning, namespace=pod.namespace, pod=pod.name, container=ctr.name)
         if not reply.adjusted:
             metrics.skipped(LABELS[reply.reason])
             return b""
         metrics.injected()
-        if info_enabled(logging.INFO):
+        if enabled(logging.INFO):
             logger.info("container adjusted", reason=reply.reason,
                         namespace=pod.namespace, pod=pod.name, container=ctr.name)
         return reply.payload

@@ -356,9 +356,12 @@ class Plugin:
 
     def _create_container(self, session: Session, event: ttrpc.RequestReceived,
                           received: float) -> None:
+        # The reply goes out as soon as it is decided: what only reports on
+        # it (the counts, the latency histograms, the in-flight bound) follows.
         token = self.health.begin()             # a running handler ages towards /healthz
+        decided = None
         try:
-            payload = self._adjust(event)
+            payload, decided = self._adjust(event)
             reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id, payload)
         except ProtocolError as exc:           # over the 4 MiB message limit
             self._fail_open("adjustment too large to send", str(exc))
@@ -368,9 +371,13 @@ class Plugin:
             self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__)
             reply = Connection.response_bytes(PLUGIN_CONN, event.stream_id)
         finally:
-            self.health.end(token, answered=True)
+            self.health.end(token)
         sent = session.send(reply)
-        self.health.request_seconds.observe(time.perf_counter() - received)
+        done = time.perf_counter()
+        self.health.count("create_container_total")
+        if decided is not None:
+            self.health.decision_seconds.observe(decided)
+        self.health.request_seconds.observe(done - received)
         left = session.admission.release(len(event.payload))
         if left == 0 and session.overloaded_since is not None:
             self._overload_over(session)
@@ -378,24 +385,24 @@ class Plugin:
             self._log.debug("dropped a CreateContainer reply: connection closed",
                             stream=event.stream_id)
 
-    def _adjust(self, event: ttrpc.RequestReceived) -> bytes:
-        """The reply payload; on any failure an empty adjustment (fail open)."""
+    def _adjust(self, event: ttrpc.RequestReceived) -> tuple[bytes, float | None]:
+        """The reply payload, and how long the handler took to decide (None:
+        it did not run). On any failure an empty adjustment (fail open)."""
         try:
             req = nri_pb2.CreateContainerRequestRead.FromString(event.payload)
         except DecodeError as exc:
             self._fail_open("cannot decode CreateContainer request", str(exc))
-            return b""
+            return b"", None
         runtime = self._runtime or RuntimeInfo()
         started = time.perf_counter()
         try:
             payload = self._handler(req.pod, req.container, runtime)
-            self.health.decision_seconds.observe(time.perf_counter() - started)
-            return payload
+            return payload, time.perf_counter() - started
         except Exception as exc:      # fail open at the driver edge, never crash
             self._fail_open(str(exc) or type(exc).__name__, type(exc).__name__,
                             namespace=req.pod.namespace, pod=req.pod.name,
                             container=req.container.name)
-            return b""
+            return b"", None
 
     def _fail_open(self, reason: str, error: str, **fields) -> None:
         total = self.health.count("failed_open_total")

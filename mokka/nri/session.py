@@ -30,7 +30,11 @@ class Admission:
     worker and waits while the bound is reached; the reply's writer releases."""
 
     def __init__(self, max_count: int, max_bytes: int) -> None:
-        self._cond = threading.Condition()
+        # Taken directly on the fast paths (a C-level lock); the condition
+        # over it only where someone waits or may be waiting.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
         self._max_count, self._max_bytes = max_count, max_bytes
         self.count = 0
         self.bytes = 0
@@ -40,7 +44,7 @@ class Admission:
             self.count > 0 and self.bytes + size > self._max_bytes)
 
     def try_acquire(self, size: int) -> bool:
-        with self._cond:
+        with self._lock:
             if self._full(size):
                 return False
             self.count += 1
@@ -49,21 +53,26 @@ class Admission:
 
     def acquire(self, size: int, closed: threading.Event) -> bool:
         """Wait for room; False if the session closed first."""
-        with self._cond:
-            while self._full(size):
-                if closed.is_set():
-                    return False
-                self._cond.wait(0.1)
+        with self._lock:
+            self._waiting += 1
+            try:
+                while self._full(size):
+                    if closed.is_set():
+                        return False
+                    self._cond.wait(0.1)
+            finally:
+                self._waiting -= 1
             self.count += 1
             self.bytes += size
             return True
 
     def release(self, size: int) -> int:
         """Give back one request's room; how many are still in flight."""
-        with self._cond:
+        with self._lock:
             self.count -= 1
             self.bytes -= size
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
             return self.count
 
 

@@ -183,12 +183,12 @@ def test_status_codes_and_message_types_are_the_wires():
 
 def test_events_are_values():
     event = Rejected(1, 3, 8, "too large")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         event.code = 0
     assert {event, Rejected(1, 3, 8, "too large")} == {event}
     for made in (lambda: RequestReceived(1, 1, "s", "m", b""), lambda: ResponseReceived(1, 1)):
         assert hash(made()) == hash(made())
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(AttributeError):
             made().stream_id = 3
 
 

@@ -21,7 +21,7 @@ def test_pod_fields_and_annotations():
     pod = nri_pb2.PodSandbox(namespace="ns", name="p", uid="u", labels={"l": "x"},
                              annotations={names.ANNOTATION_DEVICES: "true"})
     assert convert.pod_from_pb(pod) == model.Pod(
-        namespace="ns", name="p", uid="u", annotations={names.ANNOTATION_DEVICES: "true"})
+        namespace="ns", name="p", annotations={names.ANNOTATION_DEVICES: "true"})
 
 
 @pytest.mark.parametrize("env", [
@@ -106,7 +106,8 @@ def _device(path, major, minor, mode=None, uid=None, gid=None):
 
 def test_container_mounts_devices_rules_and_cdi_names():
     ctr = nri_pb2.Container(
-        id="c1", name="app", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
+        id="c1", name="app", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0",
+                                          "io.kubernetes.cri.container-type": "container"},
         mounts=[nri_pb2.Mount(destination="/d", type="bind", source="/s", options=["ro"])],
         linux=nri_pb2.LinuxContainer(
             devices=[_device("/dev/nvidia0", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
@@ -121,7 +122,8 @@ def test_container_mounts_devices_rules_and_cdi_names():
                      nri_pb2.CDIDevice(name="")])
     got = convert.container_from_pb(ctr)
     assert got == model.Container(
-        name="app", id="c1", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
+        # Of the annotations, only the CDI ones: no rule reads another.
+        name="app", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"},
         mount_destinations=("/d",),                     # all any rule reads of a mount
         devices=(model.Device("/dev/nvidia0", "c", names.NVIDIA_MAJOR, 0, 0o666, 0, 0),
                  model.Device("/dev/null", "c", 1, 3)),
@@ -131,11 +133,11 @@ def test_container_mounts_devices_rules_and_cdi_names():
 
 
 def test_inbound_values_are_copies():
-    ctr = nri_pb2.Container(annotations={"k": "v"}, env=["A=1"])
+    ctr = nri_pb2.Container(annotations={"cdi.k8s.io/k": "v"}, env=["A=1"])
     got = convert.container_from_pb(ctr)
-    ctr.annotations["k"] = "changed"
+    ctr.annotations["cdi.k8s.io/k"] = "changed"
     ctr.env.append("B=2")
-    assert got.annotations == {"k": "v"} and got.env == ("A=1",)
+    assert got.annotations == {"cdi.k8s.io/k": "v"} and got.env == ("A=1",)
 
 
 ADJ = model.Adjustment(
@@ -234,3 +236,27 @@ def test_rules_are_copied_only_with_a_device_they_could_allow():
     assert convert.container_from_pb(bare).device_rules == ()
     bare.linux.devices.add(path="/dev/nvidia0", type="c", major=195, minor=0)
     assert convert.container_from_pb(bare).device_rules == (model.DeviceRule(True, "c", None, None, "rw"),)
+
+
+def _mounts_read(*destinations: str, containing: str = "") -> tuple[str, ...]:
+    ctr = _as_the_plugin_reads_it(nri_pb2.Container(mounts=[
+        nri_pb2.Mount(destination=d, type="bind", source="/var/lib/x", options=["ro"])
+        for d in destinations]))
+    return convert.container_from_pb(ctr, mounts_containing=containing).mount_destinations
+
+
+def test_mount_destinations_are_decoded_only_where_they_can_name_the_overlay():
+    spec = ("/proc", "/opt//nvml-mock/.", "/data/nvml-mock-cache", "/dev/shm")
+    assert _mounts_read(*spec) == spec                          # no hint: every one
+    assert _mounts_read(*spec, containing="nvml-mock") == ("/opt//nvml-mock/.",
+                                                           "/data/nvml-mock-cache")
+    assert _mounts_read(*spec, containing="gpu-mock") == ()
+    assert _mounts_read(containing="nvml-mock") == ()
+
+
+def test_a_malformed_mount_that_could_name_the_overlay_fails_the_read():
+    # Its bytes hold the hint, so it is decoded, and the driver fails open.
+    ctr = nri_pb2.ContainerRead(mounts=[b"\x0a\x40/opt/nvml-mock"])   # length past the end
+    with pytest.raises(Exception):
+        convert.container_from_pb(ctr, mounts_containing="nvml-mock")
+    assert convert.container_from_pb(ctr, mounts_containing="other").mount_destinations == ()

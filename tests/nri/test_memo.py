@@ -55,7 +55,7 @@ def test_the_memo_answers_what_adjust_answers(config, pod, batch, view):
 @given(configs, pods, containers, st.lists(env_entries, max_size=8), views)
 def test_a_container_differing_only_in_env_gets_its_own_reply(config, pod, container, env, view):
     memo = ReplyMemo()
-    other = replace(container, env=tuple(env))
+    other = container._replace(env=tuple(env))
     for one in (container, other, container):
         got = remembered_or_fresh(memo, config, pod, one, view)
         if got is not None:

@@ -19,7 +19,8 @@ class Connection:
         self._frames = mux.FrameReader(max_frame)
         # Frames for any other connection id are discarded, as the Go mux does.
         self._readers = {cid: ttrpc.MessageReader(cid, max_message, max_discard) for cid in mux.CONN_IDS}
-        self._reader_list = tuple(self._readers.values())
+        # Every buffer that can hold bytes not yet handed out (each lives as long as its reader).
+        self._buffers = (self._frames.buffer, *(reader.buffer for reader in self._readers.values()))
         self._draining: ttrpc.MessageReader | None = None
 
     def receive_data(self, data: bytes) -> None:
@@ -28,13 +29,17 @@ class Connection:
     @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out as events (whole or partial messages)."""
-        total = self._frames.buffered
-        for reader in self._reader_list:        # asked after every request: no generator
-            total += reader.buffered
+        # Asked after every request: each buffer's size read directly, no
+        # property or generator on the way.
+        total = 0
+        for buf in self._buffers:
+            total += mux.pending(buf)
         return total
 
     def next_event(self) -> ttrpc.Event | NeedData:
         """Raises ``mux.ProtocolError`` when the stream is corrupt (close it)."""
+        if self._draining is None and self._frames.empty:
+            return NEED_DATA           # asked first on every turn: nothing to look at
         while self._draining is None:
             # The common case: whole messages in whole frames, one copy each.
             frame = self._frames.take_whole(self._message_size)

@@ -116,6 +116,11 @@ class ReceiveBuffer:
         return out
 
 
+def pending(buf: ReceiveBuffer) -> int:
+    """``len(buf)`` without the method call (asked on every request)."""
+    return len(buf._data) - buf._start
+
+
 class FrameReader:
     """bytes in (``receive_data``), Frames out (``next_frame``).
 
@@ -143,6 +148,16 @@ class FrameReader:
     @property
     def buffered(self) -> int:
         return len(self._buf)
+
+    @property
+    def buffer(self) -> ReceiveBuffer:
+        return self._buf
+
+    @property
+    def empty(self) -> bool:
+        """Nothing buffered and no error to report (``next_frame`` is NEED_DATA)."""
+        buf = self._buf
+        return buf._start == len(buf._data) and self._error is None
 
     def next_frame(self) -> Frame | NeedData:
         """The next frame, or the next piece of one; NEED_DATA when nothing is due."""

@@ -72,10 +72,10 @@ class EnvSet:
 
     @classmethod
     def of_joined(cls, text: str) -> "EnvSet":
-        """The environment whose entries are ``text`` split at its NULs (the
+        """The environment whose entries each follow a NUL in ``text`` (the
         caller made sure no entry holds one): no per-entry object is made."""
         env = cls.__new__(cls)
-        env._joined, env._entries = _SEP + text, None
+        env._joined, env._entries = text, None
         env._authored, env._edits, env._looked_up = {}, {}, {}
         return env
 
@@ -115,26 +115,17 @@ class EnvSet:
         """Whether every key of ``probes`` (``probes_for``) has the value
         given: ``authored`` for each, without the per-key bookkeeping (the
         decision memo asks this of every request)."""
-        valued, absent = probes
+        pattern, expected, valued = probes
         joined = self._joined
         if joined is None:
             authored = self._authored
-            return all(authored.get(needle[1:-1]) == value for needle, value in valued) and \
-                not any(needle[1:-1] in authored for _, needles in absent for needle in needles)
-        for needle, value in valued:
-            at = joined.rfind(needle)
-            if at < 0:
-                return False
-            start = at + len(needle)
-            end = joined.find(_SEP, start)
-            if (joined[start:] if end < 0 else joined[start:end]) != value:
-                return False
-        # Most keys a decision reads are unset: one scan for the prefix they
-        # share clears all of them (each scan reads the whole environment).
-        for prefix, needles in absent:
-            if prefix in joined and any(needle in joined for needle in needles):
-                return False
-        return True
+            return all(authored.get(key) == value for key, value in expected)
+        if pattern is None:
+            return not valued
+        # One scan of the environment for every key at once; dict() keeps the
+        # last occurrence of a key, the one in effect. Equal means each set
+        # key has its value and no unset key occurs.
+        return dict(pattern.findall(joined)) == valued
 
     def get(self, key: str) -> str | None:
         if key in self._edits:
@@ -187,28 +178,22 @@ class EnvSet:
                      if authored(key) != value)
 
 
-#: ``probes_for``'s result: (needle, value) of the keys that were set, and
-#: (shared prefix, needles) of those that were not.
-Probes = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]
+#: ``probes_for``'s result: a pattern that finds every probed key's entries
+#: in the joined environment (None: no key to probe), each key with the value
+#: it must have (None: unset), and the set ones alone as a dict.
+Probes = tuple["re.Pattern[str] | None", tuple[tuple[str, "str | None"], ...], dict[str, str]]
 
 
 def probes_for(reads: tuple[tuple[str, str | None], ...]) -> Probes:
-    """``reads`` (``EnvSet.reads``) made ready for ``EnvSet.agrees``: each key
-    as the text that precedes its value in the joined environment, the unset
-    ones grouped by their name's first word ("MOCK_", "LD_"). A key no entry
-    can have (empty, or holding "=" or NUL) always reads None: left out."""
-    valued: list[tuple[str, str]] = []
-    absent: dict[str, list[str]] = {}
-    for key, value in reads:
-        if not key or "=" in key or _SEP in key:
-            continue
-        needle = f"{_SEP}{key}="
-        if value is not None:
-            valued.append((needle, value))
-            continue
-        word = key.find("_", 1)
-        absent.setdefault(needle if word < 0 else needle[:word + 2], []).append(needle)
-    return tuple(valued), tuple((prefix, tuple(needles)) for prefix, needles in absent.items())
+    """``reads`` (``EnvSet.reads``) made ready for ``EnvSet.agrees``. A key
+    no entry can have (empty, or holding "=" or NUL) always reads None: left
+    out of the pattern, never of the comparison."""
+    keys = [key for key, _ in reads if key and "=" not in key and _SEP not in key]
+    # Each key is followed by "=", so a key that begins another ("MOCK_IB",
+    # "MOCK_IB_X") still matches only its own entries.
+    pattern = re.compile(f"{_SEP}({'|'.join(map(re.escape, keys))})=([^{_SEP}]*)") \
+        if keys else None
+    return pattern, tuple(reads), {key: value for key, value in reads if value is not None}
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,8 +1,9 @@
 """Plain data the NRI decision takes and returns.
 
-Mounts, devices (``mokka.core.edits``) and cgroup rules are NamedTuples, not
-dataclasses: a request carries dozens of them and a frozen dataclass costs ~3x
-more to build, on every CreateContainer. No protobuf, socket or containerd type
+Pods, containers, mounts, devices (``mokka.core.edits``) and cgroup rules are
+NamedTuples, not dataclasses: the driver builds them for every CreateContainer
+(dozens of them for some requests), and a frozen dataclass costs 3-5x more to
+build. No protobuf, socket or containerd type
 appears here: ``mokka.nri.convert`` translates the runtime's messages into
 these and the adjustment back, so every rule of the decision is testable as a
 table of plain values.
@@ -11,6 +12,7 @@ table of plain values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 from mokka.core import names
@@ -30,22 +32,25 @@ class DeviceRule(NamedTuple):
     access: str = ""
 
 
-@dataclass(frozen=True)
-class Pod:
+#: The annotations of a pod or container that has none (read-only: shared).
+NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
+
+
+class Pod(NamedTuple):
     namespace: str = ""
     name: str = ""
-    uid: str = ""
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = NO_ANNOTATIONS
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(NamedTuple):
     name: str = ""
-    id: str = ""
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    #: The container's CRI CDI annotations (``cdi.k8s.io/...``), the only
+    #: container annotations a rule reads (the driver copies no others).
+    annotations: Mapping[str, str] = NO_ANNOTATIONS
     env: tuple[str, ...] = ()                 # "KEY=value", in spec order (duplicates possible)
     #: Where the spec mounts something: all the decision reads of its mounts
-    #: (sources and options are left in the runtime's message).
+    #: (sources and options are left in the runtime's message). The driver
+    #: leaves out those that cannot name the overlay (skip.overlay_mount_hint).
     mount_destinations: tuple[str, ...] = ()
     devices: tuple[Device, ...] = ()
     device_rules: tuple[DeviceRule, ...] = ()

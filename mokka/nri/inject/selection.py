@@ -59,12 +59,18 @@ class Selection(NamedTuple):
 def select(config: Config, pod: Pod, container: Container) -> Selection:
     cdi_names, warnings = management.requested(config, pod, container)
     requested = tuple(gpu.cdi_names(container))      # read once for both GPU rules
-    return Selection(
-        gpu_allocated=gpu.allocated(container, requested),
-        allocated_ids=gpu.named_devices(container, requested),
-        gpu_requested=devices.requested(config, pod),
-        infiniband=ib.selected(config, pod),
-        imex=imex.selected(config, pod),
-        management=cdi_names,
-        warnings=warnings,
-    )
+    # Most containers name no CDI device and carry no device node: no
+    # allocation, without asking the rules.
+    allocation = bool(requested or container.devices)
+    # Positional, through tuple.__new__, in Selection's field order.
+    return _new_selection(Selection, (
+        allocation and gpu.allocated(container, requested),
+        devices.requested(config, pod),
+        ib.selected(config, pod),
+        imex.selected(config, pod),
+        cdi_names,
+        gpu.named_devices(container, requested) if requested else (),
+        warnings))
+
+
+_new_selection = tuple.__new__

@@ -55,6 +55,14 @@ def _mounts_overlay(config: Config, container: Container) -> bool:
                for path in paths)
 
 
+def overlay_mount_hint(config: Config) -> str:
+    """Text that every destination naming the overlay contains: the last
+    component of its normalised path (normpath never makes up a component).
+    A reader of mounts may skip any mount without it. "" (the overlay at "/")
+    rules none out."""
+    return posixpath.basename(_normalized(config.overlay_mount_path))
+
+
 @functools.lru_cache(maxsize=16)
 def _normalized(path: str) -> str:
     return posixpath.normpath(path)

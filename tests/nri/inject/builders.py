@@ -88,7 +88,7 @@ def pod(*true_keys: str, namespace: str = "default") -> Pod:
 
 
 def pod_with(annotations: dict[str, str], namespace: str = "default") -> Pod:
-    return Pod(namespace=namespace, name="p", uid="u", annotations=annotations)
+    return Pod(namespace=namespace, name="p", annotations=annotations)
 
 
 def env_of(decision: Decision) -> dict[str, str]:

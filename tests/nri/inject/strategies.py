@@ -79,7 +79,7 @@ EVIDENCE = (
 def _with_evidence(container: Container, evidence: dict) -> Container:
     merged = {field: getattr(container, field) + value if isinstance(value, tuple)
               else {**getattr(container, field), **value} for field, value in evidence.items()}
-    return replace(container, **merged)
+    return container._replace(**merged)
 
 
 allocated_containers = st.builds(_with_evidence, containers, st.sampled_from(EVIDENCE))

@@ -97,7 +97,7 @@ VISIBLE = [
 
 @pytest.mark.parametrize("container,authored,expected", [c[1:] for c in VISIBLE], ids=[c[0] for c in VISIBLE])
 def test_a_mig_allocation_by_name_is_what_the_library_shows(container, authored, expected):
-    container = Container(**{**container.__dict__, "env": authored})
+    container = container._replace(env=authored)
     env = env_of(adjust(config(), pod(), container, VIEW))
     assert env.get(names.ENV_NVML_VISIBLE_DEVICES) == expected
     if expected is not None:
@@ -106,7 +106,7 @@ def test_a_mig_allocation_by_name_is_what_the_library_shows(container, authored,
 
 def test_the_toolkit_specs_void_stays_void():
     # The CDI edits of the toolkit's spec set NVIDIA_VISIBLE_DEVICES=void: the container's own.
-    container = Container(**{**cdi(MIG_A).__dict__, "env": (f"{names.ENV_NVIDIA_VISIBLE_DEVICES}=void",)})
+    container = cdi(MIG_A)._replace(env=(f"{names.ENV_NVIDIA_VISIBLE_DEVICES}=void",))
     env = env_of(adjust(config(), pod(), container, VIEW))
     assert names.ENV_NVIDIA_VISIBLE_DEVICES not in env and env[names.ENV_NVML_VISIBLE_DEVICES] == MIG_A
 

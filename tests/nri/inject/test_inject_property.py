@@ -60,7 +60,7 @@ def test_readjusting_an_adjusted_container_is_a_no_op(config, pod, container, vi
     first = adjust(config, pod, container, view).adjustment
     if first is None or not first.mounts:
         return
-    again = replace(container, mount_destinations=container.mount_destinations
+    again = container._replace(mount_destinations=container.mount_destinations
                     + tuple(m.destination for m in first.mounts))
     assert adjust(config, pod, again, view).reason == skip.ALREADY_MOUNTED
 

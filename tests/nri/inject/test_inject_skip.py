@@ -77,3 +77,11 @@ def test_skip_rules(cfg, the_pod, container, expected):
 def test_skipped_decision_carries_no_warnings_from_unstaged_surfaces():
     decision = adjust(config(), pod(GPU, namespace="kube-system"), plain(), full_view(dev_nodes=()))
     assert decision.warnings == ()
+
+
+@pytest.mark.parametrize("mount_path,hint", [
+    ("/opt/nvml-mock", "nvml-mock"), ("/opt//nvml-mock/.", "nvml-mock"),
+    ("/srv/mock/../gpu", "gpu"), ("/", ""),
+])
+def test_the_overlay_mount_hint_is_in_every_destination_that_names_the_overlay(mount_path, hint):
+    assert skip.overlay_mount_hint(config(overlay_mount_path=mount_path)) == hint
