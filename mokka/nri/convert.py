@@ -26,11 +26,26 @@ def _mapping(pb_map) -> dict[str, str]:
     return {key: pb_map[key] for key in pb_map} if pb_map else {}
 
 
-def _cdi_annotations(pb_map) -> dict[str, str]:
-    # Containers carry a handful of CRI annotations; only the CDI ones are
-    # read (mokka.nri.inject.gpu.cdi_names), so only their values are copied.
+def _cdi_annotations(annotations) -> dict[str, str]:
+    """A container's CRI CDI annotations (``cdi.k8s.io/...``), the only ones
+    a rule reads (mokka.nri.inject.gpu.cdi_names). ``ContainerRead`` carries
+    each map entry as its bytes: only those that hold the prefix are decoded."""
+    if not annotations:
+        return {}
     prefix = names.CDI_CRI_ANNOTATION_PREFIX
-    return {key: pb_map[key] for key in pb_map if key.startswith(prefix)} if pb_map else {}
+    if type(annotations) is not _REPEATED:                      # a map: Container
+        return {key: annotations[key] for key in annotations if key.startswith(prefix)}
+    found = annotations[:]
+    needle = prefix.encode()
+    if needle not in b"".join(found):
+        return {}
+    out = {}
+    for entry in found:                 # in wire order: a repeated key's last value wins
+        if needle in entry:
+            read = _read_annotation(entry)
+            if read.key.startswith(prefix):
+                out[read.key] = read.value
+    return out
 
 
 def pod_from_pb(pod: nri_pb2.PodSandbox | nri_pb2.PodSandboxRead | None) -> model.Pod:
@@ -105,6 +120,9 @@ def _mount_destinations(mounts, containing: str) -> tuple[str, ...]:
 
 
 _read_mount = nri_pb2.MountRead.FromString
+_read_annotation = nri_pb2.AnnotationRead.FromString
+#: How the decode-only messages hand over a repeated field of raw entries.
+_REPEATED = type(nri_pb2.ContainerRead().annotations)
 
 
 def container_from_pb(ctr: nri_pb2.Container | nri_pb2.ContainerRead | None, *,

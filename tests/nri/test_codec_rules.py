@@ -6,7 +6,6 @@ and the status codes and message types are the wire's numbers."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -36,7 +35,7 @@ def ttrpc_size(data, offset: int, length: int) -> int | None:
 
 
 def whole(reader: FrameReader):
-    return reader.take_whole(lambda conn_id, data, offset, length: ttrpc_size(data, offset, length))
+    return reader.take_whole({1: ttrpc_size, 2: ttrpc_size})
 
 
 # --- the one-step path ------------------------------------------------------------

@@ -260,3 +260,19 @@ def test_a_malformed_mount_that_could_name_the_overlay_fails_the_read():
     with pytest.raises(Exception):
         convert.container_from_pb(ctr, mounts_containing="nvml-mock")
     assert convert.container_from_pb(ctr, mounts_containing="other").mount_destinations == ()
+
+
+def test_only_the_cdi_annotations_of_a_container_are_decoded():
+    annotations = {"io.kubernetes.cri.container-type": "container",
+                   "cdi.k8s.io/gpu": "nvidia.com/gpu=0",
+                   "example.com/mentions-cdi.k8s.io/": "x"}
+    read = _as_the_plugin_reads_it(nri_pb2.Container(annotations=annotations))
+    assert convert.container_from_pb(read).annotations == {"cdi.k8s.io/gpu": "nvidia.com/gpu=0"}
+    read = _as_the_plugin_reads_it(nri_pb2.Container(annotations={"a": "b"}))
+    assert convert.container_from_pb(read).annotations == {}
+    # A map entry repeated on the wire: its last value, as a map reads it.
+    entry = nri_pb2.AnnotationRead
+    twice = nri_pb2.ContainerRead(annotations=[
+        entry(key="cdi.k8s.io/g", value="1").SerializeToString(),
+        entry(key="cdi.k8s.io/g", value="2").SerializeToString()])
+    assert convert.container_from_pb(twice).annotations == {"cdi.k8s.io/g": "2"}

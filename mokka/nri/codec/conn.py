@@ -19,12 +19,15 @@ class Connection:
         self._frames = mux.FrameReader(max_frame)
         # Frames for any other connection id are discarded, as the Go mux does.
         self._readers = {cid: ttrpc.MessageReader(cid, max_message, max_discard) for cid in mux.CONN_IDS}
-        # Every buffer that can hold bytes not yet handed out (each lives as long as its reader).
-        self._buffers = (self._frames.buffer, *(reader.buffer for reader in self._readers.values()))
+        self._sizers = {cid: reader.message_size for cid, reader in self._readers.items()}
+        # Bytes arrive into the frame reader's buffer; every buffer that can hold
+        # bytes not yet handed out is listed once (each lives as long as its reader).
+        self._incoming = self._frames.buffer
+        self._buffers = (self._incoming, *(reader.buffer for reader in self._readers.values()))
         self._draining: ttrpc.MessageReader | None = None
 
     def receive_data(self, data: bytes) -> None:
-        self._frames.receive_data(data)
+        self._incoming.append(data)
 
     @property
     def buffered(self) -> int:
@@ -42,7 +45,7 @@ class Connection:
             return NEED_DATA           # asked first on every turn: nothing to look at
         while self._draining is None:
             # The common case: whole messages in whole frames, one copy each.
-            frame = self._frames.take_whole(self._message_size)
+            frame = self._frames.take_whole(self._sizers)
             if frame is None:
                 break
             event = self._readers[frame.conn_id].decode_whole(frame.payload)
@@ -61,10 +64,6 @@ class Connection:
             if reader is not None:
                 reader.receive_data(frame.payload)
                 self._draining = reader
-
-    def _message_size(self, conn_id: int, data: bytearray, offset: int, length: int) -> int | None:
-        reader = self._readers.get(conn_id)
-        return None if reader is None else reader.message_size(data, offset, length)
 
     def events(self) -> list[ttrpc.Event]:
         """Every event complete so far."""

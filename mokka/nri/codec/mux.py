@@ -11,7 +11,7 @@ This module is the one home of the framing constants.
 from __future__ import annotations
 
 import struct
-from typing import Callable, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 FRAME_HEADER = struct.Struct(">II")
 FRAME_HEADER_SIZE = FRAME_HEADER.size          # 8
@@ -184,16 +184,17 @@ class FrameReader:
         return Frame(self._conn_id, piece)
 
 
-    def take_whole(self, message_size: Callable[[int, bytearray, int, int], int | None]
+    def take_whole(self, sizers: Mapping[int, Callable[[bytearray, int, int], int | None]]
                    ) -> Frame | None:
         """The common case in one step: the frames at the front, all of one
         connection, that carry exactly one message, joined and taken; None
         (nothing taken) for anything else, which ``next_frame`` then handles.
 
-        ``message_size(conn_id, data, offset, length)`` reads the message's
-        size off the first frame's payload (``data[offset:offset + length]``),
-        or None when that connection is not at a message boundary. One copy of
-        the message instead of one per frame and one more on reassembly.
+        ``sizers[conn_id](data, offset, length)`` reads the message's size off
+        the first frame's payload (``data[offset:offset + length]``), or None
+        when that connection is not at a message boundary; a connection with
+        no sizer is not taken here. One copy of the message instead of one per
+        frame and one more on reassembly.
         """
         if self._remaining is not None or self._error is not None:
             return None
@@ -205,7 +206,8 @@ class FrameReader:
         pos += FRAME_HEADER_SIZE
         if not 0 < length <= self._max or pos + length > end:
             return None
-        size = message_size(conn_id, data, pos, length)
+        sizer = sizers.get(conn_id)
+        size = None if sizer is None else sizer(data, pos, length)
         if size is None or size < length:
             return None
         pieces = [(pos, pos + length)]
@@ -228,7 +230,10 @@ class FrameReader:
             else:
                 message = b"".join([view[start:stop] for start, stop in pieces])
         buf.skip_to(pos)
-        return Frame(conn_id, message)
+        return _new_tuple(Frame, (conn_id, message))
+
+
+_new_tuple = tuple.__new__
 
 
 def encode_frame(conn_id: int, payload: bytes) -> bytes:

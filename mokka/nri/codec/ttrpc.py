@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 
-from mokka.nri.codec.mux import NEED_DATA, NeedData, ProtocolError, ReceiveBuffer
+from mokka.nri.codec.mux import NEED_DATA, NeedData, ProtocolError, ReceiveBuffer, pending
 from mokka.nri.proto import ttrpc_pb2
 
 HEADER = struct.Struct(">IIBB")
@@ -215,7 +215,7 @@ class MessageReader:
         """The size of the whole message starting at ``data[offset:]`` (of
         which ``length`` bytes are there), or None if this reader is in the
         middle of one or the message is not one ``decode_whole`` takes."""
-        if self._skip or len(self._buf) or length < HEADER_SIZE:
+        if self._skip or pending(self._buf) or length < HEADER_SIZE:
             return None
         size, _, msg_type, _ = HEADER.unpack_from(data, offset)
         if size > self._max or msg_type not in (TYPE_REQUEST, TYPE_RESPONSE):

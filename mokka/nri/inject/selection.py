@@ -39,7 +39,9 @@ class Selection(NamedTuple):
 
     @property
     def any(self) -> bool:
-        return self.overlay or self.imex or bool(self.management)
+        # gpu or overlay or imex or management, without the properties' calls.
+        return self.gpu_allocated or self.gpu_requested or self.infiniband or self.imex or \
+            bool(self.management)
 
     def describe(self) -> str:
         parts = []
@@ -58,7 +60,9 @@ class Selection(NamedTuple):
 
 def select(config: Config, pod: Pod, container: Container) -> Selection:
     cdi_names, warnings = management.requested(config, pod, container)
-    requested = tuple(gpu.cdi_names(container))      # read once for both GPU rules
+    # Read once for both GPU rules (most containers name none).
+    requested = tuple(gpu.cdi_names(container)) \
+        if container.cdi_devices or container.annotations else ()
     # Most containers name no CDI device and carry no device node: no
     # allocation, without asking the rules.
     allocation = bool(requested or container.devices)

@@ -38,8 +38,10 @@ def authored_reason(config: Config, pod: Pod, container: Container) -> str | Non
 
 def _mounts_overlay(config: Config, container: Container) -> bool:
     # Normalised, so "/opt/nvml-mock/" or "/opt//nvml-mock" are the same place.
-    destination = _normalized(config.overlay_mount_path)
     paths = container.mount_destinations
+    if not paths:
+        return False
+    destination = _normalized(config.overlay_mount_path)
     if destination in paths:
         return True
     # normpath changes a path only through "//", "/." (., ..) or a trailing

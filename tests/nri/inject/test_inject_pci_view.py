@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from mokka.core import names
 from mokka.nri.inject import Container, adjust
 from tests.nri.inject.builders import (MANAGEMENT_ALL, allocated, config, env_of, full_view, plain,
                                        pod, pod_with)
