@@ -256,3 +256,35 @@ def test_while_an_oversized_message_streams_past_its_bytes_are_no_message():
 
 def test_a_header_written_without_flags_carries_flags_0():
     assert ttrpc.encode_header(ttrpc.Header(1, 2, 3)) == bytes.fromhex("00000001 00000002 03 00")
+
+
+def test_whole_requests_obey_the_stream_rule_too():
+    # Each arrives whole (the one-step path): a reused, even or older stream id
+    # is refused all the same.
+    conn = Connection()
+    for sid in (3, 3, 2, 1, 5):
+        conn.receive_data(Connection.request_bytes(1, sid, PLUGIN_SERVICE, "CreateContainer", b"p"))
+    events = conn.events()
+    assert [(type(e).__name__, e.stream_id) for e in events] == [
+        ("RequestReceived", 3), ("Rejected", 3), ("Rejected", 2), ("Rejected", 1),
+        ("RequestReceived", 5)]
+    assert {e.code for e in events if isinstance(e, Rejected)} == {ttrpc.INVALID_ARGUMENT}
+
+
+def test_a_broken_stream_stays_broken_with_nothing_more_received():
+    conn = Connection(max_frame=16)
+    conn.receive_data(mux.FRAME_HEADER.pack(1, 17))
+    for _ in range(2):
+        with pytest.raises(ProtocolError):
+            conn.next_event()
+
+
+def test_buffered_counts_the_bytes_not_yet_handed_out():
+    conn = Connection()
+    message = Connection.request_bytes(1, 1, PLUGIN_SERVICE, "CreateContainer", b"x" * 100)
+    conn.receive_data(message[:50])
+    assert conn.next_event() is NEED_DATA
+    assert conn.buffered == 42                  # 50 less the 8-byte frame header read
+    conn.receive_data(message[50:])
+    assert isinstance(conn.next_event(), RequestReceived)
+    assert conn.buffered == 0
