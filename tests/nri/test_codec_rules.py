@@ -288,3 +288,9 @@ def test_buffered_counts_the_bytes_not_yet_handed_out():
     conn.receive_data(message[50:])
     assert isinstance(conn.next_event(), RequestReceived)
     assert conn.buffered == 0
+    # A whole message taken while the next is still arriving: only the latter counts.
+    whole = Connection.request_bytes(1, 3, PLUGIN_SERVICE, "CreateContainer", b"y")
+    arriving = Connection.request_bytes(1, 5, PLUGIN_SERVICE, "CreateContainer", b"z" * 100)
+    conn.receive_data(whole + arriving[:30])
+    assert isinstance(conn.next_event(), RequestReceived)
+    assert conn.buffered == 30
