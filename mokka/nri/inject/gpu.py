@@ -21,6 +21,7 @@ NVIDIA_VISIBLE_DEVICES and privilege are deliberately not looked at.
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Iterator
 
 from mokka.core import names
@@ -37,7 +38,8 @@ DEVICE_PLUGIN_KIND = EVIDENCE_KINDS[0]
 MIG_UUID_PREFIX = "MIG-"
 #: Characters an allocator never puts in a device id; one of them means a
 #: malformed or forged name, not an allocation.
-_FORBIDDEN_ID_CHARS = frozenset("/=")
+#: "/" or "=", or whitespace as str.isspace() has it (re's \s for str is the same set).
+_FORBIDDEN_IN_ID = re.compile(r"[/=\s]")
 
 
 def allocated(container: Container, requested: Iterable[str] | None = None) -> bool:
@@ -91,9 +93,9 @@ def _is_evidence_name(name: object) -> bool:
 
 def _valid_id(device_id: str) -> bool:
     # A UUID ("GPU-…") or an index; anything with a separator or whitespace in
-    # it is not something an allocator wrote.
-    return bool(device_id) and not any(
-        ch in _FORBIDDEN_ID_CHARS or ch.isspace() for ch in device_id)
+    # it is not something an allocator wrote. One search, not a step per
+    # character: asked twice for every name of every allocated container.
+    return bool(device_id) and _FORBIDDEN_IN_ID.search(device_id) is None
 
 
 def _raw_allocation(container: Container) -> bool:
