@@ -26,6 +26,13 @@ def _mapping(pb_map) -> dict[str, str]:
     return {key: pb_map[key] for key in pb_map} if pb_map else {}
 
 
+def _holding(raw: list[bytes], text: str) -> list[bytes]:
+    """The raw entries (``ContainerRead``'s mounts, annotations) that hold
+    ``text``: one search of them all first, as most requests have none."""
+    needle = text.encode()
+    return [entry for entry in raw if needle in entry] if needle in b"".join(raw) else []
+
+
 def _cdi_annotations(annotations) -> dict[str, str]:
     """A container's CRI CDI annotations (``cdi.k8s.io/...``), the only ones
     a rule reads (mokka.nri.inject.gpu.cdi_names). ``ContainerRead`` carries
@@ -35,16 +42,11 @@ def _cdi_annotations(annotations) -> dict[str, str]:
     prefix = names.CDI_CRI_ANNOTATION_PREFIX
     if type(annotations) is not _REPEATED:                      # a map: Container
         return {key: annotations[key] for key in annotations if key.startswith(prefix)}
-    found = annotations[:]
-    needle = prefix.encode()
-    if needle not in b"".join(found):
-        return {}
     out = {}
-    for entry in found:                 # in wire order: a repeated key's last value wins
-        if needle in entry:
-            read = _read_annotation(entry)
-            if read.key.startswith(prefix):
-                out[read.key] = read.value
+    for entry in _holding(annotations[:], prefix):   # in wire order: a key's last value wins
+        read = _read_annotation(entry)
+        if read.key.startswith(prefix):
+            out[read.key] = read.value
     return out
 
 
@@ -111,12 +113,8 @@ def _mount_destinations(mounts, containing: str) -> tuple[str, ...]:
     found = mounts[:]
     if not isinstance(found[0], bytes):                  # Container: decoded already
         return tuple([m.destination for m in found])
-    if containing:
-        needle = containing.encode()
-        if needle not in b"".join(found):
-            return ()
-        found = [m for m in found if needle in m]
-    return tuple([_read_mount(m).destination for m in found])
+    return tuple([_read_mount(m).destination
+                  for m in (_holding(found, containing) if containing else found)])
 
 
 _read_mount = nri_pb2.MountRead.FromString
