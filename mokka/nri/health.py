@@ -116,12 +116,10 @@ class Health:
             self._in_flight[token] = self._now()
             return token
 
-    def end(self, token: int, answered: bool = False) -> None:
-        """The handler is done; ``answered`` counts a CreateContainer answered."""
+    def end(self, token: int) -> None:
+        """The handler is done."""
         with self._lock:
             self._in_flight.pop(token, None)
-        if answered:
-            self._counters["create_container_total"].inc()
 
     @contextlib.contextmanager
     def in_flight(self):

@@ -19,8 +19,8 @@ from mokka.core import log
 from mokka.nri import convert, inject
 from mokka.nri.gate import StagingGate, outcome
 from mokka.nri.health import SKIPPED_NOT_STAGED
-from mokka.nri.inject.model import Config
 from mokka.nri.inject import skip
+from mokka.nri.inject.model import Config
 from mokka.nri.inject.skip import LABELS
 from mokka.nri.memo import Reply, ReplyMemo
 from mokka.nri.nodeview import NodeViewBuilder

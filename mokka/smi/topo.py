@@ -58,6 +58,11 @@ def matrix(lib: nvml.Library, gpus: list) -> str:
     return "\n".join(rows) + "\n\n" + LEGEND
 
 
+def _heading(gpu) -> str:
+    """The line over each GPU's links in ``nvlink -e`` and ``nvlink -s``."""
+    return f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})"
+
+
 def errors(gpus: list) -> str:
     """``nvidia-smi nvlink -e``: each link's replay, recovery and CRC error counts."""
     out = []
@@ -65,7 +70,7 @@ def errors(gpus: list) -> str:
         counts = gpu.nvlink_errors()
         if not counts:
             continue                  # as NVIDIA's 550 does for a GPU whose NVLink count is 0
-        out.append(f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})")
+        out.append(_heading(gpu))
         for link, row in enumerate(counts):
             out += [f"\t Link {link}: {what} Errors: {'N/A' if n is None else n}"
                     for what, n in zip(("Replay", "Recovery", "CRC"), row)] + [""]
@@ -78,7 +83,7 @@ def status(gpus: list) -> str:
         speeds = gpu.nvlink_speeds()
         if not speeds:
             continue                  # as NVIDIA's 550 does for a GPU whose NVLink count is 0
-        out.append(f"GPU {gpu.index}: {gpu.name() or ''} (UUID: {gpu.uuid() or ''})")
+        out.append(_heading(gpu))
         for link, speed in enumerate(speeds):
             out.append(f"\t Link {link}: " + ("<inactive>" if speed is None else f"{speed / 1000:g} GB/s"))
     return "".join(line + "\n" for line in out)

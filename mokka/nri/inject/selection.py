@@ -39,9 +39,7 @@ class Selection(NamedTuple):
 
     @property
     def any(self) -> bool:
-        # gpu or overlay or imex or management, without the properties' calls.
-        return self.gpu_allocated or self.gpu_requested or self.infiniband or self.imex or \
-            bool(self.management)
+        return self.overlay or self.imex or bool(self.management)
 
     def describe(self) -> str:
         parts = []
