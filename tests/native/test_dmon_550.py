@@ -31,8 +31,9 @@ def node(staged_node):
 #: 550's --gpm-metrics first line shows "-" or 0 for every metric in some runs whatever the
 #: library answered (0 on a board without GPM too; the library's answers, logged, were the
 #: same in those runs): in about 3 runs in 100 at the real time, about half at a pinned second
-#: as here. The lines after the first are steady, so a GPM first line is asked for up to this
-#: many times.
+#: as here, and in a CI run under load in every one of 12 attempts. The lines after the first
+#: are steady, so a GPM first line is asked for up to this many times, and the test is
+#: skipped, saying so, if 550 raced in all of them.
 GPM_ATTEMPTS = 12
 
 
@@ -40,13 +41,16 @@ def both(node, args, raced=None) -> list[str]:
     """NVIDIA's lines, once ours printed the same; ``raced(cells)`` says which GPM cells of
     550's first data line are its race above, so the line is asked for again."""
     theirs = ok(node.run(args))
-    for _ in range(GPM_ATTEMPTS - 1 if raced else 0):
+    for attempt in range(GPM_ATTEMPTS if raced else 0):
         lines = theirs.split("\n")
         if len(lines) < 3:
             break
         heads, cells = lines[0].split()[1:], lines[2].split()     # the header starts with "#"
         if not raced({cell for head, cell in zip(heads, cells) if head.startswith("id=")}):
             break
+        if attempt == GPM_ATTEMPTS - 1:
+            # On a loaded machine 550 has raced in every attempt: its line says nothing.
+            pytest.skip(f"550's GPM first line raced in all {GPM_ATTEMPTS} attempts")
         theirs = ok(node.run(args))
     ours = ok(node.run_python(args))
     assert theirs == ours
